@@ -1,0 +1,265 @@
+//! One dynamic type over every implemented variant, for services and the CLI ("dynamic at the
+//! edge, static in the hot loops"). [`AnyPosition`] implements [`Position`] itself, so
+//! [`Game<AnyPosition>`](crate::Game), perft and PGN work for any variant chosen at run time.
+//!
+//! Adding a variant means adding one arm to [`AnyPosition`] and [`AnyMove`] and to the
+//! `dispatch!` macro below; callers do not change.
+
+use crate::chess::{self, Chess};
+use crate::outcome::Outcome;
+use crate::position::{DrawRules, Locale, MoveError, Notation, Position};
+use crate::types::Color;
+use crate::variant::Variant;
+use std::fmt;
+
+/// A position of any implemented variant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AnyPosition {
+    /// Standard chess.
+    Chess(Chess),
+}
+
+/// A move of any implemented variant (it belongs to positions of the same variant).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AnyMove {
+    /// A standard chess move.
+    Chess(chess::Move),
+}
+
+/// A position text could not be turned into a position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PositionTextError {
+    /// The variant is known but not implemented yet.
+    UnsupportedVariant(Variant),
+    /// The text cannot be parsed.
+    Syntax {
+        /// The part of the position string that is wrong (`placement`, `castling`, …).
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The text parses but the position cannot occur.
+    Illegal {
+        /// The part of the position string that is wrong.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl PositionTextError {
+    /// The position-string field the error is about (`variant` when unsupported).
+    pub fn field(&self) -> &'static str {
+        match self {
+            PositionTextError::UnsupportedVariant(_) => "variant",
+            PositionTextError::Syntax { field, .. } | PositionTextError::Illegal { field, .. } => {
+                field
+            }
+        }
+    }
+}
+
+impl fmt::Display for PositionTextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PositionTextError::UnsupportedVariant(v) => {
+                write!(f, "variant '{v}' is not implemented yet")
+            }
+            PositionTextError::Syntax { message, .. } => {
+                write!(f, "invalid position string: {message}")
+            }
+            PositionTextError::Illegal { message, .. } => write!(f, "impossible position: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for PositionTextError {}
+
+impl From<chess::fen::FenPositionError> for PositionTextError {
+    fn from(e: chess::fen::FenPositionError) -> Self {
+        match e {
+            chess::fen::FenPositionError::Fen(e) => PositionTextError::Syntax {
+                field: e.field(),
+                message: e.to_string(),
+            },
+            chess::fen::FenPositionError::Position(e) => PositionTextError::Illegal {
+                field: e.field(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+/// Runs `$body` with `$p` bound to the concrete position, whatever the variant.
+macro_rules! dispatch {
+    ($self:expr, $p:ident => $body:expr) => {
+        match $self {
+            AnyPosition::Chess($p) => $body,
+        }
+    };
+}
+
+/// Unwraps a move for the concrete position `$p`'s variant, or evaluates `$mismatch`.
+macro_rules! with_move {
+    ($self:expr, $m:expr, ($p:ident, $mv:ident) => $body:expr, else $mismatch:expr) => {
+        match ($self, $m) {
+            (AnyPosition::Chess($p), AnyMove::Chess($mv)) => $body,
+            #[allow(unreachable_patterns)]
+            _ => $mismatch,
+        }
+    };
+}
+
+impl AnyPosition {
+    /// The start position of `variant`.
+    pub fn start(variant: Variant) -> Result<AnyPosition, PositionTextError> {
+        match variant {
+            Variant::Chess => Ok(AnyPosition::Chess(Chess::new())),
+            other => Err(PositionTextError::UnsupportedVariant(other)),
+        }
+    }
+
+    /// Parses `variant`'s position string (FEN for chess).
+    pub fn from_text(variant: Variant, text: &str) -> Result<AnyPosition, PositionTextError> {
+        match variant {
+            Variant::Chess => Ok(AnyPosition::Chess(Chess::from_fen(text)?)),
+            other => Err(PositionTextError::UnsupportedVariant(other)),
+        }
+    }
+
+    /// The variant's start position when `text` is `None`, else the parsed text.
+    pub fn from_optional_text(
+        variant: Variant,
+        text: Option<&str>,
+    ) -> Result<AnyPosition, PositionTextError> {
+        match text {
+            None => AnyPosition::start(variant),
+            Some(t) => AnyPosition::from_text(variant, t),
+        }
+    }
+
+    /// Parses a move and returns it with its UCI and SAN spellings.
+    pub fn parse_and_describe(
+        &self,
+        text: &str,
+        notation: Notation,
+        locale: Locale,
+    ) -> Result<(AnyMove, String, String), MoveError> {
+        let m = self.parse_move(text, notation, locale)?;
+        Ok((m, self.move_to_uci(m), self.move_to_san(m, locale)))
+    }
+
+    /// This position with `m` played, or an error if `m` is not legal here.
+    pub fn play(&self, m: AnyMove) -> Option<AnyPosition> {
+        if !self.is_legal(m) {
+            return None;
+        }
+        let mut next = self.clone();
+        next.play_unchecked(m);
+        Some(next)
+    }
+}
+
+impl fmt::Display for AnyPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_text())
+    }
+}
+
+impl Position for AnyPosition {
+    type Move = AnyMove;
+    type MoveList = Vec<AnyMove>;
+
+    fn variant(&self) -> Variant {
+        dispatch!(self, p => p.variant())
+    }
+
+    fn turn(&self) -> Color {
+        dispatch!(self, p => Position::turn(p))
+    }
+
+    fn legal_moves_into(&self, moves: &mut Vec<AnyMove>) {
+        moves.clear();
+        match self {
+            AnyPosition::Chess(p) => moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Chess(m))),
+        }
+    }
+
+    fn is_capture(&self, m: AnyMove) -> bool {
+        with_move!(self, m, (p, m) => p.is_capture(m), else false)
+    }
+
+    fn is_legal(&self, m: AnyMove) -> bool {
+        with_move!(self, m, (p, m) => p.is_legal(m), else false)
+    }
+
+    fn play_unchecked(&mut self, m: AnyMove) {
+        with_move!(self, m, (p, m) => p.play_unchecked(m), else ())
+    }
+
+    fn is_check(&self) -> bool {
+        dispatch!(self, p => p.is_check())
+    }
+
+    fn zobrist(&self) -> u64 {
+        dispatch!(self, p => p.zobrist())
+    }
+
+    fn repetition_key(&self) -> u64 {
+        dispatch!(self, p => p.repetition_key())
+    }
+
+    fn halfmove_clock(&self) -> u32 {
+        dispatch!(self, p => p.halfmove_clock())
+    }
+
+    fn fullmove_number(&self) -> u32 {
+        dispatch!(self, p => p.fullmove_number())
+    }
+
+    fn null_move(&self) -> Option<AnyPosition> {
+        match self {
+            AnyPosition::Chess(p) => p.null_move().map(AnyPosition::Chess),
+        }
+    }
+
+    fn terminal(&self) -> Option<Outcome> {
+        dispatch!(self, p => Position::terminal(p))
+    }
+
+    fn draw_rules(&self) -> DrawRules {
+        dispatch!(self, p => p.draw_rules())
+    }
+
+    fn can_possibly_mate(&self, color: Color) -> bool {
+        dispatch!(self, p => Position::can_possibly_mate(p, color))
+    }
+
+    fn to_text(&self) -> String {
+        dispatch!(self, p => p.to_text())
+    }
+
+    fn move_to_uci(&self, m: AnyMove) -> String {
+        match m {
+            AnyMove::Chess(m) => chess::uci::Uci::from_move(m).to_string(),
+        }
+    }
+
+    fn move_to_san(&self, m: AnyMove, locale: Locale) -> String {
+        with_move!(self, m, (p, m) => p.move_to_san(m, locale), else self.move_to_uci(m))
+    }
+
+    fn parse_move(
+        &self,
+        text: &str,
+        notation: Notation,
+        locale: Locale,
+    ) -> Result<AnyMove, MoveError> {
+        match self {
+            AnyPosition::Chess(p) => p.parse_move(text, notation, locale).map(AnyMove::Chess),
+        }
+    }
+}

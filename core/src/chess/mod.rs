@@ -1,0 +1,605 @@
+//! Standard chess under the FIDE Laws: bitboard position, legal move generation (pins and check
+//! evasions computed, no make-and-test), copy-make, incremental Zobrist hashing, endings.
+//!
+//! The module layout follows the notations: [`fen`], [`uci`], [`san`]; PGN lives in
+//! [`crate::pgn`] because it is shared by every variant.
+
+mod board;
+pub mod fen;
+mod movegen;
+pub mod san;
+pub mod uci;
+pub(crate) mod zobrist;
+
+pub use board::Board;
+pub use fen::{FenError, PositionError, Setup};
+
+use crate::bitboard::{Bitboard, attacks};
+use crate::outcome::{EndReason, Outcome};
+use crate::position::{DrawRules, Locale, MoveError, Notation, Position};
+use crate::types::{Color, Piece, Role, Square};
+use crate::variant::Variant;
+use arrayvec::ArrayVec;
+use std::fmt;
+
+/// Legal moves of one chess position (at most 218 exist; the capacity leaves room).
+pub type MoveList = ArrayVec<Move, 256>;
+
+/// What a [`Move`] does besides moving a piece from one square to another.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MoveKind {
+    /// An ordinary move or capture (including pawn pushes).
+    Normal,
+    /// An en passant capture; the captured pawn is beside the origin square.
+    EnPassant,
+    /// Castling, written as the king's move (`e1g1`); the rook moves too.
+    Castle,
+    /// A pawn promotes to the given role.
+    Promotion(Role),
+    /// A piece of the given role is dropped from the reserve (crazyhouse, bughouse).
+    Drop(Role),
+}
+
+/// A move on the 8×8 board, packed into 16 bits: destination (6), origin (6), kind (4).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub struct Move(u16);
+
+const KIND_NORMAL: u16 = 0;
+const KIND_EP: u16 = 1;
+const KIND_CASTLE: u16 = 2;
+const KIND_PROMO: u16 = 3; // + role index - 1 (knight = 3 … queen = 6)
+const KIND_DROP: u16 = 8; // + role index (pawn = 8 … queen = 12)
+
+impl Move {
+    #[inline]
+    const fn pack(from: Square, to: Square, kind: u16) -> Move {
+        Move(to.index() as u16 | (from.index() as u16) << 6 | kind << 12)
+    }
+
+    /// An ordinary move or capture.
+    #[inline]
+    pub const fn normal(from: Square, to: Square) -> Move {
+        Move::pack(from, to, KIND_NORMAL)
+    }
+
+    /// An en passant capture from `from` to the en passant square `to`.
+    #[inline]
+    pub const fn en_passant(from: Square, to: Square) -> Move {
+        Move::pack(from, to, KIND_EP)
+    }
+
+    /// Castling, as the king's move (`e1` → `g1` or `c1`).
+    #[inline]
+    pub const fn castle(king_from: Square, king_to: Square) -> Move {
+        Move::pack(king_from, king_to, KIND_CASTLE)
+    }
+
+    /// A promotion to `role` (knight, bishop, rook or queen; anything else is clamped to queen).
+    #[inline]
+    pub const fn promotion(from: Square, to: Square, role: Role) -> Move {
+        let r = match role {
+            Role::Knight | Role::Bishop | Role::Rook | Role::Queen => role.index() as u16,
+            _ => Role::Queen.index() as u16,
+        };
+        Move::pack(from, to, KIND_PROMO + r - 1)
+    }
+
+    /// A drop of `role` on `to` (pawn to queen; a king is clamped to queen).
+    #[inline]
+    pub const fn drop(role: Role, to: Square) -> Move {
+        let r = match role {
+            Role::King => Role::Queen.index() as u16,
+            _ => role.index() as u16,
+        };
+        Move::pack(to, to, KIND_DROP + r)
+    }
+
+    /// Destination square.
+    #[inline]
+    pub const fn to(self) -> Square {
+        Square::from_index_unchecked((self.0 & 63) as u32)
+    }
+
+    /// Origin square (for a drop, the destination).
+    #[inline]
+    pub const fn from(self) -> Square {
+        Square::from_index_unchecked(((self.0 >> 6) & 63) as u32)
+    }
+
+    /// The kind of move.
+    #[inline]
+    pub fn kind(self) -> MoveKind {
+        match self.0 >> 12 {
+            KIND_NORMAL => MoveKind::Normal,
+            KIND_EP => MoveKind::EnPassant,
+            KIND_CASTLE => MoveKind::Castle,
+            k @ 3..=6 => MoveKind::Promotion(Role::from_index(usize::from(k - 2)).expect("role")),
+            k => MoveKind::Drop(Role::from_index(usize::from(k - KIND_DROP).min(4)).expect("role")),
+        }
+    }
+
+    /// The promotion role, if this is a promotion.
+    #[inline]
+    pub fn promotion_role(self) -> Option<Role> {
+        match self.kind() {
+            MoveKind::Promotion(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a drop.
+    #[inline]
+    pub const fn is_drop(self) -> bool {
+        self.0 >> 12 >= KIND_DROP
+    }
+}
+
+impl fmt::Debug for Move {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&uci::Uci::from_move(*self).to_string())
+    }
+}
+
+/// Castling rights as four flags: white king side, white queen side, black king side, black
+/// queen side (standard chess: king on e1/e8, rooks on the a and h files).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CastlingRights(u8);
+
+impl CastlingRights {
+    /// No rights.
+    pub const NONE: CastlingRights = CastlingRights(0);
+    /// All four rights.
+    pub const ALL: CastlingRights = CastlingRights(15);
+
+    #[inline]
+    const fn bit(color: Color, king_side: bool) -> u8 {
+        1 << (color as u8 * 2 + if king_side { 0 } else { 1 })
+    }
+
+    /// Whether `color` may still castle on that side.
+    #[inline]
+    pub const fn has(self, color: Color, king_side: bool) -> bool {
+        self.0 & CastlingRights::bit(color, king_side) != 0
+    }
+
+    /// Adds a right.
+    pub fn add(&mut self, color: Color, king_side: bool) {
+        self.0 |= CastlingRights::bit(color, king_side);
+    }
+
+    /// Whether no right is left.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The raw 4-bit set.
+    pub(crate) const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The FEN field: `KQkq`, a subset, or `-`.
+    pub fn to_fen(self) -> String {
+        if self.is_empty() {
+            return "-".into();
+        }
+        [
+            (Color::White, true, 'K'),
+            (Color::White, false, 'Q'),
+            (Color::Black, true, 'k'),
+            (Color::Black, false, 'q'),
+        ]
+        .into_iter()
+        .filter(|&(c, k, _)| self.has(c, k))
+        .map(|(_, _, ch)| ch)
+        .collect()
+    }
+}
+
+/// For each square, the rights that survive a move from or to it.
+const fn castling_masks() -> [u8; 64] {
+    let mut m = [15u8; 64];
+    m[0] = 15 & !2; // a1: white queen side
+    m[7] = 15 & !1; // h1: white king side
+    m[4] = 15 & !3; // e1: both white rights
+    m[56] = 15 & !8; // a8
+    m[63] = 15 & !4; // h8
+    m[60] = 15 & !12; // e8
+    m
+}
+
+static CASTLING_MASKS: [u8; 64] = castling_masks();
+
+/// A standard chess position: placement, side to move, castling rights, en passant square,
+/// move counters and the incremental Zobrist hash.
+///
+/// Built from a [`Setup`] (checked: impossible positions are rejected with a
+/// [`PositionError`]) or from FEN with [`Chess::from_fen`]. The en passant square is kept only
+/// when a pawn of the side to move stands ready to capture, so FEN output omits a square no pawn
+/// can use.
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub struct Chess {
+    pub(crate) board: Board,
+    pub(crate) turn: Color,
+    pub(crate) castling: CastlingRights,
+    pub(crate) ep_square: Option<Square>,
+    pub(crate) halfmoves: u32,
+    pub(crate) fullmoves: u32,
+    pub(crate) hash: u64,
+}
+
+impl Default for Chess {
+    fn default() -> Chess {
+        Chess::new()
+    }
+}
+
+impl fmt::Debug for Chess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Chess({})", self.to_fen())
+    }
+}
+
+impl fmt::Display for Chess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_fen())
+    }
+}
+
+impl Chess {
+    /// The standard start position.
+    pub fn new() -> Chess {
+        let mut pos = Chess {
+            board: Board::standard(),
+            turn: Color::White,
+            castling: CastlingRights::ALL,
+            ep_square: None,
+            halfmoves: 0,
+            fullmoves: 1,
+            hash: 0,
+        };
+        pos.hash = pos.compute_hash();
+        pos
+    }
+
+    /// Parses and validates a FEN.
+    pub fn from_fen(fen: &str) -> Result<Chess, fen::FenPositionError> {
+        let setup: Setup = fen.parse()?;
+        Ok(Chess::from_setup(setup)?)
+    }
+
+    /// The FEN of this position.
+    pub fn to_fen(&self) -> String {
+        Setup::from(*self).to_string()
+    }
+
+    /// Piece placement.
+    pub fn board(&self) -> &Board {
+        &self.board
+    }
+
+    /// The side to move.
+    pub fn turn(&self) -> Color {
+        self.turn
+    }
+
+    /// Castling rights.
+    pub fn castling_rights(&self) -> CastlingRights {
+        self.castling
+    }
+
+    /// The en passant square, kept only when a pawn of the side to move could capture there.
+    pub fn ep_square(&self) -> Option<Square> {
+        self.ep_square
+    }
+
+    /// The king square of the side to move.
+    #[inline]
+    pub(crate) fn our_king(&self) -> Square {
+        self.board
+            .king_of(self.turn)
+            .expect("a validated position has one king per side")
+    }
+
+    /// Enemy pieces giving check.
+    #[inline]
+    pub fn checkers(&self) -> Bitboard {
+        let king = self.our_king();
+        self.board
+            .attackers_to(king, !self.turn, self.board.occupied())
+    }
+
+    /// The Zobrist hash computed from scratch (for checks; play keeps it incrementally).
+    pub fn compute_hash(&self) -> u64 {
+        let mut h = 0;
+        for (sq, p) in self.board.pieces() {
+            h ^= zobrist::piece(p.color, p.role, sq);
+        }
+        h ^= zobrist::castling(self.castling.bits());
+        if let Some(ep) = self.ep_square {
+            h ^= zobrist::ep_file(ep.file());
+        }
+        if self.turn == Color::Black {
+            h ^= zobrist::black_to_move();
+        }
+        h
+    }
+
+    /// Sets the en passant square after a double step to `ep` if an enemy pawn could take there.
+    #[inline]
+    fn set_ep_if_capturable(&mut self, ep: Square) {
+        let capturers = attacks::pawn(self.turn, ep) & self.board.by_piece(Piece {
+            color: !self.turn,
+            role: Role::Pawn,
+        });
+        if capturers.any() {
+            self.ep_square = Some(ep);
+            self.hash ^= zobrist::ep_file(ep.file());
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, piece: Piece, sq: Square) {
+        self.board.toggle(piece, sq);
+        self.hash ^= zobrist::piece(piece.color, piece.role, sq);
+    }
+
+    /// Plays a legal move (copy-make: callers keep the previous position if they need it).
+    #[inline]
+    pub fn play_unchecked(&mut self, m: Move) {
+        let us = self.turn;
+        let them = !us;
+        let from = m.from();
+        let to = m.to();
+        if let Some(ep) = self.ep_square.take() {
+            self.hash ^= zobrist::ep_file(ep.file());
+        }
+        self.halfmoves += 1;
+        let old_rights = self.castling.bits();
+        match m.kind() {
+            MoveKind::Normal | MoveKind::Promotion(_) => {
+                let role = self.board.role_at(from).expect("a piece on the origin square");
+                if let Some(captured) = self.board.role_at(to) {
+                    self.put(Piece { color: them, role: captured }, to);
+                    self.halfmoves = 0;
+                }
+                self.put(Piece { color: us, role }, from);
+                let placed = m.promotion_role().unwrap_or(role);
+                self.put(Piece { color: us, role: placed }, to);
+                if role == Role::Pawn {
+                    self.halfmoves = 0;
+                    if from.index().abs_diff(to.index()) == 16 {
+                        let ep = Square::from_index_unchecked((from.index() + to.index()) as u32 / 2);
+                        self.set_ep_if_capturable(ep);
+                    }
+                }
+                let cleared = CASTLING_MASKS[from.index()] & CASTLING_MASKS[to.index()];
+                self.castling = CastlingRights(old_rights & cleared);
+            }
+            MoveKind::EnPassant => {
+                let captured = Square::from_coords(to.file(), from.rank()).expect("on board");
+                self.put(Piece { color: them, role: Role::Pawn }, captured);
+                self.put(Piece { color: us, role: Role::Pawn }, from);
+                self.put(Piece { color: us, role: Role::Pawn }, to);
+                self.halfmoves = 0;
+            }
+            MoveKind::Castle => {
+                let king_side = to.file() > from.file();
+                let rank = from.rank();
+                let rook_from = Square::from_coords(if king_side { 7 } else { 0 }, rank).expect("sq");
+                let rook_to = Square::from_coords(if king_side { 5 } else { 3 }, rank).expect("sq");
+                self.put(Piece { color: us, role: Role::King }, from);
+                self.put(Piece { color: us, role: Role::King }, to);
+                self.put(Piece { color: us, role: Role::Rook }, rook_from);
+                self.put(Piece { color: us, role: Role::Rook }, rook_to);
+                self.castling = CastlingRights(old_rights & CASTLING_MASKS[from.index()]);
+            }
+            MoveKind::Drop(role) => {
+                self.put(Piece { color: us, role }, to);
+            }
+        }
+        if self.castling.bits() != old_rights {
+            self.hash ^= zobrist::castling(old_rights) ^ zobrist::castling(self.castling.bits());
+        }
+        self.turn = them;
+        self.hash ^= zobrist::black_to_move();
+        if us == Color::Black {
+            self.fullmoves += 1;
+        }
+    }
+
+    /// Every legal move.
+    pub fn legal_moves(&self) -> MoveList {
+        let mut moves = MoveList::new();
+        self.gen_legal(&mut moves);
+        moves
+    }
+
+    /// Whether an en passant capture is legal now.
+    pub fn has_legal_ep(&self) -> bool {
+        let Some(ep) = self.ep_square else {
+            return false;
+        };
+        let king = self.our_king();
+        let pawns = self.board.by_piece(Piece {
+            color: self.turn,
+            role: Role::Pawn,
+        });
+        let mut capturers = attacks::pawn(!self.turn, ep) & pawns;
+        Iterator::any(&mut capturers, |from| self.ep_is_legal(king, from, ep))
+    }
+
+    /// Whether `color` has material that could deliver mate by some series of legal moves.
+    ///
+    /// Sound for every answer `false`: a bare king; a lone knight against a bare king; bishops
+    /// only, all on one square colour, against a king with at most bishops of that same colour.
+    /// Everything else answers `true`, including rare positions where mate is in fact
+    /// impossible (e.g. fully blocked pawn chains); see `docs/rules.md`.
+    pub fn can_possibly_mate(&self, color: Color) -> bool {
+        let b = &self.board;
+        let ours = b.by_color(color) & !b.by_role(Role::King);
+        let theirs = b.by_color(!color) & !b.by_role(Role::King);
+        if ours.is_empty() {
+            return false;
+        }
+        if (ours & (b.by_role(Role::Pawn) | b.rooks_and_queens())).any() {
+            return true;
+        }
+        let knights = ours & b.by_role(Role::Knight);
+        let bishops = b.by_role(Role::Bishop);
+        if knights.is_empty() {
+            let one_colour =
+                (bishops & Bitboard::DARK).is_empty() || (bishops & Bitboard::LIGHT).is_empty();
+            let only_bishops_against = (theirs & !bishops).is_empty();
+            return !(one_colour && only_bishops_against);
+        }
+        if knights.count() == 1 && (ours & bishops).is_empty() {
+            return theirs.any();
+        }
+        true
+    }
+
+    /// Whether no series of legal moves can end in checkmate for either side (an automatic
+    /// draw). Covers K v K, K+minor v K, and bishops all on one colour.
+    pub fn is_dead_position(&self) -> bool {
+        !self.can_possibly_mate(Color::White) && !self.can_possibly_mate(Color::Black)
+    }
+
+    /// Checkmate, stalemate or dead position, judged from the position alone.
+    pub fn terminal(&self) -> Option<Outcome> {
+        let mut moves = MoveList::new();
+        self.gen_legal(&mut moves);
+        if moves.is_empty() {
+            return Some(if self.checkers().any() {
+                Outcome::win(!self.turn, EndReason::Checkmate)
+            } else {
+                Outcome::draw(EndReason::Stalemate)
+            });
+        }
+        self.is_dead_position()
+            .then_some(Outcome::draw(EndReason::DeadPosition))
+    }
+}
+
+impl Position for Chess {
+    type Move = Move;
+    type MoveList = MoveList;
+
+    fn variant(&self) -> Variant {
+        Variant::Chess
+    }
+
+    #[inline]
+    fn turn(&self) -> Color {
+        self.turn
+    }
+
+    #[inline]
+    fn legal_moves_into(&self, moves: &mut MoveList) {
+        moves.clear();
+        self.gen_legal(moves);
+    }
+
+    #[inline]
+    fn is_capture(&self, m: Move) -> bool {
+        match m.kind() {
+            MoveKind::EnPassant => true,
+            MoveKind::Castle | MoveKind::Drop(_) => false,
+            _ => self.board.by_color(!self.turn).contains(m.to()),
+        }
+    }
+
+    fn capture_moves_into(&self, moves: &mut MoveList) {
+        moves.clear();
+        self.gen_legal(moves);
+        moves.retain(|m| self.is_capture(*m) || m.promotion_role().is_some());
+    }
+
+    #[inline]
+    fn play_unchecked(&mut self, m: Move) {
+        Chess::play_unchecked(self, m);
+    }
+
+    #[inline]
+    fn is_check(&self) -> bool {
+        self.checkers().any()
+    }
+
+    #[inline]
+    fn zobrist(&self) -> u64 {
+        self.hash
+    }
+
+    fn repetition_key(&self) -> u64 {
+        match self.ep_square {
+            Some(ep) if !self.has_legal_ep() => self.hash ^ zobrist::ep_file(ep.file()),
+            _ => self.hash,
+        }
+    }
+
+    fn halfmove_clock(&self) -> u32 {
+        self.halfmoves
+    }
+
+    fn fullmove_number(&self) -> u32 {
+        self.fullmoves
+    }
+
+    fn null_move(&self) -> Option<Chess> {
+        if self.is_check() {
+            return None;
+        }
+        let mut p = *self;
+        if let Some(ep) = p.ep_square.take() {
+            p.hash ^= zobrist::ep_file(ep.file());
+        }
+        p.turn = !p.turn;
+        p.hash ^= zobrist::black_to_move();
+        p.halfmoves += 1;
+        if self.turn == Color::Black {
+            p.fullmoves += 1;
+        }
+        Some(p)
+    }
+
+    fn terminal(&self) -> Option<Outcome> {
+        Chess::terminal(self)
+    }
+
+    fn draw_rules(&self) -> DrawRules {
+        DrawRules {
+            repetition: Some((3, 5)),
+            move_rule_plies: Some((100, 150)),
+        }
+    }
+
+    fn can_possibly_mate(&self, color: Color) -> bool {
+        Chess::can_possibly_mate(self, color)
+    }
+
+    fn to_text(&self) -> String {
+        self.to_fen()
+    }
+
+    fn move_to_uci(&self, m: Move) -> String {
+        uci::Uci::from_move(m).to_string()
+    }
+
+    fn move_to_san(&self, m: Move, locale: Locale) -> String {
+        san::write_san(self, m, locale, true)
+    }
+
+    fn parse_move(&self, text: &str, notation: Notation, locale: Locale) -> Result<Move, MoveError> {
+        let text = text.trim();
+        match notation {
+            Notation::Uci => uci::parse_legal(self, text),
+            Notation::San => san::parse_san(self, text, locale),
+            Notation::Auto => {
+                if uci::looks_like_uci(text) {
+                    uci::parse_legal(self, text)
+                } else {
+                    san::parse_san(self, text, locale)
+                }
+            }
+        }
+    }
+}

