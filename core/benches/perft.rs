@@ -1,1 +1,68 @@
-fn main() {}
+//! Perft throughput of `arbiter-core` next to the `shakmaty` crate, measured in the same run.
+//!
+//! `cargo bench -p arbiter-core --bench perft` — start position depth 6 and Kiwipete depth 5,
+//! bulk counting (the last ply is counted, not played) in both libraries. Each measurement is
+//! repeated (`ARBITER_BENCH_RUNS`, default 3) alternating the two libraries; the best time of
+//! each is reported with nodes/s and the ratio. `ARBITER_BENCH_QUICK=1` lowers the depths by one
+//! for a smoke run.
+
+use arbiter_core::{Chess, perft};
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Position as _};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn time<F: FnMut() -> u64>(mut f: F) -> (u64, Duration) {
+    let start = Instant::now();
+    let nodes = black_box(f());
+    (nodes, start.elapsed())
+}
+
+fn main() {
+    let quick = std::env::var_os("ARBITER_BENCH_QUICK").is_some();
+    let runs: usize = std::env::var("ARBITER_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let cases = [
+        ("startpos", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 6),
+        (
+            "kiwipete",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+            5,
+        ),
+    ];
+    println!(
+        "{:<10} {:>5} {:>12} {:>14} {:>14} {:>7}",
+        "position", "depth", "nodes", "arbiter n/s", "shakmaty n/s", "ratio"
+    );
+    for (name, fen, depth) in cases {
+        let depth = if quick { depth - 1 } else { depth };
+        let ours = Chess::from_fen(fen).expect("valid FEN");
+        let theirs: shakmaty::Chess = fen
+            .parse::<Fen>()
+            .expect("valid FEN")
+            .into_position(CastlingMode::Standard)
+            .expect("legal position");
+        let (mut best_ours, mut best_theirs) = (Duration::MAX, Duration::MAX);
+        let mut nodes = 0;
+        for _ in 0..runs {
+            let (n, t) = time(|| perft(black_box(&ours), depth));
+            let (m, u) = time(|| shakmaty::perft(black_box(&theirs), depth));
+            assert_eq!(n, m, "node counts differ on {name}");
+            nodes = n;
+            best_ours = best_ours.min(t);
+            best_theirs = best_theirs.min(u);
+        }
+        let nps = |t: Duration| nodes as f64 / t.as_secs_f64();
+        println!(
+            "{:<10} {:>5} {:>12} {:>14.0} {:>14.0} {:>6.2}x",
+            name,
+            depth,
+            nodes,
+            nps(best_ours),
+            nps(best_theirs),
+            nps(best_ours) / nps(best_theirs)
+        );
+    }
+}

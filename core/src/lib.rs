@@ -14,16 +14,16 @@
 pub mod any;
 pub mod bitboard;
 pub mod chess;
-//pub mod game;
+pub mod game;
 pub mod outcome;
-//pub mod pgn;
+pub mod pgn;
 pub mod position;
 pub mod types;
 pub mod variant;
 
 pub use any::{AnyMove, AnyPosition, PositionTextError};
 pub use chess::Chess;
-//pub use game::{Game, GameError};
+pub use game::{Game, GameError};
 pub use outcome::{DrawClaim, EndReason, Outcome, Score};
 pub use position::{
     DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, Position, perft,
