@@ -71,7 +71,9 @@ impl fmt::Display for PositionTextError {
             PositionTextError::Syntax { message, .. } => {
                 write!(f, "invalid position string: {message}")
             }
-            PositionTextError::Illegal { message, .. } => write!(f, "impossible position: {message}"),
+            PositionTextError::Illegal { message, .. } => {
+                write!(f, "impossible position: {message}")
+            }
         }
     }
 }
@@ -152,7 +154,22 @@ impl AnyPosition {
         Ok((m, self.move_to_uci(m), self.move_to_san(m, locale)))
     }
 
-    /// This position with `m` played, or an error if `m` is not legal here.
+    /// Perft (leaf count to `depth`), run on the concrete position type so the hot loop is
+    /// statically dispatched.
+    pub fn perft(&self, depth: u32) -> u64 {
+        dispatch!(self, p => crate::position::perft(p, depth))
+    }
+
+    /// Perft split by first move: each legal move in UCI with its leaf count, statically
+    /// dispatched.
+    pub fn perft_divide(&self, depth: u32) -> Vec<(String, u64)> {
+        dispatch!(self, p => crate::position::perft_divide(p, depth)
+            .into_iter()
+            .map(|(m, n)| (p.move_to_uci(m), n))
+            .collect())
+    }
+
+    /// This position with `m` played, or `None` if `m` is not legal here.
     pub fn play(&self, m: AnyMove) -> Option<AnyPosition> {
         if !self.is_legal(m) {
             return None;
@@ -184,7 +201,9 @@ impl Position for AnyPosition {
     fn legal_moves_into(&self, moves: &mut Vec<AnyMove>) {
         moves.clear();
         match self {
-            AnyPosition::Chess(p) => moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Chess(m))),
+            AnyPosition::Chess(p) => {
+                moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Chess(m)))
+            }
         }
     }
 

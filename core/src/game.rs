@@ -219,7 +219,11 @@ impl<P: Position> Game<P> {
     }
 
     /// Records an ending decided elsewhere (e.g. a PGN result tag), if the game is not over.
-    pub fn declare_result(&mut self, score: Score, reason: EndReason) -> Result<Outcome, GameError> {
+    pub fn declare_result(
+        &mut self,
+        score: Score,
+        reason: EndReason,
+    ) -> Result<Outcome, GameError> {
         self.declare(Outcome { score, reason })
     }
 }
@@ -244,7 +248,10 @@ mod tests {
     fn checkmate_and_stalemate() {
         let mut g = Game::new(Chess::new());
         play_all(&mut g, "f3 e5 g4 Qh4#");
-        assert_eq!(g.outcome(), Some(Outcome::win(Color::Black, EndReason::Checkmate)));
+        assert_eq!(
+            g.outcome(),
+            Some(Outcome::win(Color::Black, EndReason::Checkmate))
+        );
         assert!(matches!(
             g.play_text("e4", Notation::San, Locale::English),
             Err(GameError::GameOver(_))
@@ -339,7 +346,10 @@ mod tests {
     #[test]
     fn flag_fall() {
         let mut g = game_from("4k3/8/8/8/8/8/8/R3K3 w - - 0 1");
-        assert_eq!(g.flag_fall(Color::Black).unwrap(), Outcome::win(Color::White, EndReason::Timeout));
+        assert_eq!(
+            g.flag_fall(Color::Black).unwrap(),
+            Outcome::win(Color::White, EndReason::Timeout)
+        );
         let mut g = game_from("4k3/8/8/8/8/8/8/R3K3 w - - 0 1");
         assert_eq!(
             g.flag_fall(Color::White).unwrap(),
@@ -347,10 +357,16 @@ mod tests {
         );
         // A lone knight can mate when the defender has a piece to block its own king.
         let mut g = game_from("4k3/4p3/8/8/8/8/8/1N2K3 w - - 0 1");
-        assert_eq!(g.flag_fall(Color::Black).unwrap().reason, EndReason::Timeout);
+        assert_eq!(
+            g.flag_fall(Color::Black).unwrap().reason,
+            EndReason::Timeout
+        );
         // A lone bishop against pawns can mate too (the pawns may block their king).
         let mut g = game_from("4k3/8/8/8/8/8/PP6/K1b5 w - - 0 1");
-        assert_eq!(g.flag_fall(Color::White).unwrap().reason, EndReason::Timeout);
+        assert_eq!(
+            g.flag_fall(Color::White).unwrap().reason,
+            EndReason::Timeout
+        );
     }
 
     #[test]

@@ -52,7 +52,11 @@ pub struct PgnSyntaxError {
 
 impl fmt::Display for PgnSyntaxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "game {}, line {}: {}", self.game, self.line, self.message)
+        write!(
+            f,
+            "game {}, line {}: {}",
+            self.game, self.line, self.message
+        )
     }
 }
 
@@ -91,7 +95,10 @@ impl fmt::Display for PgnGameError {
                 ply,
                 variation_depth,
                 error,
-            } => write!(f, "ply {ply} of a variation (depth {variation_depth}): {error}"),
+            } => write!(
+                f,
+                "ply {ply} of a variation (depth {variation_depth}): {error}"
+            ),
         }
     }
 }
@@ -195,11 +202,7 @@ pub fn read_games(text: &str) -> Result<Vec<PgnGame>, PgnSyntaxError> {
         message: m.to_owned(),
     };
 
-    fn finish(
-        game: &mut PgnGame,
-        lines: &mut Vec<Vec<PgnNode>>,
-        games: &mut Vec<PgnGame>,
-    ) -> bool {
+    fn finish(game: &mut PgnGame, lines: &mut Vec<Vec<PgnNode>>, games: &mut Vec<PgnGame>) -> bool {
         if lines.len() != 1 {
             return false;
         }
@@ -231,8 +234,11 @@ pub fn read_games(text: &str) -> Result<Vec<PgnGame>, PgnSyntaxError> {
                     in_movetext = false;
                 }
                 lx.bump();
-                let inner = lx.until(']').ok_or_else(|| err(&lx, number, "unterminated tag"))?;
-                game.tags.push(parse_tag(&inner).map_err(|m| err(&lx, number, m))?);
+                let inner = lx
+                    .until(']')
+                    .ok_or_else(|| err(&lx, number, "unterminated tag"))?;
+                game.tags
+                    .push(parse_tag(&inner).map_err(|m| err(&lx, number, m))?);
             }
             '{' => {
                 lx.bump();
@@ -264,7 +270,11 @@ pub fn read_games(text: &str) -> Result<Vec<PgnGame>, PgnSyntaxError> {
                 let variation = lines.pop().expect("checked");
                 if !variation.is_empty() {
                     let parent = lines.last_mut().expect("never empty");
-                    parent.last_mut().expect("checked when opened").variations.push(variation);
+                    parent
+                        .last_mut()
+                        .expect("checked when opened")
+                        .variations
+                        .push(variation);
                 }
             }
             '$' => {
@@ -316,10 +326,9 @@ pub fn read_games(text: &str) -> Result<Vec<PgnGame>, PgnSyntaxError> {
                 };
                 let suffix = &rest[san.len()..];
                 if !suffix.is_empty() {
-                    node.nags.push(
-                        nag_of(suffix)
-                            .ok_or_else(|| err(&lx, number, &format!("unknown annotation '{suffix}'")))?,
-                    );
+                    node.nags.push(nag_of(suffix).ok_or_else(|| {
+                        err(&lx, number, &format!("unknown annotation '{suffix}'"))
+                    })?);
                 }
                 lines.last_mut().expect("never empty").push(node);
             }
@@ -389,7 +398,9 @@ impl PgnGame {
     pub fn variant(&self) -> Result<Variant, PgnGameError> {
         match self.tag("Variant") {
             None => Ok(Variant::Chess),
-            Some(v) => Variant::from_pgn_name(v).ok_or_else(|| PgnGameError::UnknownVariant(v.to_owned())),
+            Some(v) => {
+                Variant::from_pgn_name(v).ok_or_else(|| PgnGameError::UnknownVariant(v.to_owned()))
+            }
         }
     }
 
@@ -401,7 +412,11 @@ impl PgnGame {
 
     /// Replays every move (variations included), rewriting each to strict SAN in `locale`, and
     /// returns the main line as a [`Game`].
-    pub fn validate(&mut self, read_locale: Locale, write_locale: Locale) -> Result<Game<AnyPosition>, PgnGameError> {
+    pub fn validate(
+        &mut self,
+        read_locale: Locale,
+        write_locale: Locale,
+    ) -> Result<Game<AnyPosition>, PgnGameError> {
         let start = self.start_position()?;
         let mut game = Game::new(start);
         normalise_line(&mut game, &mut self.moves, 0, read_locale, write_locale)?;
@@ -410,7 +425,11 @@ impl PgnGame {
 
     /// A PGN record of a game played through the API, with the given tags (the result is taken
     /// from the game).
-    pub fn from_game(game: &Game<AnyPosition>, tags: Vec<(String, String)>, locale: Locale) -> PgnGame {
+    pub fn from_game(
+        game: &Game<AnyPosition>,
+        tags: Vec<(String, String)>,
+        locale: Locale,
+    ) -> PgnGame {
         let mut pos = game.start().clone();
         let mut moves = Vec::with_capacity(game.ply());
         for &m in game.moves() {
@@ -434,7 +453,11 @@ impl PgnGame {
         if start.variant() != Variant::Chess {
             pgn.set_tag("Variant", start.variant().pgn_name());
         }
-        if start.to_text() != AnyPosition::start(start.variant()).map(|p| p.to_text()).unwrap_or_default() {
+        if start.to_text()
+            != AnyPosition::start(start.variant())
+                .map(|p| p.to_text())
+                .unwrap_or_default()
+        {
             pgn.set_tag("SetUp", "1");
             pgn.set_tag("FEN", start.to_text());
         }
@@ -631,14 +654,19 @@ Nf6 5. O-O 1-0
             g.validate(Locale::English, Locale::English).unwrap();
         }
         for (a, b) in games.iter().zip(&again) {
-            assert_eq!((&a.moves, &a.result, &a.intro_comments), (&b.moves, &b.result, &b.intro_comments));
+            assert_eq!(
+                (&a.moves, &a.result, &a.intro_comments),
+                (&b.moves, &b.result, &b.intro_comments)
+            );
             for (name, value) in &a.tags {
                 assert_eq!(b.tag(name), Some(value.as_str()));
             }
         }
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(text.lines().all(|l| l.chars().count() <= 80));
-        assert!(flat.contains("2. Nf3 $1 Nc6 {A comment} (2... d6 3. d4 (3. Bc4) 3... exd4) 3. Bb5 $5"));
+        assert!(
+            flat.contains("2. Nf3 $1 Nc6 {A comment} (2... d6 3. d4 (3. Bc4) 3... exd4) 3. Bb5 $5")
+        );
         assert!(text.contains("[Date \"????.??.??\"]"));
     }
 
@@ -646,13 +674,21 @@ Nf6 5. O-O 1-0
     fn illegal_move_names_the_ply() {
         let mut g = read_games("1. e4 e5 2. Ke3 *").unwrap().remove(0);
         match g.validate(Locale::English, Locale::English) {
-            Err(PgnGameError::Move { ply: 3, variation_depth: 0, .. }) => {}
+            Err(PgnGameError::Move {
+                ply: 3,
+                variation_depth: 0,
+                ..
+            }) => {}
             other => panic!("{other:?}"),
         }
         let mut g = read_games("1. e4 (1. e5) *").unwrap().remove(0);
         assert!(matches!(
             g.validate(Locale::English, Locale::English),
-            Err(PgnGameError::Move { ply: 1, variation_depth: 1, .. })
+            Err(PgnGameError::Move {
+                ply: 1,
+                variation_depth: 1,
+                ..
+            })
         ));
     }
 
@@ -663,13 +699,25 @@ Nf6 5. O-O 1-0
         let game = g.validate(Locale::English, Locale::English).unwrap();
         assert_eq!(game.ply(), 2);
         assert!(g.to_string().contains("40... Kd7 41. Ra7+ *"));
-        let mut bad = read_games("[Variant \"Atomic\"]\n\n1. e4 *").unwrap().remove(0);
-        assert!(matches!(bad.validate(Locale::English, Locale::English), Err(PgnGameError::UnknownVariant(_))));
+        let mut bad = read_games("[Variant \"Atomic\"]\n\n1. e4 *")
+            .unwrap()
+            .remove(0);
+        assert!(matches!(
+            bad.validate(Locale::English, Locale::English),
+            Err(PgnGameError::UnknownVariant(_))
+        ));
     }
 
     #[test]
     fn syntax_errors() {
-        for text in ["[Event \"x\"", "1. e4 {open", "1. e4 (1. d4", ") 1. e4", "1. e4 $x", "[Event x]"] {
+        for text in [
+            "[Event \"x\"",
+            "1. e4 {open",
+            "1. e4 (1. d4",
+            ") 1. e4",
+            "1. e4 $x",
+            "[Event x]",
+        ] {
             assert!(read_games(text).is_err(), "{text}");
         }
     }

@@ -190,7 +190,9 @@ impl MoveError {
 impl fmt::Display for MoveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MoveError::Syntax { input, reason } => write!(f, "cannot parse move '{input}': {reason}"),
+            MoveError::Syntax { input, reason } => {
+                write!(f, "cannot parse move '{input}': {reason}")
+            }
             MoveError::Illegal { input, reason } => write!(f, "illegal move '{input}': {reason}"),
             MoveError::Ambiguous { input, candidates } => write!(
                 f,

@@ -126,7 +126,10 @@ mod tests {
             assert_eq!(Variant::from_pgn_name(v.pgn_name()), Some(v));
         }
         assert!("Chess".parse::<Variant>().is_err());
-        assert_eq!(Variant::from_pgn_name("From Position"), Some(Variant::Chess));
+        assert_eq!(
+            Variant::from_pgn_name("From Position"),
+            Some(Variant::Chess)
+        );
         assert_eq!(Variant::from_pgn_name("chess960"), None);
     }
 }

@@ -2,7 +2,7 @@
 //! vectors in `shared/test-vectors/perft/`). Counts up to 10 million nodes run in every build;
 //! deeper ones run only in optimised builds (CI runs the suite with `--release`).
 
-use arbiter_core::{AnyPosition, Variant, perft};
+use arbiter_core::{AnyPosition, Variant};
 
 struct Case {
     id: String,
@@ -46,7 +46,7 @@ fn run(variant: Variant, file: &str, deep: bool) {
         let pos = AnyPosition::from_text(variant, &case.epd)
             .unwrap_or_else(|e| panic!("{}: {e}", case.id));
         assert_eq!(
-            perft(&pos, case.depth),
+            pos.perft(case.depth),
             case.nodes,
             "{} depth {}",
             case.id,

@@ -129,7 +129,10 @@ impl fmt::Display for FenError {
                 write!(f, "expected 4 to 6 space-separated fields, found {found}")
             }
             FenError::RankCount { found } => {
-                write!(f, "placement: expected 8 ranks separated by '/', found {found}")
+                write!(
+                    f,
+                    "placement: expected 8 ranks separated by '/', found {found}"
+                )
             }
             FenError::RankTooLong { rank } => write!(f, "placement: rank {rank} is too long"),
             FenError::RankTooShort { rank } => write!(f, "placement: rank {rank} is too short"),
@@ -145,7 +148,10 @@ impl fmt::Display for FenError {
                 write!(f, "halfmove clock: expected a number, found '{found}'")
             }
             FenError::BadFullmoveNumber { found } => {
-                write!(f, "fullmove number: expected a positive number, found '{found}'")
+                write!(
+                    f,
+                    "fullmove number: expected a positive number, found '{found}'"
+                )
             }
         }
     }
@@ -409,13 +415,26 @@ impl fmt::Display for Setup {
 /// (`check_counts` is off for crazyhouse, where reserves change the arithmetic).
 pub(crate) fn validate_board(board: &Board, check_counts: bool) -> Result<(), PositionError> {
     for color in Color::ALL {
-        match board.by_piece(Piece { color, role: Role::King }).count() {
+        match board
+            .by_piece(Piece {
+                color,
+                role: Role::King,
+            })
+            .count()
+        {
             0 => return Err(PositionError::MissingKing(color)),
             1 => {}
             _ => return Err(PositionError::TooManyKings(color)),
         }
         if check_counts {
-            if board.by_piece(Piece { color, role: Role::Pawn }).count() > 8 {
+            if board
+                .by_piece(Piece {
+                    color,
+                    role: Role::Pawn,
+                })
+                .count()
+                > 8
+            {
                 return Err(PositionError::TooManyPawns(color));
             }
             if board.by_color(color).count() > 16 {
@@ -430,7 +449,10 @@ pub(crate) fn validate_board(board: &Board, check_counts: bool) -> Result<(), Po
 }
 
 /// Checks castling rights against the placement.
-pub(crate) fn validate_castling(board: &Board, rights: CastlingRights) -> Result<(), PositionError> {
+pub(crate) fn validate_castling(
+    board: &Board,
+    rights: CastlingRights,
+) -> Result<(), PositionError> {
     for (color, king_side, letter) in [
         (Color::White, true, 'K'),
         (Color::White, false, 'Q'),
@@ -443,8 +465,16 @@ pub(crate) fn validate_castling(board: &Board, rights: CastlingRights) -> Result
         let rank = color.fold(0, 7);
         let king_sq = Square::from_coords(4, rank).expect("on board");
         let rook_sq = Square::from_coords(if king_side { 7 } else { 0 }, rank).expect("on board");
-        if board.piece_at(king_sq) != Some(Piece { color, role: Role::King })
-            || board.piece_at(rook_sq) != Some(Piece { color, role: Role::Rook })
+        if board.piece_at(king_sq)
+            != Some(Piece {
+                color,
+                role: Role::King,
+            })
+            || board.piece_at(rook_sq)
+                != Some(Piece {
+                    color,
+                    role: Role::Rook,
+                })
         {
             return Err(PositionError::InvalidCastlingRight { right: letter });
         }
@@ -553,15 +583,33 @@ mod tests {
         assert_eq!(f("8/8/8/8/8/8/8/8"), FieldCount { found: 1 });
         assert_eq!(f("8/8/8/8/8/8/8 w - - 0 1"), RankCount { found: 7 });
         assert_eq!(f("9/8/8/8/8/8/8/8 w - - 0 1"), BadPiece { found: '9' });
-        assert_eq!(f("ppppppppp/8/8/8/8/8/8/8 w - - 0 1"), RankTooLong { rank: 8 });
+        assert_eq!(
+            f("ppppppppp/8/8/8/8/8/8/8 w - - 0 1"),
+            RankTooLong { rank: 8 }
+        );
         assert_eq!(f("7/8/8/8/8/8/8/8 w - - 0 1"), RankTooShort { rank: 8 });
         assert_eq!(f("4x3/8/8/8/8/8/8/8 w - - 0 1"), BadPiece { found: 'x' });
         assert!(matches!(f("4k3/8/8/8/8/8/8/4K3 x - - 0 1"), BadTurn { .. }));
-        assert!(matches!(f("4k3/8/8/8/8/8/8/4K3 w KX - 0 1"), BadCastling { .. }));
-        assert!(matches!(f("4k3/8/8/8/8/8/8/4K3 w KK - 0 1"), BadCastling { .. }));
-        assert!(matches!(f("4k3/8/8/8/8/8/8/4K3 w - e9 0 1"), BadEnPassant { .. }));
-        assert!(matches!(f("4k3/8/8/8/8/8/8/4K3 w - - x 1"), BadHalfmoveClock { .. }));
-        assert!(matches!(f("4k3/8/8/8/8/8/8/4K3 w - - 0 0"), BadFullmoveNumber { .. }));
+        assert!(matches!(
+            f("4k3/8/8/8/8/8/8/4K3 w KX - 0 1"),
+            BadCastling { .. }
+        ));
+        assert!(matches!(
+            f("4k3/8/8/8/8/8/8/4K3 w KK - 0 1"),
+            BadCastling { .. }
+        ));
+        assert!(matches!(
+            f("4k3/8/8/8/8/8/8/4K3 w - e9 0 1"),
+            BadEnPassant { .. }
+        ));
+        assert!(matches!(
+            f("4k3/8/8/8/8/8/8/4K3 w - - x 1"),
+            BadHalfmoveClock { .. }
+        ));
+        assert!(matches!(
+            f("4k3/8/8/8/8/8/8/4K3 w - - 0 0"),
+            BadFullmoveNumber { .. }
+        ));
     }
 
     #[test]
@@ -572,7 +620,10 @@ mod tests {
             other => panic!("expected a position error, got {other}"),
         };
         assert_eq!(p("8/8/8/8/8/8/8/4K3 w - - 0 1"), MissingKing(Color::Black));
-        assert_eq!(p("4k3/8/8/8/8/8/8/3KK3 w - - 0 1"), TooManyKings(Color::White));
+        assert_eq!(
+            p("4k3/8/8/8/8/8/8/3KK3 w - - 0 1"),
+            TooManyKings(Color::White)
+        );
         assert_eq!(
             p("4k3/8/8/8/8/8/8/P3K3 w - - 0 1"),
             PawnOnBackRank(Square::parse("a1").unwrap())
@@ -586,13 +637,19 @@ mod tests {
             p("4k3/8/8/8/8/8/8/4K3 w - e6 0 1"),
             InvalidEnPassant(_)
         ));
-        assert_eq!(p("4k3/8/8/8/8/8/PPPPPPPP/P3K3 w - - 0 1").field(), "placement");
+        assert_eq!(
+            p("4k3/8/8/8/8/8/PPPPPPPP/P3K3 w - - 0 1").field(),
+            "placement"
+        );
     }
 
     #[test]
     fn ep_square_kept_only_when_capturable() {
         let with_capturer = "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2";
-        assert_eq!(Chess::from_fen(with_capturer).unwrap().to_fen(), with_capturer);
+        assert_eq!(
+            Chess::from_fen(with_capturer).unwrap().to_fen(),
+            with_capturer
+        );
         let without = Chess::from_fen("4k3/8/8/3p4/8/8/8/4K3 w - d6 0 2").unwrap();
         assert_eq!(without.to_fen(), "4k3/8/8/3p4/8/8/8/4K3 w - - 0 2");
     }

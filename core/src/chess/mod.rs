@@ -327,10 +327,11 @@ impl Chess {
     /// Sets the en passant square after a double step to `ep` if an enemy pawn could take there.
     #[inline]
     fn set_ep_if_capturable(&mut self, ep: Square) {
-        let capturers = attacks::pawn(self.turn, ep) & self.board.by_piece(Piece {
-            color: !self.turn,
-            role: Role::Pawn,
-        });
+        let capturers = attacks::pawn(self.turn, ep)
+            & self.board.by_piece(Piece {
+                color: !self.turn,
+                role: Role::Pawn,
+            });
         if capturers.any() {
             self.ep_square = Some(ep);
             self.hash ^= zobrist::ep_file(ep.file());
@@ -357,18 +358,34 @@ impl Chess {
         let old_rights = self.castling.bits();
         match m.kind() {
             MoveKind::Normal | MoveKind::Promotion(_) => {
-                let role = self.board.role_at(from).expect("a piece on the origin square");
+                let role = self
+                    .board
+                    .role_at(from)
+                    .expect("a piece on the origin square");
                 if let Some(captured) = self.board.role_at(to) {
-                    self.put(Piece { color: them, role: captured }, to);
+                    self.put(
+                        Piece {
+                            color: them,
+                            role: captured,
+                        },
+                        to,
+                    );
                     self.halfmoves = 0;
                 }
                 self.put(Piece { color: us, role }, from);
                 let placed = m.promotion_role().unwrap_or(role);
-                self.put(Piece { color: us, role: placed }, to);
+                self.put(
+                    Piece {
+                        color: us,
+                        role: placed,
+                    },
+                    to,
+                );
                 if role == Role::Pawn {
                     self.halfmoves = 0;
                     if from.index().abs_diff(to.index()) == 16 {
-                        let ep = Square::from_index_unchecked((from.index() + to.index()) as u32 / 2);
+                        let ep =
+                            Square::from_index_unchecked((from.index() + to.index()) as u32 / 2);
                         self.set_ep_if_capturable(ep);
                     }
                 }
@@ -377,20 +394,63 @@ impl Chess {
             }
             MoveKind::EnPassant => {
                 let captured = Square::from_coords(to.file(), from.rank()).expect("on board");
-                self.put(Piece { color: them, role: Role::Pawn }, captured);
-                self.put(Piece { color: us, role: Role::Pawn }, from);
-                self.put(Piece { color: us, role: Role::Pawn }, to);
+                self.put(
+                    Piece {
+                        color: them,
+                        role: Role::Pawn,
+                    },
+                    captured,
+                );
+                self.put(
+                    Piece {
+                        color: us,
+                        role: Role::Pawn,
+                    },
+                    from,
+                );
+                self.put(
+                    Piece {
+                        color: us,
+                        role: Role::Pawn,
+                    },
+                    to,
+                );
                 self.halfmoves = 0;
             }
             MoveKind::Castle => {
                 let king_side = to.file() > from.file();
                 let rank = from.rank();
-                let rook_from = Square::from_coords(if king_side { 7 } else { 0 }, rank).expect("sq");
+                let rook_from =
+                    Square::from_coords(if king_side { 7 } else { 0 }, rank).expect("sq");
                 let rook_to = Square::from_coords(if king_side { 5 } else { 3 }, rank).expect("sq");
-                self.put(Piece { color: us, role: Role::King }, from);
-                self.put(Piece { color: us, role: Role::King }, to);
-                self.put(Piece { color: us, role: Role::Rook }, rook_from);
-                self.put(Piece { color: us, role: Role::Rook }, rook_to);
+                self.put(
+                    Piece {
+                        color: us,
+                        role: Role::King,
+                    },
+                    from,
+                );
+                self.put(
+                    Piece {
+                        color: us,
+                        role: Role::King,
+                    },
+                    to,
+                );
+                self.put(
+                    Piece {
+                        color: us,
+                        role: Role::Rook,
+                    },
+                    rook_from,
+                );
+                self.put(
+                    Piece {
+                        color: us,
+                        role: Role::Rook,
+                    },
+                    rook_to,
+                );
                 self.castling = CastlingRights(old_rights & CASTLING_MASKS[from.index()]);
             }
             MoveKind::Drop(role) => {
@@ -588,7 +648,12 @@ impl Position for Chess {
         san::write_san(self, m, locale, true)
     }
 
-    fn parse_move(&self, text: &str, notation: Notation, locale: Locale) -> Result<Move, MoveError> {
+    fn parse_move(
+        &self,
+        text: &str,
+        notation: Notation,
+        locale: Locale,
+    ) -> Result<Move, MoveError> {
         let text = text.trim();
         match notation {
             Notation::Uci => uci::parse_legal(self, text),

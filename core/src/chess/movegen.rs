@@ -31,10 +31,9 @@ impl Chess {
     pub(crate) fn ep_is_legal(&self, king: Square, from: Square, ep: Square) -> bool {
         let b = &self.board;
         let captured = Square::from_coords(ep.file(), from.rank()).expect("on board");
-        let occupied = (b.occupied()
-            ^ Bitboard::from_square(from)
-            ^ Bitboard::from_square(captured))
-            | Bitboard::from_square(ep);
+        let occupied =
+            (b.occupied() ^ Bitboard::from_square(from) ^ Bitboard::from_square(captured))
+                | Bitboard::from_square(ep);
         let attackers =
             b.attackers_to(king, !self.turn, occupied) & !Bitboard::from_square(captured);
         attackers.is_empty()

@@ -28,9 +28,15 @@ pub fn role_from_letter(c: char, locale: Locale) -> Option<Role> {
     if c == 'P' {
         return Some(Role::Pawn);
     }
-    [Role::King, Role::Queen, Role::Rook, Role::Bishop, Role::Knight]
-        .into_iter()
-        .find(|&r| role_letter(r, locale) == Some(c))
+    [
+        Role::King,
+        Role::Queen,
+        Role::Rook,
+        Role::Bishop,
+        Role::Knight,
+    ]
+    .into_iter()
+    .find(|&r| role_letter(r, locale) == Some(c))
 }
 
 /// Writes the legal move `m` in SAN; with `suffix`, adds `+` or `#`.
@@ -64,7 +70,9 @@ pub fn write_san(pos: &Chess, m: Move, locale: Locale, suffix: bool) -> String {
                             && o.kind() == MoveKind::Normal
                             && pos.board.role_at(o.from()) == Some(role)
                     })
-                    .fold(Bitboard::EMPTY, |acc, o| acc | Bitboard::from_square(o.from()));
+                    .fold(Bitboard::EMPTY, |acc, o| {
+                        acc | Bitboard::from_square(o.from())
+                    });
                 if others.any() {
                     if (others & Bitboard::file(from.file())).is_empty() {
                         s.push(from.file_char());
@@ -149,14 +157,17 @@ fn split_san(text: &str, locale: Locale) -> Result<SanParts, &'static str> {
         let n = chars.len();
         let last = chars[n - 1];
         if last == ')' && n >= 4 && chars[n - 3] == '(' {
-            parts.promotion = Some(promotion_role(chars[n - 2], locale).ok_or("invalid promotion piece")?);
+            parts.promotion =
+                Some(promotion_role(chars[n - 2], locale).ok_or("invalid promotion piece")?);
             chars.truncate(n - 3);
         } else if last.is_ascii_alphabetic() && !last.is_ascii_digit() {
             if chars[n - 2] == '=' {
-                parts.promotion = Some(promotion_role(last, locale).ok_or("invalid promotion piece")?);
+                parts.promotion =
+                    Some(promotion_role(last, locale).ok_or("invalid promotion piece")?);
                 chars.truncate(n - 2);
             } else if chars[n - 2].is_ascii_digit() {
-                parts.promotion = Some(promotion_role(last, locale).ok_or("invalid promotion piece")?);
+                parts.promotion =
+                    Some(promotion_role(last, locale).ok_or("invalid promotion piece")?);
                 chars.truncate(n - 1);
             }
         }
@@ -216,7 +227,8 @@ pub fn parse_san(pos: &Chess, text: &str, locale: Locale) -> Result<Move, MoveEr
         parts.file.is_none_or(|f| from.file() == f) && parts.rank.is_none_or(|r| from.rank() == r)
     };
     // Without a file, a pawn move is a push: `d5` never means `exd5`.
-    let pawn_push_ok = |from: Square| role != Role::Pawn || parts.file.is_some() || from.file() == to.file();
+    let pawn_push_ok =
+        |from: Square| role != Role::Pawn || parts.file.is_some() || from.file() == to.file();
     let shape_ok = |m: &Move| {
         m.to() == to
             && pos.board.role_at(m.from()) == Some(role)
@@ -231,7 +243,10 @@ pub fn parse_san(pos: &Chess, text: &str, locale: Locale) -> Result<Move, MoveEr
     match matching.as_slice() {
         [m] => Ok(*m),
         [] => {
-            if legal.iter().any(|m| shape_ok(m) && m.promotion_role().is_some()) {
+            if legal
+                .iter()
+                .any(|m| shape_ok(m) && m.promotion_role().is_some())
+            {
                 let reason = if parts.promotion.is_none() {
                     IllegalReason::PromotionRequired
                 } else {
@@ -242,7 +257,10 @@ pub fn parse_san(pos: &Chess, text: &str, locale: Locale) -> Result<Move, MoveEr
             if parts.promotion.is_some() && legal.iter().any(shape_ok) {
                 return Err(MoveError::illegal(text, IllegalReason::BadPromotion));
             }
-            Err(MoveError::illegal(text, explain(pos, role, to, &from_ok, parts.promotion)))
+            Err(MoveError::illegal(
+                text,
+                explain(pos, role, to, &from_ok, parts.promotion),
+            ))
         }
         many => Err(MoveError::Ambiguous {
             input: text.to_owned(),
@@ -308,17 +326,16 @@ mod tests {
         assert_eq!(san_of("4k3/8/8/8/8/8/8/R4RK1 w - - 0 1", "a1d1"), "Rad1");
         assert_eq!(san_of("4k3/8/8/8/8/8/8/R3K2R w - - 0 1", "a1d1"), "Rd1");
         assert_eq!(san_of("4k3/8/8/8/R7/8/8/R3K3 w - - 0 1", "a1a2"), "R1a2");
-        assert_eq!(
-            san_of("7k/8/8/8/Q1Q5/8/Q7/4K3 w - - 0 1", "a4b3"),
-            "Qa4b3"
-        );
+        assert_eq!(san_of("7k/8/8/8/Q1Q5/8/Q7/4K3 w - - 0 1", "a4b3"), "Qa4b3");
         assert_eq!(san_of("7k/4P3/8/8/8/8/8/4K3 w - - 0 1", "e7e8q"), "e8=Q+");
         assert_eq!(san_of("6k1/5ppp/8/8/8/8/8/R3K3 w - - 0 1", "a1a8"), "Ra8#");
     }
 
     #[test]
     fn reads_leniently() {
-        let pos = Chess::from_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1").unwrap();
+        let pos =
+            Chess::from_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+                .unwrap();
         for (text, uci) in [
             ("0-0", "e1g1"),
             ("O-O-O", "e1c1"),
@@ -331,31 +348,50 @@ mod tests {
             ("Qxf6+?", "f3f6"),
             ("Kg1", "e1g1"),
         ] {
-            let m = parse_san(&pos, text, Locale::English).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let m =
+                parse_san(&pos, text, Locale::English).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(format!("{m:?}"), uci, "{text}");
         }
         let promo = Chess::from_fen("7k/4P3/8/8/8/8/8/4K3 w - - 0 1").unwrap();
         for text in ["e8=Q", "e8Q", "e8q", "e8(Q)", "e8=Q+"] {
-            assert_eq!(format!("{:?}", parse_san(&promo, text, Locale::English).unwrap()), "e7e8q");
+            assert_eq!(
+                format!("{:?}", parse_san(&promo, text, Locale::English).unwrap()),
+                "e7e8q"
+            );
         }
         assert!(matches!(
             parse_san(&promo, "e8", Locale::English),
-            Err(MoveError::Illegal { reason: IllegalReason::PromotionRequired, .. })
+            Err(MoveError::Illegal {
+                reason: IllegalReason::PromotionRequired,
+                ..
+            })
         ));
     }
 
     #[test]
     fn errors_are_precise() {
         let start = Chess::new();
-        assert!(matches!(parse_san(&start, "Zf3", Locale::English), Err(MoveError::Syntax { .. })));
-        assert!(matches!(parse_san(&start, "N", Locale::English), Err(MoveError::Syntax { .. })));
+        assert!(matches!(
+            parse_san(&start, "Zf3", Locale::English),
+            Err(MoveError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse_san(&start, "N", Locale::English),
+            Err(MoveError::Syntax { .. })
+        ));
         assert!(matches!(
             parse_san(&start, "Nf4", Locale::English),
-            Err(MoveError::Illegal { reason: IllegalReason::NoMatchingMove, .. })
+            Err(MoveError::Illegal {
+                reason: IllegalReason::NoMatchingMove,
+                ..
+            })
         ));
         assert!(matches!(
             parse_san(&start, "O-O", Locale::English),
-            Err(MoveError::Illegal { reason: IllegalReason::CastlingNotAllowed, .. })
+            Err(MoveError::Illegal {
+                reason: IllegalReason::CastlingNotAllowed,
+                ..
+            })
         ));
         let two_knights = Chess::from_fen("4k3/8/8/8/8/8/8/2N1K1N1 w - - 0 1").unwrap();
         assert!(matches!(
@@ -365,7 +401,10 @@ mod tests {
         let pinned = Chess::from_fen("4k3/4r3/8/8/8/8/4N3/4K3 w - - 0 1").unwrap();
         assert!(matches!(
             parse_san(&pinned, "Nc3", Locale::English),
-            Err(MoveError::Illegal { reason: IllegalReason::LeavesKingInCheck, .. })
+            Err(MoveError::Illegal {
+                reason: IllegalReason::LeavesKingInCheck,
+                ..
+            })
         ));
     }
 
@@ -378,7 +417,13 @@ mod tests {
         let m = parse_san(&promo, "e8=D", Locale::Italian).unwrap();
         assert_eq!(write_san(&promo, m, Locale::Italian, true), "e8=D+");
         let castle = Chess::from_fen("4k3/8/8/8/8/8/8/4K2R w K - 0 1").unwrap();
-        assert_eq!(format!("{:?}", parse_san(&castle, "Rf1", Locale::Italian).unwrap()), "e1f1");
-        assert_eq!(format!("{:?}", parse_san(&castle, "Tf1", Locale::Italian).unwrap()), "h1f1");
+        assert_eq!(
+            format!("{:?}", parse_san(&castle, "Rf1", Locale::Italian).unwrap()),
+            "e1f1"
+        );
+        assert_eq!(
+            format!("{:?}", parse_san(&castle, "Tf1", Locale::Italian).unwrap()),
+            "h1f1"
+        );
     }
 }

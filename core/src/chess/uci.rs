@@ -58,12 +58,10 @@ impl FromStr for Uci {
             let mut chars = role.chars();
             let role = match (chars.next(), chars.next()) {
                 (None, _) => Role::Pawn,
-                (Some(c), None) if c.is_ascii_uppercase() || c == 'p' => {
-                    match Role::from_char(c) {
-                        Some(r) => r,
-                        None => return err("unknown piece letter before '@'"),
-                    }
-                }
+                (Some(c), None) if c.is_ascii_uppercase() || c == 'p' => match Role::from_char(c) {
+                    Some(r) => r,
+                    None => return err("unknown piece letter before '@'"),
+                },
                 _ => return err("a drop is a piece letter, '@' and a square (N@f3)"),
             };
             let to = match Square::parse(sq) {
@@ -169,7 +167,12 @@ impl Uci {
 }
 
 /// Explains why `from`-`to` (with `promotion`) is not a legal move in `pos`.
-pub(crate) fn diagnose(pos: &Chess, from: Square, to: Square, promotion: Option<Role>) -> IllegalReason {
+pub(crate) fn diagnose(
+    pos: &Chess,
+    from: Square,
+    to: Square,
+    promotion: Option<Role>,
+) -> IllegalReason {
     let b = &pos.board;
     let us = pos.turn;
     let Some(piece) = b.piece_at(from) else {
@@ -185,7 +188,8 @@ pub(crate) fn diagnose(pos: &Chess, from: Square, to: Square, promotion: Option<
     let occupied = b.occupied();
     let ours = b.by_color(us);
     let last_rank = to.rank() == us.fold(7, 0);
-    if piece.role == Role::King && from.rank() == to.rank() && from.file().abs_diff(to.file()) == 2 {
+    if piece.role == Role::King && from.rank() == to.rank() && from.file().abs_diff(to.file()) == 2
+    {
         return IllegalReason::CastlingNotAllowed;
     }
     let (geometry, reach) = match piece.role {
@@ -221,8 +225,14 @@ pub(crate) fn diagnose(pos: &Chess, from: Square, to: Square, promotion: Option<
             attacks::bishop(from, Bitboard::EMPTY),
             attacks::bishop(from, occupied),
         ),
-        Role::Rook => (attacks::rook(from, Bitboard::EMPTY), attacks::rook(from, occupied)),
-        Role::Queen => (attacks::queen(from, Bitboard::EMPTY), attacks::queen(from, occupied)),
+        Role::Rook => (
+            attacks::rook(from, Bitboard::EMPTY),
+            attacks::rook(from, occupied),
+        ),
+        Role::Queen => (
+            attacks::queen(from, Bitboard::EMPTY),
+            attacks::queen(from, occupied),
+        ),
     };
     if !geometry.contains(to) {
         return IllegalReason::CannotReach;
@@ -283,7 +293,9 @@ mod tests {
         for s in ["e2e4", "e7e8q", "N@f3", "P@e4", "0000"] {
             assert_eq!(s.parse::<Uci>().unwrap().to_string(), s);
         }
-        for s in ["", "e2", "e2e9", "e2e4x", "i2e4", "e2e4qq", "e2e2", "X@e4", "Nf3"] {
+        for s in [
+            "", "e2", "e2e9", "e2e4x", "i2e4", "e2e4qq", "e2e2", "X@e4", "Nf3",
+        ] {
             assert!(s.parse::<Uci>().is_err(), "{s}");
         }
     }

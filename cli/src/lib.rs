@@ -1,0 +1,184 @@
+//! The `arbiter` command's logic, separate from argument parsing so tests can drive it directly.
+//!
+//! Contract (other tools depend on it):
+//! - `perft`: optional `MOVE nodes` lines (with `--divide`), then the total alone on the last line.
+//! - `moves`: every legal move, one per line, in UCI.
+//! - `play`: the resulting position string.
+//! - `status`: one line, `ongoing` or `<score> <reason>`, plus the draws that can be claimed.
+//! - `pgn`: normalised PGN, or an error naming the game and ply.
+//!
+//! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
+
+use arbiter_core::pgn::{PgnGameError, read_games};
+use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, Variant};
+use std::fmt;
+
+/// A command failed; the message says what and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError(pub String);
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// The position named by `--variant` and `--position` (the variant's start when absent).
+pub fn load_position(variant: Variant, position: Option<&str>) -> Result<AnyPosition, CliError> {
+    AnyPosition::from_optional_text(variant, position)
+        .map_err(|e| CliError(format!("--position: {e}")))
+}
+
+/// `arbiter perft`.
+pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
+    let mut out = String::new();
+    let total = if divide {
+        let split = pos.perft_divide(depth);
+        for (m, n) in &split {
+            out.push_str(&format!("{m} {n}\n"));
+        }
+        if depth == 0 {
+            1
+        } else {
+            split.iter().map(|(_, n)| n).sum()
+        }
+    } else {
+        pos.perft(depth)
+    };
+    out.push_str(&format!("{total}\n"));
+    out
+}
+
+/// `arbiter moves`.
+pub fn moves(pos: &AnyPosition) -> String {
+    let mut lines: Vec<String> = pos
+        .legal_moves()
+        .iter()
+        .map(|&m| pos.move_to_uci(m))
+        .collect();
+    lines.sort();
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Plays `moves` (UCI or SAN) from `pos` as a game, stopping at the first bad move.
+pub fn replay(
+    pos: AnyPosition,
+    moves: &[String],
+    locale: Locale,
+) -> Result<Game<AnyPosition>, CliError> {
+    let mut game = Game::new(pos);
+    for (i, text) in moves.iter().enumerate() {
+        game.play_text(text, Notation::Auto, locale)
+            .map_err(|e| CliError(format!("move {} ('{text}'): {e}", i + 1)))?;
+    }
+    Ok(game)
+}
+
+/// `arbiter play`.
+pub fn play(pos: AnyPosition, moves: &[String], locale: Locale) -> Result<String, CliError> {
+    let game = replay(pos, moves, locale)?;
+    Ok(format!("{}\n", game.position().to_text()))
+}
+
+/// `arbiter status`: the game state after `moves` (history counts for repetition).
+pub fn status(pos: AnyPosition, moves: &[String], locale: Locale) -> Result<String, CliError> {
+    let game = replay(pos, moves, locale)?;
+    Ok(match game.outcome() {
+        Some(outcome) => format!("{outcome}\n"),
+        None => {
+            let claims = game.claimable_draws();
+            if claims.is_empty() {
+                "ongoing\n".to_owned()
+            } else {
+                let names: Vec<&str> = claims.iter().map(|c| c.name()).collect();
+                format!("ongoing; claimable: {}\n", names.join(", "))
+            }
+        }
+    })
+}
+
+/// `arbiter pgn`: validates every game of `input` and returns it normalised.
+pub fn pgn(input: &str, read_locale: Locale, write_locale: Locale) -> Result<String, CliError> {
+    let mut games = read_games(input).map_err(|e| CliError(format!("PGN syntax error: {e}")))?;
+    let mut out = String::new();
+    for (i, game) in games.iter_mut().enumerate() {
+        game.validate(read_locale, write_locale)
+            .map_err(|e| match e {
+                PgnGameError::Move { .. } => CliError(format!("game {}: {e}", i + 1)),
+                other => CliError(format!("game {}: {other}", i + 1)),
+            })?;
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&game.to_string());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start() -> AnyPosition {
+        load_position(Variant::Chess, None).unwrap()
+    }
+
+    #[test]
+    fn perft_last_line_is_total() {
+        let out = perft(&start(), 2, true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 21);
+        assert_eq!(*lines.last().unwrap(), "400");
+        assert_eq!(perft(&start(), 3, false), "8902\n");
+    }
+
+    #[test]
+    fn play_and_status() {
+        let moves: Vec<String> = ["e4", "e7e5", "Qh5", "Nc6", "Bc4", "Nf6", "Qxf7#"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            status(start(), &moves, Locale::English).unwrap(),
+            "1-0 checkmate\n"
+        );
+        let out = play(start(), &moves[..2], Locale::English).unwrap();
+        assert_eq!(
+            out,
+            "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n"
+        );
+        let e = play(start(), &["e5".to_owned()], Locale::English).unwrap_err();
+        assert!(e.0.contains("move 1 ('e5')"), "{e}");
+    }
+
+    #[test]
+    fn status_lists_claims() {
+        let cycle: Vec<String> = "Nf3 Nf6 Ng1 Ng8 Nf3 Nf6 Ng1 Ng8"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            status(start(), &cycle, Locale::English).unwrap(),
+            "ongoing; claimable: threefold-repetition\n"
+        );
+        let stalemate =
+            load_position(Variant::Chess, Some("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")).unwrap();
+        assert_eq!(
+            status(stalemate, &[], Locale::English).unwrap(),
+            "1/2-1/2 stalemate\n"
+        );
+    }
+
+    #[test]
+    fn pgn_errors_name_game_and_ply() {
+        let e = pgn(
+            "1. e4 e5 *\n\n1. d4 d5 2. Qd3 Kd7 3. Qxh7 Ke6 4. Qh8 Nf6 5. Kd3 *",
+            Locale::English,
+            Locale::English,
+        )
+        .unwrap_err();
+        assert_eq!(e.0.split(':').next(), Some("game 2"));
+        assert!(e.0.contains("ply 9"), "{e}");
+    }
+}

@@ -1,0 +1,302 @@
+//! The `arbiter` binary against its contract: perft totals for the whole standard suite, legal
+//! moves that agree with an independent generator (shakmaty), and malformed input that exits
+//! with code 2 and a message naming the problem.
+
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Position as _};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn arbiter(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn arbiter");
+    let input = stdin.unwrap_or("").to_owned();
+    let mut pipe = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("utf-8")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("utf-8")
+}
+
+/// (FEN, depth, nodes) from the perft data file shared with the core tests.
+fn suite() -> Vec<(String, u32, u64)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../core/tests/data/chess.perft"
+    );
+    let text = std::fs::read_to_string(path).expect("perft data");
+    let mut epd = String::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("epd ") {
+            epd = rest.to_owned();
+        } else if let Some(rest) = line.strip_prefix("perft ") {
+            let (d, n) = rest.split_once(' ').expect("perft line");
+            out.push((epd.clone(), d.parse().unwrap(), n.parse().unwrap()));
+        }
+    }
+    out
+}
+
+fn check_perft(max_nodes: u64, min_nodes: u64, max_depth: u32) {
+    let mut ran = 0;
+    for (fen, depth, nodes) in suite() {
+        if nodes > max_nodes || nodes < min_nodes || depth > max_depth {
+            continue;
+        }
+        let d = depth.to_string();
+        let out = arbiter(
+            &[
+                "perft",
+                "--variant",
+                "chess",
+                "--position",
+                &fen,
+                "--depth",
+                &d,
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert_eq!(
+            text.lines().last(),
+            Some(nodes.to_string().as_str()),
+            "{fen} depth {depth}"
+        );
+        ran += 1;
+    }
+    assert!(ran > 0);
+}
+
+#[test]
+fn perft_shallow() {
+    check_perft(1_000_000, 0, 5);
+}
+
+/// Every count up to depth 5 (and depth 6 of the start position) through the binary.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "deep perft runs in release builds")]
+fn perft_deep() {
+    check_perft(u64::MAX, 1_000_001, 5);
+    let out = arbiter(&["perft", "--variant", "chess", "--depth", "6"], None);
+    assert_eq!(stdout(&out).lines().last(), Some("119060324"));
+}
+
+#[test]
+fn perft_divide_ends_with_total() {
+    let out = arbiter(&["perft", "--depth", "3", "--divide"], None);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 21);
+    assert!(lines[0].contains(' '));
+    assert_eq!(lines[20], "8902");
+}
+
+fn independent_moves(fen: &str) -> Vec<String> {
+    let pos: shakmaty::Chess = fen
+        .parse::<Fen>()
+        .unwrap()
+        .into_position(CastlingMode::Standard)
+        .unwrap();
+    let mut v: Vec<String> = pos
+        .legal_moves()
+        .iter()
+        .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Random positions reached through `arbiter play` itself; `arbiter moves` must list exactly
+/// shakmaty's legal moves in each. The library half of the CLI is checked on thousands of
+/// positions below; the binary on a few hundred (each is a process spawn).
+#[test]
+fn moves_binary_agrees_with_independent_generator() {
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut checked = 0;
+    for _ in 0..12 {
+        let mut fen = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".to_owned();
+        for _ in 0..25 {
+            let out = arbiter(&["moves", "--position", &fen], None);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let mut ours: Vec<String> = stdout(&out).lines().map(String::from).collect();
+            ours.sort();
+            assert_eq!(ours, independent_moves(&fen), "{fen}");
+            checked += 1;
+            if ours.is_empty() {
+                break;
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let mv = &ours[(rng % ours.len() as u64) as usize];
+            let out = arbiter(&["play", "--position", &fen, mv], None);
+            assert!(out.status.success(), "{}", stderr(&out));
+            fen = stdout(&out).trim().to_owned();
+        }
+    }
+    assert!(checked >= 200);
+}
+
+#[test]
+fn moves_library_agrees_on_thousands_of_positions() {
+    use arbiter_core::{AnyPosition, Position, Variant};
+    let mut rng = 0x1234_5678_9ABC_DEF1u64;
+    let mut checked = 0;
+    for game in 0..50 {
+        let fen = [
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+            "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
+        ][game % 3];
+        let mut pos = AnyPosition::from_text(Variant::Chess, fen).unwrap();
+        for _ in 0..100 {
+            let text = pos.to_text();
+            let listed: Vec<String> = arbiter_cli::moves(&pos).lines().map(String::from).collect();
+            assert_eq!(listed, independent_moves(&text), "{text}");
+            checked += 1;
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            pos.play_unchecked(moves[(rng % moves.len() as u64) as usize]);
+        }
+    }
+    assert!(checked >= 3000, "{checked}");
+}
+
+fn assert_fails(args: &[&str], stdin: Option<&str>, needle: &str) {
+    let out = arbiter(args, stdin);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected '{needle}' in: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn malformed_input_exits_2_with_a_precise_message() {
+    assert_fails(
+        &["moves", "--position", "8/8/8 w - - 0 1"],
+        None,
+        "expected 8 ranks",
+    );
+    assert_fails(
+        &[
+            "moves",
+            "--position",
+            "rnbqkbnr/ppppXppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        ],
+        None,
+        "invalid piece letter 'X'",
+    );
+    assert_fails(
+        &["moves", "--position", "4k3/8/8/8/8/8/8/4K3 w KQ - 0 1"],
+        None,
+        "castling right 'K'",
+    );
+    assert_fails(
+        &["moves", "--position", "4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"],
+        None,
+        "not to move is in check",
+    );
+    assert_fails(
+        &["moves", "--variant", "atomic"],
+        None,
+        "unknown variant 'atomic'",
+    );
+    assert_fails(
+        &["moves", "--variant", "glinski"],
+        None,
+        "not implemented yet",
+    );
+    assert_fails(&["play", "e2e5"], None, "move 1 ('e2e5')");
+    assert_fails(&["play", "e4", "Nf9"], None, "cannot parse move 'Nf9'");
+    assert_fails(
+        &["play", "e4", "Ke7", "Ke2", "Kd6"],
+        None,
+        "illegal move 'Ke7'",
+    );
+    assert_fails(&["play", "e4", "e7e8q"], None, "move 2 ('e7e8q')");
+    assert_fails(
+        &["status", "--position", "4k3/8/8/8/8/8/8/4K3 w - - x 1"],
+        None,
+        "halfmove clock",
+    );
+    assert_fails(
+        &["pgn"],
+        Some("1. e4 {unterminated"),
+        "unterminated comment",
+    );
+    assert_fails(
+        &["pgn"],
+        Some("1. e4 e5 *\n\n1. d4 Nf6 2. Bg5 Ne4 3. Bxh7 *\n"),
+        "game 2: ply 5",
+    );
+    assert_fails(&["perft", "--depth", "x"], None, "invalid value");
+}
+
+#[test]
+fn play_status_and_pgn_happy_paths() {
+    let out = arbiter(&["play", "e4", "e7e5", "Nf3"], None);
+    assert_eq!(
+        stdout(&out),
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2\n"
+    );
+    let out = arbiter(&["play", "--locale", "italian", "e4", "e5", "Cf3"], None);
+    assert_eq!(
+        stdout(&out),
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2\n"
+    );
+    let out = arbiter(&["status", "f3", "e5", "g4", "Qh4#"], None);
+    assert_eq!(stdout(&out), "0-1 checkmate\n");
+    let out = arbiter(
+        &["status", "--position", "4k3/8/8/8/8/8/8/4KB2 w - - 0 1"],
+        None,
+    );
+    assert_eq!(stdout(&out), "1/2-1/2 dead-position\n");
+    let out = arbiter(
+        &["status", "--position", "4k3/8/8/8/8/8/8/R3K3 w - - 100 80"],
+        None,
+    );
+    assert_eq!(stdout(&out), "ongoing; claimable: fifty-move-rule\n");
+    let out = arbiter(&["status"], None);
+    assert_eq!(stdout(&out), "ongoing\n");
+    let out = arbiter(
+        &["pgn"],
+        Some("[White \"x\"]\n1.e4 e5 2.Nf3 Nc6 (2...d6) 3.Bb5 a6 1/2-1/2\n"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("[Event \"?\"]\n"), "{text}");
+    assert!(
+        text.contains("1. e4 e5 2. Nf3 Nc6 (2... d6) 3. Bb5 a6 1/2-1/2"),
+        "{text}"
+    );
+    let out = arbiter(
+        &["pgn", "--output-locale", "italian"],
+        Some("1. e4 e5 2. Nf3 *"),
+    );
+    assert!(stdout(&out).contains("2. Cf3 *"));
+}

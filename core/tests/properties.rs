@@ -1,0 +1,156 @@
+//! Property tests over random legal games: FEN round trips, incremental state equal to state
+//! rebuilt from scratch, no legal move leaves the mover's king attacked, SAN and UCI round
+//! trips for every legal move, and agreement with an independent move generator (`shakmaty`).
+
+use arbiter_core::chess::san::{parse_san, write_san};
+use arbiter_core::chess::uci::{Uci, parse_legal};
+use arbiter_core::{Chess, Locale, Position};
+use proptest::prelude::*;
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, EnPassantMode, Position as _};
+
+const STARTS: [&str; 6] = [
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+    "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+    "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
+    "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1",
+    "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8",
+    "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10",
+];
+
+/// The positions of a random game: from `STARTS[start]`, each selector picks a legal move.
+fn random_game(start: usize, selectors: &[u16]) -> Vec<Chess> {
+    let mut pos = Chess::from_fen(STARTS[start % STARTS.len()]).unwrap();
+    let mut out = vec![pos];
+    for &s in selectors {
+        let moves = pos.legal_moves();
+        if moves.is_empty() {
+            break;
+        }
+        pos.play_unchecked(moves[usize::from(s) % moves.len()]);
+        out.push(pos);
+    }
+    out
+}
+
+fn game_strategy() -> impl Strategy<Value = (usize, Vec<u16>)> {
+    (0..STARTS.len(), prop::collection::vec(any::<u16>(), 0..160))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn fen_round_trip_and_incremental_state((start, sel) in game_strategy()) {
+        for pos in random_game(start, &sel) {
+            let fen = pos.to_fen();
+            let parsed = Chess::from_fen(&fen).unwrap();
+            prop_assert_eq!(parsed, pos, "{}", fen);
+            prop_assert_eq!(pos.zobrist(), pos.compute_hash(), "{}", fen);
+        }
+    }
+
+    #[test]
+    fn legal_moves_never_leave_the_king_attacked((start, sel) in game_strategy()) {
+        for pos in random_game(start, &sel) {
+            let mover = pos.turn();
+            for m in pos.legal_moves() {
+                let mut after = pos;
+                after.play_unchecked(m);
+                let board = after.board();
+                let king = board.king_of(mover).unwrap();
+                prop_assert!(
+                    board.attackers_to(king, !mover, board.occupied()).is_empty(),
+                    "{} leaves the king attacked in {}", after.move_to_uci(m), pos.to_fen()
+                );
+                // Copy-make leaves the original untouched and the copy's hash exact.
+                prop_assert_eq!(after.zobrist(), after.compute_hash());
+            }
+        }
+    }
+
+    #[test]
+    fn san_and_uci_round_trip((start, sel) in game_strategy()) {
+        for pos in random_game(start, &sel).into_iter().step_by(3) {
+            for m in pos.legal_moves() {
+                for locale in [Locale::English, Locale::Italian] {
+                    let san = write_san(&pos, m, locale, true);
+                    prop_assert_eq!(parse_san(&pos, &san, locale), Ok(m), "{} in {}", san, pos.to_fen());
+                }
+                let uci = Uci::from_move(m).to_string();
+                prop_assert_eq!(parse_legal(&pos, &uci), Ok(m));
+            }
+        }
+    }
+
+    #[test]
+    fn null_move_is_consistent((start, sel) in game_strategy()) {
+        for pos in random_game(start, &sel) {
+            if let Some(null) = pos.null_move() {
+                prop_assert_eq!(null.zobrist(), null.compute_hash());
+                prop_assert_ne!(null.turn(), pos.turn());
+            } else {
+                prop_assert!(pos.is_check());
+            }
+        }
+    }
+}
+
+fn shakmaty_moves(fen: &str) -> Vec<String> {
+    let pos: shakmaty::Chess = fen
+        .parse::<Fen>()
+        .unwrap()
+        .into_position(CastlingMode::Standard)
+        .unwrap();
+    let mut v: Vec<String> = pos
+        .legal_moves()
+        .iter()
+        .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn shakmaty_fen(fen: &str) -> String {
+    let pos: shakmaty::Chess = fen
+        .parse::<Fen>()
+        .unwrap()
+        .into_position(CastlingMode::Standard)
+        .unwrap();
+    Fen::from_position(&pos, EnPassantMode::PseudoLegal).to_string()
+}
+
+/// Thousands of random positions (random games from the perft suite's starts, with a seeded
+/// generator): the legal move sets and the FEN agree with shakmaty's.
+#[test]
+fn agrees_with_an_independent_generator() {
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut positions = 0;
+    for game in 0..60 {
+        let mut pos = Chess::from_fen(STARTS[game % STARTS.len()]).unwrap();
+        for _ in 0..120 {
+            let fen = pos.to_fen();
+            let mut ours: Vec<String> = pos
+                .legal_moves()
+                .iter()
+                .map(|&m| pos.move_to_uci(m))
+                .collect();
+            ours.sort();
+            assert_eq!(ours, shakmaty_moves(&fen), "{fen}");
+            assert_eq!(fen, shakmaty_fen(&fen), "{fen}");
+            positions += 1;
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            pos.play_unchecked(moves[(next() % moves.len() as u64) as usize]);
+        }
+    }
+    assert!(positions >= 3000, "only {positions} positions");
+}
