@@ -35,7 +35,8 @@ pub fn load_position(variant: Variant, position: Option<&str>) -> Result<AnyPosi
 pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
     let mut out = String::new();
     let total = if divide {
-        let split = pos.perft_divide(depth);
+        let mut split = pos.perft_divide(depth);
+        split.sort();
         for (m, n) in &split {
             out.push_str(&format!("{m} {n}\n"));
         }

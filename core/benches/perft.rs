@@ -7,8 +7,8 @@
 //! for a smoke run.
 
 use arbiter_core::{Chess, perft};
+use shakmaty::CastlingMode;
 use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Position as _};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -202,7 +202,7 @@ pub fn read_games(text: &str) -> Result<Vec<PgnGame>, PgnSyntaxError> {
         message: m.to_owned(),
     };
 
-    fn finish(game: &mut PgnGame, lines: &mut Vec<Vec<PgnNode>>, games: &mut Vec<PgnGame>) -> bool {
+    fn finish(game: &mut PgnGame, lines: &mut [Vec<PgnNode>], games: &mut Vec<PgnGame>) -> bool {
         if lines.len() != 1 {
             return false;
         }

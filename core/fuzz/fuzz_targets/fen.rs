@@ -4,7 +4,9 @@ use arbiter_core::{Chess, Position};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(pos) = Chess::from_fen(text) {
         let fen = pos.to_fen();
         let again = Chess::from_fen(&fen).expect("written FEN parses");

@@ -12,10 +12,18 @@ const POSITIONS: [&str; 4] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, rest)) = data.split_first() else { return };
-    let Ok(text) = std::str::from_utf8(rest) else { return };
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
     let pos = Chess::from_fen(POSITIONS[usize::from(selector) % POSITIONS.len()]).unwrap();
-    let locale = if selector & 0x80 != 0 { Locale::Italian } else { Locale::English };
+    let locale = if selector & 0x80 != 0 {
+        Locale::Italian
+    } else {
+        Locale::English
+    };
     if let Ok(m) = parse_san(&pos, text, locale) {
         let strict = write_san(&pos, m, locale, true);
         assert_eq!(parse_san(&pos, &strict, locale), Ok(m), "{strict}");

@@ -5,7 +5,9 @@ use arbiter_core::chess::uci::{Uci, parse_legal};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(uci) = text.parse::<Uci>() {
         assert_eq!(uci.to_string().parse::<Uci>(), Ok(uci));
     }
