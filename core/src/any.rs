@@ -7,7 +7,7 @@
 
 use crate::chess::{self, Chess};
 use crate::outcome::Outcome;
-use crate::position::{DrawRules, Locale, MoveError, Notation, Position};
+use crate::position::{DrawRules, Locale, MoveError, Notation, PerftBudgetExceeded, Position};
 use crate::types::Color;
 use crate::variant::Variant;
 use std::fmt;
@@ -167,6 +167,23 @@ impl AnyPosition {
             .into_iter()
             .map(|(m, n)| (p.move_to_uci(m), n))
             .collect())
+    }
+
+    /// [`perft`](crate::perft) within a node budget, statically dispatched.
+    pub fn perft_bounded(&self, depth: u32, budget: u64) -> Result<u64, PerftBudgetExceeded> {
+        dispatch!(self, p => crate::position::perft_bounded(p, depth, budget))
+    }
+
+    /// Perft split by first move (UCI, leaf count) within a node budget for the whole tree.
+    pub fn perft_divide_bounded(
+        &self,
+        depth: u32,
+        budget: u64,
+    ) -> Result<Vec<(String, u64)>, PerftBudgetExceeded> {
+        dispatch!(self, p => Ok(crate::position::perft_divide_bounded(p, depth, budget)?
+            .into_iter()
+            .map(|(m, n)| (p.move_to_uci(m), n))
+            .collect()))
     }
 
     /// This position with `m` played, or `None` if `m` is not legal here.

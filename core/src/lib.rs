@@ -26,8 +26,8 @@ pub use chess::Chess;
 pub use game::{Game, GameError};
 pub use outcome::{DrawClaim, EndReason, Outcome, Score};
 pub use position::{
-    DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, Position, perft,
-    perft_divide,
+    DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, PerftBudgetExceeded,
+    Position, perft, perft_bounded, perft_divide, perft_divide_bounded,
 };
 pub use types::{Color, Piece, Role, Square};
 pub use variant::{UnknownVariant, Variant};

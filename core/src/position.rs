@@ -338,3 +338,94 @@ pub fn perft_divide<P: Position>(pos: &P, depth: u32) -> Vec<(P::Move, u64)> {
         })
         .collect()
 }
+
+/// Perft stopped because it would count more than its node budget.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PerftBudgetExceeded {
+    /// The budget that was exceeded.
+    pub budget: u64,
+}
+
+impl fmt::Display for PerftBudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "perft exceeded its budget of {} nodes", self.budget)
+    }
+}
+
+impl std::error::Error for PerftBudgetExceeded {}
+
+fn perft_budgeted<P: Position>(pos: &P, depth: u32, remaining: &mut u64) -> Option<u64> {
+    if depth == 0 {
+        *remaining = remaining.checked_sub(1)?;
+        return Some(1);
+    }
+    let moves = pos.legal_moves();
+    if depth == 1 {
+        *remaining = remaining.checked_sub(moves.len() as u64)?;
+        return Some(moves.len() as u64);
+    }
+    let mut total = 0;
+    for &m in moves.iter() {
+        let mut child = pos.clone();
+        child.play_unchecked(m);
+        total += perft_budgeted(&child, depth - 1, remaining)?;
+    }
+    Some(total)
+}
+
+/// Perft split by first move that gives up as soon as more than `budget` leaves would be
+/// counted in total (for servers that must bound the work a request can cause).
+pub fn perft_divide_bounded<P: Position>(
+    pos: &P,
+    depth: u32,
+    budget: u64,
+) -> Result<Vec<(P::Move, u64)>, PerftBudgetExceeded> {
+    let mut remaining = budget;
+    let exceeded = PerftBudgetExceeded { budget };
+    if depth == 0 {
+        return if budget >= 1 {
+            Ok(Vec::new())
+        } else {
+            Err(exceeded)
+        };
+    }
+    let mut out = Vec::new();
+    for &m in pos.legal_moves().iter() {
+        let mut child = pos.clone();
+        child.play_unchecked(m);
+        let n = perft_budgeted(&child, depth - 1, &mut remaining).ok_or(exceeded)?;
+        out.push((m, n));
+    }
+    Ok(out)
+}
+
+/// [`perft`] that gives up as soon as more than `budget` leaves would be counted.
+pub fn perft_bounded<P: Position>(
+    pos: &P,
+    depth: u32,
+    budget: u64,
+) -> Result<u64, PerftBudgetExceeded> {
+    let mut remaining = budget;
+    perft_budgeted(pos, depth, &mut remaining).ok_or(PerftBudgetExceeded { budget })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Chess;
+
+    #[test]
+    fn bounded_perft_stops_at_the_budget() {
+        let pos = Chess::new();
+        assert_eq!(perft_bounded(&pos, 3, 8902), Ok(8902));
+        assert_eq!(
+            perft_bounded(&pos, 3, 8901),
+            Err(PerftBudgetExceeded { budget: 8901 })
+        );
+        let split = perft_divide_bounded(&pos, 2, 400).unwrap();
+        assert_eq!(split.iter().map(|(_, n)| n).sum::<u64>(), 400);
+        assert!(perft_divide_bounded(&pos, 2, 399).is_err());
+        assert_eq!(perft_bounded(&pos, 0, 1), Ok(1));
+        assert!(perft_bounded(&pos, 0, 0).is_err());
+    }
+}

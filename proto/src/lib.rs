@@ -1,0 +1,25 @@
+//! Rust types, clients and servers generated from Arbiter's `.proto` files (in this crate's
+//! folder, `arbiter/<area>/v1/*.proto`), and the encoded file descriptor set for reflection.
+//!
+//! The `.proto` files are the API reference: every message and field is documented there.
+#![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+/// The encoded `FileDescriptorSet` of every Arbiter proto, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/arbiter_descriptor.bin"));
+
+/// `arbiter.common.v1`: variants, positions, moves, outcomes.
+pub mod common {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("arbiter.common.v1");
+    }
+}
+
+/// `arbiter.rules.v1`: the rules service.
+pub mod rules {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("arbiter.rules.v1");
+    }
+}

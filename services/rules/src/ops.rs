@@ -1,0 +1,348 @@
+//! Each RPC as a plain function from request to response: decode (via [`crate::convert`]),
+//! call `arbiter-core`, encode. Synchronous and free of gRPC plumbing, so they are tested
+//! directly and the tonic handlers stay one line each.
+
+use crate::config::Limits;
+use crate::convert::{
+    claim_to_proto, illegal_to_proto, locale, notation, outcome_to_proto, position,
+    position_to_proto,
+};
+use crate::error::RulesError;
+use arbiter_core::pgn::{PgnGame, read_games};
+use arbiter_core::{AnyPosition, EndReason, Game, Locale, Notation, Position};
+use arbiter_proto::common::v1 as common;
+use arbiter_proto::rules::v1 as rules;
+use rules::validate_move_response::Result as Verdict;
+
+fn move_to_proto(pos: &AnyPosition, m: arbiter_core::AnyMove, locale: Locale) -> common::Move {
+    common::Move {
+        uci: pos.move_to_uci(m),
+        san: pos.move_to_san(m, locale),
+    }
+}
+
+/// ValidateMove: a verdict for one move.
+pub fn validate_move(
+    req: &rules::ValidateMoveRequest,
+) -> Result<rules::ValidateMoveResponse, RulesError> {
+    let pos = position(req.position.as_ref(), "position")?;
+    let locale = locale(req.locale);
+    let verdict = match pos.parse_move(&req.r#move, notation(req.notation), locale) {
+        Ok(m) => {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            let outcome = after.terminal();
+            Verdict::Legal(rules::LegalMove {
+                r#move: Some(move_to_proto(&pos, m, locale)),
+                position_after: Some(position_to_proto(&after)),
+                check: after.is_check(),
+                checkmate: outcome.is_some_and(|o| o.reason == EndReason::Checkmate),
+                outcome: outcome.map(outcome_to_proto),
+            })
+        }
+        Err(e) => {
+            let mut illegal = illegal_to_proto(&e);
+            if pos.legal_moves().is_empty() {
+                illegal.reason = rules::IllegalReason::GameOver as i32;
+                illegal.message = format!("illegal move '{}': the game is over", req.r#move);
+            }
+            Verdict::Illegal(illegal)
+        }
+    };
+    Ok(rules::ValidateMoveResponse {
+        result: Some(verdict),
+        request_id: req.request_id.clone(),
+    })
+}
+
+/// ValidateMoveStream: like [`validate_move`], but a malformed request is answered in-band.
+pub fn validate_move_in_stream(req: &rules::ValidateMoveRequest) -> rules::ValidateMoveResponse {
+    validate_move(req).unwrap_or_else(|e| rules::ValidateMoveResponse {
+        result: Some(Verdict::Error(rules::RequestError {
+            field: e.field().to_owned(),
+            message: e.description().to_owned(),
+        })),
+        request_id: req.request_id.clone(),
+    })
+}
+
+/// ListLegalMoves.
+pub fn list_legal_moves(
+    req: &rules::ListLegalMovesRequest,
+) -> Result<rules::ListLegalMovesResponse, RulesError> {
+    let pos = position(req.position.as_ref(), "position")?;
+    let locale = locale(req.locale);
+    let mut moves: Vec<common::Move> = pos
+        .legal_moves()
+        .iter()
+        .map(|&m| move_to_proto(&pos, m, locale))
+        .collect();
+    moves.sort_by(|a, b| a.uci.cmp(&b.uci));
+    Ok(rules::ListLegalMovesResponse {
+        moves,
+        check: pos.is_check(),
+    })
+}
+
+fn check_move_count(count: usize, limits: &Limits) -> Result<(), RulesError> {
+    if count > limits.max_moves {
+        return Err(RulesError::exhausted(
+            "moves",
+            format!(
+                "{count} moves exceed the limit of {} per request",
+                limits.max_moves
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Replays `moves` from `start`; the error names `moves[i]`.
+fn replay(
+    start: AnyPosition,
+    moves: &[String],
+    notation: Notation,
+    locale: Locale,
+    limits: &Limits,
+    mut each: impl FnMut(&AnyPosition, arbiter_core::AnyMove, &AnyPosition),
+) -> Result<Game<AnyPosition>, RulesError> {
+    check_move_count(moves.len(), limits)?;
+    let mut game = Game::new(start);
+    for (i, text) in moves.iter().enumerate() {
+        let before = game.position().clone();
+        let m = game
+            .play_text(text, notation, locale)
+            .map_err(|e| RulesError::invalid(format!("moves[{i}]"), e.to_string()))?;
+        each(&before, m, game.position());
+    }
+    Ok(game)
+}
+
+fn status_of(game: &Game<AnyPosition>) -> rules::GameStatus {
+    let outcome = game.outcome();
+    let claims = game.claimable_draws();
+    let summary = match outcome {
+        Some(o) => o.to_string(),
+        None if claims.is_empty() => "ongoing".to_owned(),
+        None => format!(
+            "ongoing; claimable: {}",
+            claims
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    rules::GameStatus {
+        outcome: outcome.map(outcome_to_proto),
+        claimable_draws: claims.into_iter().map(claim_to_proto).collect(),
+        check: game.position().is_check(),
+        repetition_count: game.repetition_count(),
+        halfmove_clock: game.position().halfmove_clock(),
+        summary,
+    }
+}
+
+/// ApplyMoves.
+pub fn apply_moves(
+    req: &rules::ApplyMovesRequest,
+    limits: &Limits,
+) -> Result<rules::ApplyMovesResponse, RulesError> {
+    let start = position(req.start.as_ref(), "start")?;
+    let locale = locale(req.locale);
+    let mut applied = Vec::with_capacity(req.moves.len());
+    let game = replay(
+        start,
+        &req.moves,
+        notation(req.notation),
+        locale,
+        limits,
+        |before, m, after| {
+            applied.push(rules::AppliedMove {
+                r#move: Some(move_to_proto(before, m, locale)),
+                position_after: if req.include_intermediate {
+                    after.to_text()
+                } else {
+                    String::new()
+                },
+            });
+        },
+    )?;
+    Ok(rules::ApplyMovesResponse {
+        moves: applied,
+        final_position: Some(position_to_proto(game.position())),
+        status: Some(status_of(&game)),
+    })
+}
+
+/// GetGameStatus.
+pub fn game_status(
+    req: &rules::GetGameStatusRequest,
+    limits: &Limits,
+) -> Result<rules::GetGameStatusResponse, RulesError> {
+    let start = position(req.start.as_ref(), "start")?;
+    let game = replay(
+        start,
+        &req.moves,
+        notation(req.notation),
+        locale(req.locale),
+        limits,
+        |_, _, _| {},
+    )?;
+    Ok(rules::GetGameStatusResponse {
+        status: Some(status_of(&game)),
+        position: Some(position_to_proto(game.position())),
+    })
+}
+
+/// ConvertMove.
+pub fn convert_move(
+    req: &rules::ConvertMoveRequest,
+) -> Result<rules::ConvertMoveResponse, RulesError> {
+    let pos = position(req.position.as_ref(), "position")?;
+    let m = pos
+        .parse_move(
+            &req.r#move,
+            notation(req.notation),
+            locale(req.input_locale),
+        )
+        .map_err(|e| RulesError::invalid("move", e.to_string()))?;
+    Ok(rules::ConvertMoveResponse {
+        r#move: Some(move_to_proto(&pos, m, locale(req.output_locale))),
+    })
+}
+
+fn tags_to_proto(tags: &[(String, String)]) -> Vec<rules::Tag> {
+    tags.iter()
+        .map(|(name, value)| rules::Tag {
+            name: name.clone(),
+            value: value.clone(),
+        })
+        .collect()
+}
+
+/// ImportPgn.
+pub fn import_pgn(
+    req: &rules::ImportPgnRequest,
+    limits: &Limits,
+) -> Result<rules::ImportPgnResponse, RulesError> {
+    if req.pgn.len() > limits.max_pgn_bytes {
+        return Err(RulesError::exhausted(
+            "pgn",
+            format!(
+                "{} bytes exceed the limit of {} bytes",
+                req.pgn.len(),
+                limits.max_pgn_bytes
+            ),
+        ));
+    }
+    let mut games = read_games(&req.pgn).map_err(|e| RulesError::invalid("pgn", e.to_string()))?;
+    let (read, write) = (locale(req.input_locale), locale(req.output_locale));
+    let mut out = Vec::with_capacity(games.len());
+    for (i, pgn) in games.iter_mut().enumerate() {
+        let game = pgn
+            .validate(read, write)
+            .map_err(|e| RulesError::invalid("pgn", format!("game {}: {e}", i + 1)))?;
+        check_move_count(game.ply(), limits)?;
+        let mut pos = game.start().clone();
+        let mut moves = Vec::with_capacity(game.ply());
+        for &m in game.moves() {
+            moves.push(move_to_proto(&pos, m, write));
+            pos.play_unchecked(m);
+        }
+        out.push(rules::PgnGame {
+            tags: tags_to_proto(&pgn.tags),
+            start: Some(position_to_proto(game.start())),
+            moves,
+            result: pgn.result.clone(),
+            outcome: game.automatic_outcome().map(outcome_to_proto),
+            normalized_pgn: pgn.to_string(),
+        });
+    }
+    Ok(rules::ImportPgnResponse { games: out })
+}
+
+/// ExportPgn.
+pub fn export_pgn(
+    req: &rules::ExportPgnRequest,
+    limits: &Limits,
+) -> Result<rules::ExportPgnResponse, RulesError> {
+    let start = position(req.start.as_ref(), "start")?;
+    let locale = locale(req.locale);
+    let game = replay(
+        start,
+        &req.moves,
+        notation(req.notation),
+        locale,
+        limits,
+        |_, _, _| {},
+    )?;
+    for (i, tag) in req.tags.iter().enumerate() {
+        if tag.name.is_empty()
+            || !tag
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(RulesError::invalid(
+                format!("tags[{i}].name"),
+                "a tag name is letters, digits and '_'",
+            ));
+        }
+    }
+    let tags = req
+        .tags
+        .iter()
+        .map(|t| (t.name.clone(), t.value.clone()))
+        .collect();
+    Ok(rules::ExportPgnResponse {
+        pgn: PgnGame::from_game(&game, tags, locale).to_string(),
+    })
+}
+
+/// Perft, bounded by the request's and the server's node budget. CPU-heavy: the handler runs it
+/// on the blocking pool.
+pub fn perft(
+    req: &rules::PerftRequest,
+    limits: &Limits,
+) -> Result<rules::PerftResponse, RulesError> {
+    let pos = position(req.position.as_ref(), "position")?;
+    if req.depth > limits.max_perft_depth {
+        return Err(RulesError::invalid(
+            "depth",
+            format!(
+                "depth {} is over the maximum of {}",
+                req.depth, limits.max_perft_depth
+            ),
+        ));
+    }
+    let budget = match req.node_budget {
+        0 => limits.max_perft_nodes,
+        n => n.min(limits.max_perft_nodes),
+    };
+    let exhausted =
+        |e: arbiter_core::PerftBudgetExceeded| RulesError::exhausted("node_budget", e.to_string());
+    if req.divide {
+        let mut split = pos
+            .perft_divide_bounded(req.depth, budget)
+            .map_err(exhausted)?;
+        split.sort();
+        let nodes = if req.depth == 0 {
+            1
+        } else {
+            split.iter().map(|(_, n)| n).sum()
+        };
+        Ok(rules::PerftResponse {
+            nodes,
+            divide: split
+                .into_iter()
+                .map(|(uci, nodes)| rules::PerftDivide { uci, nodes })
+                .collect(),
+        })
+    } else {
+        Ok(rules::PerftResponse {
+            nodes: pos.perft_bounded(req.depth, budget).map_err(exhausted)?,
+            divide: Vec::new(),
+        })
+    }
+}

@@ -1,0 +1,131 @@
+//! The tonic handlers: each decodes nothing itself, calls one function of [`crate::ops`], and
+//! turns a [`RulesError`](crate::error::RulesError) into a `Status` through its `From` impl.
+
+use crate::config::Limits;
+use crate::ops;
+use arbiter_proto::rules::v1 as rules;
+use arbiter_proto::rules::v1::rules_service_server::{RulesService, RulesServiceServer};
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+type Reply<T> = Result<Response<T>, Status>;
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// The rules service.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    limits: Arc<Limits>,
+}
+
+impl Rules {
+    /// A service enforcing `limits`.
+    pub fn new(limits: Limits) -> Rules {
+        Rules {
+            limits: Arc::new(limits),
+        }
+    }
+
+    /// The tonic server for this service, with the message size limits applied.
+    pub fn into_server(self) -> RulesServiceServer<Rules> {
+        let max = self.limits.max_message_bytes;
+        RulesServiceServer::new(self)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max)
+    }
+}
+
+fn reply<T>(r: Result<T, crate::error::RulesError>) -> Reply<T> {
+    r.map(Response::new).map_err(Status::from)
+}
+
+#[tonic::async_trait]
+impl RulesService for Rules {
+    async fn validate_move(
+        &self,
+        req: Request<rules::ValidateMoveRequest>,
+    ) -> Reply<rules::ValidateMoveResponse> {
+        reply(ops::validate_move(req.get_ref()))
+    }
+
+    type ValidateMoveStreamStream = BoxStream<rules::ValidateMoveResponse>;
+
+    async fn validate_move_stream(
+        &self,
+        req: Request<Streaming<rules::ValidateMoveRequest>>,
+    ) -> Reply<Self::ValidateMoveStreamStream> {
+        let out = req
+            .into_inner()
+            .map(|item| item.map(|r| ops::validate_move_in_stream(&r)));
+        Ok(Response::new(Box::pin(out)))
+    }
+
+    async fn list_legal_moves(
+        &self,
+        req: Request<rules::ListLegalMovesRequest>,
+    ) -> Reply<rules::ListLegalMovesResponse> {
+        reply(ops::list_legal_moves(req.get_ref()))
+    }
+
+    async fn apply_moves(
+        &self,
+        req: Request<rules::ApplyMovesRequest>,
+    ) -> Reply<rules::ApplyMovesResponse> {
+        reply(ops::apply_moves(req.get_ref(), &self.limits))
+    }
+
+    async fn get_game_status(
+        &self,
+        req: Request<rules::GetGameStatusRequest>,
+    ) -> Reply<rules::GetGameStatusResponse> {
+        reply(ops::game_status(req.get_ref(), &self.limits))
+    }
+
+    async fn convert_move(
+        &self,
+        req: Request<rules::ConvertMoveRequest>,
+    ) -> Reply<rules::ConvertMoveResponse> {
+        reply(ops::convert_move(req.get_ref()))
+    }
+
+    async fn import_pgn(
+        &self,
+        req: Request<rules::ImportPgnRequest>,
+    ) -> Reply<rules::ImportPgnResponse> {
+        reply(ops::import_pgn(req.get_ref(), &self.limits))
+    }
+
+    async fn export_pgn(
+        &self,
+        req: Request<rules::ExportPgnRequest>,
+    ) -> Reply<rules::ExportPgnResponse> {
+        reply(ops::export_pgn(req.get_ref(), &self.limits))
+    }
+
+    async fn perft(&self, req: Request<rules::PerftRequest>) -> Reply<rules::PerftResponse> {
+        let limits = Arc::clone(&self.limits);
+        let req = req.into_inner();
+        // Perft is CPU-bound (bounded by the node budget): keep it off the async workers.
+        let result = tokio::task::spawn_blocking(move || ops::perft(&req, &limits))
+            .await
+            .map_err(|e| Status::internal(format!("perft task failed: {e}")))?;
+        reply(result)
+    }
+
+    async fn ping(&self, _req: Request<rules::PingRequest>) -> Reply<rules::PingResponse> {
+        Ok(Response::new(rules::PingResponse {}))
+    }
+
+    type PingStreamStream = BoxStream<rules::PingResponse>;
+
+    async fn ping_stream(
+        &self,
+        req: Request<Streaming<rules::PingRequest>>,
+    ) -> Reply<Self::PingStreamStream> {
+        let out = req
+            .into_inner()
+            .map(|item| item.map(|_| rules::PingResponse {}));
+        Ok(Response::new(Box::pin(out)))
+    }
+}
