@@ -9,6 +9,8 @@
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
+pub mod bench;
+
 use arbiter_core::pgn::{PgnGameError, read_games};
 use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, Variant};
 use std::fmt;

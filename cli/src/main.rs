@@ -87,6 +87,17 @@ enum Command {
         /// Moves to play first (their history counts for repetition).
         moves: Vec<String>,
     },
+    /// Run every Arbiter service in this process on one port (embedded default: in-process
+    /// storage, no Redis): today the rules service, with health and reflection.
+    Serve {
+        #[command(flatten)]
+        server: arbiter_rules::ServerArgs,
+    },
+    /// Load generators for the services.
+    Bench {
+        #[command(subcommand)]
+        target: BenchTarget,
+    },
     /// Read PGN on stdin, validate every move, print normalised PGN.
     Pgn {
         /// Piece letters of the input SAN.
@@ -96,6 +107,98 @@ enum Command {
         #[arg(long, value_enum)]
         output_locale: Option<LocaleArg>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchTarget {
+    /// Drive the rules service: unary and streaming validation next to the no-op ceiling.
+    Rules {
+        /// Server to load, e.g. http://127.0.0.1:50051; without it an embedded server is started
+        /// in this process on a free port.
+        #[arg(long)]
+        addr: Option<String>,
+        /// Seconds per phase.
+        #[arg(long, default_value_t = 5.0)]
+        duration_secs: f64,
+        /// Concurrent unary requests.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Concurrent streams in the streaming phases.
+        #[arg(long, default_value_t = 4)]
+        streams: usize,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError(format!("cannot start the async runtime: {e}")))
+}
+
+fn serve(server: arbiter_rules::ServerArgs) -> Result<String, CliError> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind(server.listen)
+            .await
+            .map_err(|e| CliError(format!("--listen {}: {e}", server.listen)))?;
+        arbiter_rules::serve(listener, server.config(), arbiter_rules::shutdown_signal())
+            .await
+            .map_err(|e| CliError(format!("server failed: {e}")))
+    })?;
+    Ok(String::new())
+}
+
+fn bench(target: BenchTarget) -> Result<String, CliError> {
+    let BenchTarget::Rules {
+        addr,
+        duration_secs,
+        concurrency,
+        streams,
+    } = target;
+    let cfg = arbiter_cli::bench::BenchConfig {
+        duration: std::time::Duration::from_secs_f64(duration_secs),
+        concurrency,
+        streams,
+    };
+    runtime()?.block_on(async {
+        let (url, stop) = match addr {
+            Some(url) => (url, None),
+            None => {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|e| CliError(format!("bind: {e}")))?;
+                let url = format!(
+                    "http://{}",
+                    listener.local_addr().map_err(|e| CliError(e.to_string()))?
+                );
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                let handle =
+                    tokio::spawn(arbiter_rules::serve(listener, Default::default(), async {
+                        let _ = rx.await;
+                    }));
+                (url, Some((tx, handle)))
+            }
+        };
+        let channel = tonic::transport::Endpoint::from_shared(url.clone())
+            .map_err(|e| CliError(format!("--addr {url}: {e}")))?
+            .connect()
+            .await
+            .map_err(|e| CliError(format!("--addr {url}: {e}")))?;
+        let phases = arbiter_cli::bench::run(channel, &cfg)
+            .await
+            .map_err(|e| CliError(format!("bench failed: {e}")))?;
+        if let Some((tx, handle)) = stop {
+            let _ = tx.send(());
+            let _ = handle.await;
+        }
+        Ok(arbiter_cli::bench::report(&phases, &cfg))
+    })
 }
 
 fn run(cli: Cli) -> Result<String, CliError> {
@@ -115,6 +218,8 @@ fn run(cli: Cli) -> Result<String, CliError> {
             let p = load_position(pos.variant, pos.position.as_deref())?;
             arbiter_cli::status(p, &moves, locale.into())?
         }
+        Command::Serve { server } => serve(server)?,
+        Command::Bench { target } => bench(target)?,
         Command::Pgn {
             locale,
             output_locale,

@@ -209,7 +209,12 @@ pub fn read_games(text: &str) -> Result<Vec<PgnGame>, PgnSyntaxError> {
         let mut g = std::mem::take(game);
         g.moves = std::mem::take(&mut lines[0]);
         if g.result.is_empty() {
-            g.result = tag_value(&g.tags, "Result").unwrap_or("*").to_owned();
+            // Without a termination marker, fall back on the Result tag, but only when it is a
+            // result: anything else (e.g. "0-0", which reads as castling) becomes "*".
+            g.result = tag_value(&g.tags, "Result")
+                .filter(|r| is_result(r))
+                .unwrap_or("*")
+                .to_owned();
         }
         if !g.tags.is_empty() || !g.moves.is_empty() || !g.intro_comments.is_empty() {
             games.push(g);
@@ -569,7 +574,11 @@ impl fmt::Display for PgnGame {
         let escape = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
         for (name, default) in ROSTER {
             let value = if name == "Result" {
-                self.result.as_str()
+                if is_result(&self.result) {
+                    self.result.as_str()
+                } else {
+                    "*"
+                }
             } else {
                 self.tag(name).unwrap_or(default)
             };
@@ -599,7 +608,11 @@ impl fmt::Display for PgnGame {
             })
             .unwrap_or((0, true));
         write_line(&mut w, &self.moves, first_ply, white_first);
-        w.token(&self.result);
+        w.token(if is_result(&self.result) {
+            &self.result
+        } else {
+            "*"
+        });
         writeln!(f, "{}", w.out)?;
         Ok(())
     }
@@ -720,6 +733,26 @@ Nf6 5. O-O 1-0
         ] {
             assert!(read_games(text).is_err(), "{text}");
         }
+    }
+
+    /// Found by the `pgn` fuzz target: a Result tag that is not a result ("0-0") must not be
+    /// written as the termination marker, where it would read back as castling.
+    #[test]
+    fn bogus_result_tag_is_not_a_termination_marker() {
+        let mut g = read_games("[Result \"0-0\"]\n\n{c} 1.;g4 e5\n")
+            .unwrap()
+            .remove(0);
+        assert_eq!(g.result, "*");
+        g.validate(Locale::English, Locale::English).unwrap();
+        let text = g.to_string();
+        let mut again = read_games(&text).unwrap().remove(0);
+        again.validate(Locale::English, Locale::English).unwrap();
+        assert!(again.moves.is_empty());
+        let odd = PgnGame {
+            result: "0-0".into(),
+            ..PgnGame::default()
+        };
+        assert!(odd.to_string().ends_with("*\n"));
     }
 
     #[test]

@@ -7,8 +7,9 @@ use crate::service::Rules;
 use arbiter_proto::rules::v1::rules_service_server::RulesServiceServer;
 use std::future::Future;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::codegen::http;
 use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
 
 /// Any error that stops a server.
 pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
@@ -45,15 +46,38 @@ where
     tracing::info!(%addr, "arbiter listening");
     Server::builder()
         .timeout(config.request_timeout)
+        .layer(tower::util::MapResponseLayer::new(
+            oversize_as_resource_exhausted,
+        ))
         .trace_fn(|req| tracing::info_span!("grpc", method = %req.uri().path()))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(Rules::new(config.limits).into_server())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(
+            // No Nagle: small unary replies must not wait for the peer's delayed ACK.
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
         .await?;
     tracing::info!("arbiter stopped");
     Ok(())
+}
+
+/// tonic reports a message over the size limit as `OUT_OF_RANGE`; gRPC's convention (and this
+/// API's contract) is `RESOURCE_EXHAUSTED`. Such a status is sent before any handler runs, as a
+/// trailers-only response, so rewriting the header is enough.
+fn oversize_as_resource_exhausted<B>(mut resp: http::Response<B>) -> http::Response<B> {
+    let headers = resp.headers_mut();
+    let oversize = headers.get("grpc-status").is_some_and(|v| v == "11")
+        && headers
+            .get("grpc-message")
+            .and_then(|m| m.to_str().ok())
+            .is_some_and(|m| m.contains("length%20too%20large") || m.contains("length too large"));
+    if oversize {
+        headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    }
+    resp
 }
 
 /// Completes on SIGTERM or ctrl-c (SIGINT): the shutdown future `main` passes to [`serve`].

@@ -1,0 +1,246 @@
+//! `arbiter bench rules`: a load generator for the rules service. It drives, in one run and
+//! against one server, the no-op `Ping` (the gRPC stack's ceiling) and `ValidateMove` unary with
+//! N concurrent tasks, then `PingStream` and `ValidateMoveStream` with pipelined streams, and
+//! reports requests/s, unary p50/p99 latency, and the validate/no-op ratios.
+
+use arbiter_proto::common::v1 as common;
+use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// How long each phase runs.
+    pub duration: Duration,
+    /// Concurrent unary requests in flight.
+    pub concurrency: usize,
+    /// Concurrent streams in the streaming phases.
+    pub streams: usize,
+}
+
+/// The figures of one phase.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    /// Phase name.
+    pub name: &'static str,
+    /// Completed requests per second.
+    pub rps: f64,
+    /// Median latency (unary phases only).
+    pub p50: Option<Duration>,
+    /// 99th-percentile latency (unary phases only).
+    pub p99: Option<Duration>,
+}
+
+/// Positions and moves the validation phases cycle through: an opening, a middlegame with
+/// castling, a promotion, an illegal move (the reason must be computed too).
+const WORK: [(&str, &str); 4] = [
+    (
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        "Nf3",
+    ),
+    (
+        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+        "O-O",
+    ),
+    ("7k/4P3/8/8/8/8/8/4K3 w - - 0 1", "e8=Q+"),
+    (
+        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+        "Nxf8",
+    ),
+];
+
+fn validate_request(i: usize) -> rules::ValidateMoveRequest {
+    let (fen, mv) = WORK[i % WORK.len()];
+    rules::ValidateMoveRequest {
+        position: Some(common::Position {
+            variant: common::Variant::Chess as i32,
+            text: fen.to_owned(),
+        }),
+        r#move: mv.to_owned(),
+        ..Default::default()
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    Some(sorted[idx])
+}
+
+async fn unary(
+    channel: &Channel,
+    cfg: &BenchConfig,
+    name: &'static str,
+    validate: bool,
+) -> Result<Phase, tonic::Status> {
+    let deadline = Instant::now() + cfg.duration;
+    let mut tasks = Vec::with_capacity(cfg.concurrency);
+    for t in 0..cfg.concurrency {
+        let mut client = RulesServiceClient::new(channel.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut i = t;
+            while Instant::now() < deadline {
+                let start = Instant::now();
+                if validate {
+                    client.validate_move(validate_request(i)).await?;
+                } else {
+                    client.ping(rules::PingRequest {}).await?;
+                }
+                latencies.push(start.elapsed());
+                i += 1;
+            }
+            Ok::<_, tonic::Status>(latencies)
+        }));
+    }
+    let started = Instant::now();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(
+            t.await
+                .map_err(|e| tonic::Status::internal(e.to_string()))??,
+        );
+    }
+    let elapsed = started.elapsed().max(cfg.duration);
+    all.sort_unstable();
+    Ok(Phase {
+        name,
+        rps: all.len() as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&all, 0.50),
+        p99: percentile(&all, 0.99),
+    })
+}
+
+async fn streaming(
+    channel: &Channel,
+    cfg: &BenchConfig,
+    name: &'static str,
+    validate: bool,
+) -> Result<Phase, tonic::Status> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let received = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for s in 0..cfg.streams {
+        let mut client = RulesServiceClient::new(channel.clone());
+        let (stop, received) = (Arc::clone(&stop), Arc::clone(&received));
+        tasks.push(tokio::spawn(async move {
+            // A bounded channel keeps a window of requests in flight on the stream.
+            let (tx, rx) = tokio::sync::mpsc::channel(512);
+            let feeder_stop = Arc::clone(&stop);
+            tokio::spawn(async move {
+                let mut i = s;
+                while !feeder_stop.load(Ordering::Relaxed) {
+                    if tx.send(i).await.is_err() {
+                        break;
+                    }
+                    i += 1;
+                }
+            });
+            let requests = ReceiverStream::new(rx);
+            if validate {
+                let mut out = client
+                    .validate_move_stream(tokio_stream::StreamExt::map(requests, validate_request))
+                    .await?
+                    .into_inner();
+                while out.message().await?.is_some() {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    received.fetch_add(1, Ordering::Relaxed);
+                }
+            } else {
+                let mut out = client
+                    .ping_stream(tokio_stream::StreamExt::map(requests, |_| {
+                        rules::PingRequest {}
+                    }))
+                    .await?
+                    .into_inner();
+                while out.message().await?.is_some() {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    received.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Ok::<_, tonic::Status>(())
+        }));
+    }
+    // Let the streams open and fill their windows before counting.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = received.load(Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(cfg.duration).await;
+    let count = received.load(Ordering::Relaxed) - before;
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await
+            .map_err(|e| tonic::Status::internal(e.to_string()))??;
+    }
+    Ok(Phase {
+        name,
+        rps: count as f64 / elapsed.as_secs_f64(),
+        p50: None,
+        p99: None,
+    })
+}
+
+/// Runs the four phases against `channel`.
+pub async fn run(channel: Channel, cfg: &BenchConfig) -> Result<Vec<Phase>, tonic::Status> {
+    // Warm-up: connections, allocator, caches.
+    let warm = BenchConfig {
+        duration: Duration::from_millis(300),
+        ..cfg.clone()
+    };
+    unary(&channel, &warm, "warm-up", true).await?;
+    Ok(vec![
+        unary(&channel, cfg, "unary ping (no-op)", false).await?,
+        unary(&channel, cfg, "unary validate", true).await?,
+        streaming(&channel, cfg, "stream ping (no-op)", false).await?,
+        streaming(&channel, cfg, "stream validate", true).await?,
+    ])
+}
+
+/// The report: one row per phase, then the ratios.
+pub fn report(phases: &[Phase], cfg: &BenchConfig) -> String {
+    let ms =
+        |d: Option<Duration>| d.map_or("-".to_owned(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
+    let mut out = format!(
+        "concurrency {} (unary), {} streams, {:.1}s per phase\n{:<22} {:>12} {:>10} {:>10}\n",
+        cfg.concurrency,
+        cfg.streams,
+        cfg.duration.as_secs_f64(),
+        "phase",
+        "req/s",
+        "p50 ms",
+        "p99 ms"
+    );
+    for p in phases {
+        out.push_str(&format!(
+            "{:<22} {:>12.0} {:>10} {:>10}\n",
+            p.name,
+            p.rps,
+            ms(p.p50),
+            ms(p.p99)
+        ));
+    }
+    let rps = |name: &str| {
+        phases
+            .iter()
+            .find(|p| p.name == name)
+            .map_or(f64::NAN, |p| p.rps)
+    };
+    out.push_str(&format!(
+        "ratio unary validate / unary no-op: {:.2}\nratio stream validate / stream no-op: {:.2}\nratio stream validate / unary no-op: {:.2}\n",
+        rps("unary validate") / rps("unary ping (no-op)"),
+        rps("stream validate") / rps("stream ping (no-op)"),
+        rps("stream validate") / rps("unary ping (no-op)"),
+    ));
+    out
+}

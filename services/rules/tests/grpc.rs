@@ -1,0 +1,558 @@
+//! The rules service over real gRPC: a server on 127.0.0.1:0 per test, the generated client,
+//! every RPC, every error path, health, reflection, limits and graceful shutdown.
+
+use arbiter_proto::common::v1::{self as common, Variant};
+use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
+use arbiter_rules::{Limits, ServerConfig, serve};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
+
+struct Server {
+    client: RulesServiceClient<Channel>,
+    channel: Channel,
+    stop: Option<oneshot::Sender<()>>,
+    handle: JoinHandle<Result<(), arbiter_rules::ServeError>>,
+}
+
+async fn start_with(limits: Limits) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let config = ServerConfig {
+        limits,
+        ..ServerConfig::default()
+    };
+    let handle = tokio::spawn(serve(listener, config, async {
+        let _ = stopped.await;
+    }));
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    Server {
+        client: RulesServiceClient::new(channel.clone()),
+        channel,
+        stop: Some(stop),
+        handle,
+    }
+}
+
+async fn start() -> Server {
+    start_with(Limits {
+        max_moves: 64,
+        max_pgn_bytes: 4096,
+        max_perft_nodes: 1_000_000,
+        max_message_bytes: 64 * 1024,
+        ..Limits::default()
+    })
+    .await
+}
+
+impl Server {
+    async fn stop(mut self) {
+        self.stop.take().unwrap().send(()).unwrap();
+        self.handle.await.unwrap().unwrap();
+    }
+}
+
+fn chess(text: &str) -> Option<common::Position> {
+    Some(common::Position {
+        variant: Variant::Chess as i32,
+        text: text.to_owned(),
+    })
+}
+
+const START: &str = "";
+
+/// The status must carry `code` and a BadRequest violation on `field`.
+fn assert_field_error(status: Status, code: Code, field: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    let details = status.get_error_details();
+    let bad = details
+        .bad_request()
+        .unwrap_or_else(|| panic!("no BadRequest in {status:?}"));
+    assert_eq!(bad.field_violations[0].field, field, "{status:?}");
+    assert!(status.message().starts_with(field), "{}", status.message());
+}
+
+fn validate(pos: Option<common::Position>, mv: &str) -> rules::ValidateMoveRequest {
+    rules::ValidateMoveRequest {
+        position: pos,
+        r#move: mv.to_owned(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn validate_move_legal_and_illegal() {
+    let mut s = start().await;
+    let r = s
+        .client
+        .validate_move(validate(chess(START), "e2e4"))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(rules::validate_move_response::Result::Legal(legal)) = r.result else {
+        panic!("{r:?}")
+    };
+    assert_eq!(legal.r#move.as_ref().unwrap().san, "e4");
+    assert_eq!(
+        legal.position_after.unwrap().text,
+        "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    );
+    assert!(!legal.check);
+
+    // Scholar's mate, in SAN.
+    let pos = chess("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4");
+    let r = s
+        .client
+        .validate_move(validate(pos, "Qxf7"))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(rules::validate_move_response::Result::Legal(legal)) = r.result else {
+        panic!("{r:?}")
+    };
+    assert!(legal.check && legal.checkmate);
+    assert_eq!(legal.r#move.unwrap().san, "Qxf7#");
+    assert_eq!(legal.outcome.unwrap().score.unwrap().text, "1-0");
+
+    for (fen, mv, reason) in [
+        (START, "e7e5", rules::IllegalReason::WrongSide),
+        (START, "e3e4", rules::IllegalReason::NoPiece),
+        (START, "a1a3", rules::IllegalReason::Blocked),
+        (START, "Nf9", rules::IllegalReason::Unparseable),
+        (START, "O-O", rules::IllegalReason::CastlingNotAllowed),
+        (
+            "4k3/8/8/8/8/4r3/8/4K3 w - - 0 1",
+            "Ke2",
+            rules::IllegalReason::LeavesKingInCheck,
+        ),
+        (
+            "4k3/P7/8/8/8/8/8/4K3 w - - 0 1",
+            "a7a8",
+            rules::IllegalReason::PromotionRequired,
+        ),
+        (
+            "4k3/8/8/8/8/8/8/2N1K1N1 w - - 0 1",
+            "Ne2",
+            rules::IllegalReason::Ambiguous,
+        ),
+        (
+            "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",
+            "Kh7",
+            rules::IllegalReason::GameOver,
+        ),
+    ] {
+        let r = s
+            .client
+            .validate_move(validate(chess(fen), mv))
+            .await
+            .unwrap()
+            .into_inner();
+        let Some(rules::validate_move_response::Result::Illegal(illegal)) = r.result else {
+            panic!("{mv}: {r:?}")
+        };
+        assert_eq!(illegal.reason, reason as i32, "{mv}: {}", illegal.message);
+        assert!(illegal.message.contains(mv), "{}", illegal.message);
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_requests_are_invalid_argument_naming_the_field() {
+    let mut s = start().await;
+    let bad = |variant: Variant, text: &str| {
+        validate(
+            Some(common::Position {
+                variant: variant as i32,
+                text: text.to_owned(),
+            }),
+            "e2e4",
+        )
+    };
+    let cases = [
+        (bad(Variant::Chess, "8/8/8 w - - 0 1"), "position.text"),
+        (
+            bad(Variant::Chess, "4k3/8/8/8/8/8/8/4K3 w KQ - 0 1"),
+            "position.text",
+        ),
+        (bad(Variant::Unspecified, ""), "position.variant"),
+        (bad(Variant::Glinski, ""), "position.variant"),
+        (validate(None, "e2e4"), "position"),
+    ];
+    for (req, field) in cases {
+        let status = s.client.validate_move(req).await.unwrap_err();
+        assert_field_error(status, Code::InvalidArgument, field);
+    }
+    let mut unknown = bad(Variant::Chess, "");
+    unknown.position.as_mut().unwrap().variant = 99;
+    assert_field_error(
+        s.client.validate_move(unknown).await.unwrap_err(),
+        Code::InvalidArgument,
+        "position.variant",
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn streaming_validation_answers_in_order_and_survives_bad_requests() {
+    let mut s = start().await;
+    let mut reqs = Vec::new();
+    for i in 0..100 {
+        let (pos, mv) = match i % 4 {
+            0 => (chess(START), "e4"),
+            1 => (chess(START), "e5"),
+            2 => (chess("not a fen"), "e4"),
+            _ => (chess("4k3/8/8/8/8/8/8/4K2R w K - 0 1"), "O-O"),
+        };
+        let mut r = validate(pos, mv);
+        r.request_id = format!("r{i}");
+        reqs.push(r);
+    }
+    let mut stream = s
+        .client
+        .validate_move_stream(tokio_stream::iter(reqs))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut i = 0;
+    while let Some(resp) = stream.message().await.unwrap() {
+        assert_eq!(resp.request_id, format!("r{i}"));
+        use rules::validate_move_response::Result as R;
+        match (i % 4, resp.result.unwrap()) {
+            (0 | 3, R::Legal(_)) => {}
+            (1, R::Illegal(_)) => {}
+            (2, R::Error(e)) => assert_eq!(e.field, "position.text"),
+            (k, other) => panic!("request {i} (kind {k}): {other:?}"),
+        }
+        i += 1;
+    }
+    assert_eq!(i, 100);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn list_apply_status_convert() {
+    let mut s = start().await;
+    let r = s
+        .client
+        .list_legal_moves(rules::ListLegalMovesRequest {
+            position: chess(START),
+            locale: common::Locale::Italian as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.moves.len(), 20);
+    assert!(r.moves.iter().any(|m| m.uci == "g1f3" && m.san == "Cf3"));
+
+    let moves: Vec<String> = ["e4", "e5", "Nf3", "Nc6"].map(String::from).into();
+    let r = s
+        .client
+        .apply_moves(rules::ApplyMovesRequest {
+            start: chess(START),
+            moves: moves.clone(),
+            include_intermediate: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.moves.len(), 4);
+    assert_eq!(r.moves[2].r#move.as_ref().unwrap().uci, "g1f3");
+    assert!(r.moves[0].position_after.contains(" b KQkq "));
+    assert_eq!(r.status.unwrap().summary, "ongoing");
+
+    let mut bad = moves.clone();
+    bad.insert(2, "Ke3".into());
+    let status = s
+        .client
+        .apply_moves(rules::ApplyMovesRequest {
+            start: chess(START),
+            moves: bad,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(status, Code::InvalidArgument, "moves[2]");
+    let status = s
+        .client
+        .apply_moves(rules::ApplyMovesRequest {
+            start: chess(START),
+            moves: vec!["e4".into(); 65],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(status, Code::ResourceExhausted, "moves");
+
+    let cycle: Vec<String> = "Nf3 Nf6 Ng1 Ng8 Nf3 Nf6 Ng1 Ng8"
+        .split(' ')
+        .map(String::from)
+        .collect();
+    let r = s
+        .client
+        .get_game_status(rules::GetGameStatusRequest {
+            start: chess(START),
+            moves: cycle,
+            notation: common::MoveNotation::San as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let status = r.status.unwrap();
+    assert_eq!(
+        status.claimable_draws,
+        vec![common::DrawClaim::ThreefoldRepetition as i32]
+    );
+    assert_eq!(status.repetition_count, 3);
+    assert!(status.outcome.is_none());
+
+    let r = s
+        .client
+        .get_game_status(rules::GetGameStatusRequest {
+            start: chess(START),
+            moves: "f3 e5 g4 Qh4".split(' ').map(String::from).collect(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let outcome = r.status.unwrap().outcome.unwrap();
+    assert_eq!(outcome.reason, common::EndReason::Checkmate as i32);
+    assert_eq!(outcome.score.unwrap().black_quarters, 4);
+    assert!(outcome.automatic);
+
+    let r = s
+        .client
+        .convert_move(rules::ConvertMoveRequest {
+            position: chess(START),
+            r#move: "Cf3".into(),
+            notation: common::MoveNotation::San as i32,
+            input_locale: common::Locale::Italian as i32,
+            output_locale: common::Locale::English as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.r#move.unwrap(),
+        common::Move {
+            uci: "g1f3".into(),
+            san: "Nf3".into()
+        }
+    );
+    let status = s
+        .client
+        .convert_move(rules::ConvertMoveRequest {
+            position: chess(START),
+            r#move: "e2e5".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(status, Code::InvalidArgument, "move");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn pgn_import_and_export() {
+    let mut s = start().await;
+    let pgn = "[White \"a\"]\n\n1. e4 e5 2. Nf3 (2. f4) Nc6 1-0\n\n[FEN \"4k3/8/8/8/8/8/8/R3K3 w - - 0 1\"]\n\n1. Ra8+ Kd7 *\n";
+    let r = s
+        .client
+        .import_pgn(rules::ImportPgnRequest {
+            pgn: pgn.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.games.len(), 2);
+    assert_eq!(r.games[0].moves.len(), 4);
+    assert_eq!(r.games[0].result, "1-0");
+    assert!(
+        r.games[0]
+            .normalized_pgn
+            .contains("2. Nf3 (2. f4) 2... Nc6 1-0")
+    );
+    assert_eq!(
+        r.games[1].start.as_ref().unwrap().text,
+        "4k3/8/8/8/8/8/8/R3K3 w - - 0 1"
+    );
+    assert_eq!(r.games[1].moves[0].san, "Ra8+");
+
+    for (pgn, code) in [
+        ("1. e4 e5 2. Ke3 *", Code::InvalidArgument),
+        ("1. e4 {", Code::InvalidArgument),
+        (&*"1. e4 ".repeat(1000), Code::ResourceExhausted),
+    ] {
+        let status = s
+            .client
+            .import_pgn(rules::ImportPgnRequest {
+                pgn: pgn.into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_field_error(status, code, "pgn");
+    }
+
+    let r = s
+        .client
+        .export_pgn(rules::ExportPgnRequest {
+            start: chess(START),
+            moves: "f3 e5 g4 Qh4".split(' ').map(String::from).collect(),
+            tags: vec![rules::Tag {
+                name: "White".into(),
+                value: "Fool".into(),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.pgn.contains("[White \"Fool\"]"));
+    assert!(r.pgn.contains("[Result \"0-1\"]"));
+    assert!(r.pgn.contains("1. f3 e5 2. g4 Qh4# 0-1"));
+    let status = s
+        .client
+        .export_pgn(rules::ExportPgnRequest {
+            start: chess(START),
+            tags: vec![rules::Tag {
+                name: "Bad Name".into(),
+                value: String::new(),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(status, Code::InvalidArgument, "tags[0].name");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn perft_with_budget() {
+    let mut s = start().await;
+    let perft = |depth, node_budget, divide| rules::PerftRequest {
+        position: chess(START),
+        depth,
+        node_budget,
+        divide,
+    };
+    let r = s
+        .client
+        .perft(perft(3, 0, false))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.nodes, 8902);
+    let r = s
+        .client
+        .perft(perft(2, 400, true))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.nodes, 400);
+    assert_eq!(r.divide.len(), 20);
+    assert_eq!(r.divide[0].uci, "a2a3");
+    // Over the request's budget, and over the server's cap (1M) even with a larger budget.
+    assert_field_error(
+        s.client.perft(perft(3, 8901, false)).await.unwrap_err(),
+        Code::ResourceExhausted,
+        "node_budget",
+    );
+    assert_field_error(
+        s.client.perft(perft(5, u64::MAX, false)).await.unwrap_err(),
+        Code::ResourceExhausted,
+        "node_budget",
+    );
+    assert_field_error(
+        s.client.perft(perft(13, 0, false)).await.unwrap_err(),
+        Code::InvalidArgument,
+        "depth",
+    );
+    s.client.ping(rules::PingRequest {}).await.unwrap();
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn oversize_message_is_refused() {
+    let mut s = start().await;
+    let mut req = validate(chess(START), "e4");
+    req.request_id = "x".repeat(100 * 1024);
+    let status = s.client.validate_move(req).await.unwrap_err();
+    assert!(status.code() == Code::ResourceExhausted, "{status:?}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn health_and_reflection() {
+    let s = start().await;
+    let mut health = tonic_health::pb::health_client::HealthClient::new(s.channel.clone());
+    for service in ["", "arbiter.rules.v1.RulesService"] {
+        let r = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            r.status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32,
+            "{service}"
+        );
+    }
+
+    use tonic_reflection::pb::v1::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+    let mut reflection = ServerReflectionClient::new(s.channel.clone());
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = reflection
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
+    let resp = stream.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = resp.message_response else {
+        panic!("{resp:?}")
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    for expected in ["arbiter.rules.v1.RulesService", "grpc.health.v1.Health"] {
+        assert!(names.iter().any(|n| n == expected), "{names:?}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_completes_in_flight_requests() {
+    let s = start_with(Limits::default()).await;
+    let mut client = s.client.clone();
+    // Depth 5 from the start position: a few hundred milliseconds of work in debug builds.
+    let in_flight = tokio::spawn(async move {
+        client
+            .perft(rules::PerftRequest {
+                position: chess(START),
+                depth: 5,
+                ..Default::default()
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.stop().await;
+    let r = in_flight.await.unwrap().unwrap().into_inner();
+    assert_eq!(r.nodes, 4_865_609);
+}
