@@ -145,6 +145,19 @@ impl Board {
             & self.colors[attacker.index()]
     }
 
+    /// The piece on every square, indexed by [`Square::index`] (one pass over the bitboards).
+    pub fn mailbox(&self) -> [Option<Piece>; 64] {
+        let mut squares = [None; 64];
+        for color in Color::ALL {
+            for role in Role::ALL {
+                for sq in self.by_piece(Piece { color, role }) {
+                    squares[sq.index()] = Some(Piece { color, role });
+                }
+            }
+        }
+        squares
+    }
+
     /// Every piece with its square, a1 first.
     pub fn pieces(&self) -> impl Iterator<Item = (Square, Piece)> + '_ {
         self.occupied()
@@ -154,11 +167,12 @@ impl Board {
     /// Writes the FEN placement field (`rnbqkbnr/pppppppp/8/…`). Squares in `promoted` get a
     /// `~` after their letter (crazyhouse and bughouse).
     pub fn write_placement(&self, promoted: Bitboard, out: &mut String) {
+        let mailbox = self.mailbox();
         for rank in (0..8).rev() {
             let mut empty = 0;
             for file in 0..8 {
                 let sq = Square::from_coords(file, rank).expect("in range");
-                match self.piece_at(sq) {
+                match mailbox[sq.index()] {
                     None => empty += 1,
                     Some(p) => {
                         if empty > 0 {

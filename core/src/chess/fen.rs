@@ -268,13 +268,13 @@ impl std::error::Error for FenPositionError {}
 /// Parses a FEN placement field. `~` after a piece marks it promoted (collected into the
 /// returned set, for crazyhouse); plain chess callers ignore it.
 pub(crate) fn parse_placement(text: &str) -> Result<(Board, Bitboard), FenError> {
-    let ranks: Vec<&str> = text.split('/').collect();
-    if ranks.len() != 8 {
-        return Err(FenError::RankCount { found: ranks.len() });
+    let ranks = text.split('/').count();
+    if ranks != 8 {
+        return Err(FenError::RankCount { found: ranks });
     }
     let mut board = Board::empty();
     let mut promoted = Bitboard::EMPTY;
-    for (i, rank_text) in ranks.iter().enumerate() {
+    for (i, rank_text) in text.split('/').enumerate() {
         let rank = 7 - i as u32;
         let mut file = 0u32;
         let too_long = FenError::RankTooLong { rank: rank + 1 };
@@ -295,7 +295,8 @@ pub(crate) fn parse_placement(text: &str) -> Result<(Board, Bitboard), FenError>
                 _ => {
                     let piece = Piece::from_char(c).ok_or(FenError::BadPiece { found: c })?;
                     let sq = Square::from_coords(file, rank).ok_or(too_long.clone())?;
-                    board.set_piece_at(sq, piece);
+                    // Each square is visited once, so it is still empty: toggling places it.
+                    board.toggle(piece, sq);
                     last = Some(sq);
                     file += 1;
                 }
@@ -344,12 +345,18 @@ impl FromStr for Setup {
     type Err = FenError;
 
     fn from_str(fen: &str) -> Result<Setup, FenError> {
-        let fields: Vec<&str> = fen.split_whitespace().collect();
-        if !(4..=6).contains(&fields.len()) {
-            return Err(FenError::FieldCount {
-                found: fields.len(),
-            });
+        let mut fields = [""; 6];
+        let mut count = 0;
+        for field in fen.split_whitespace() {
+            if count < 6 {
+                fields[count] = field;
+            }
+            count += 1;
         }
+        if !(4..=6).contains(&count) {
+            return Err(FenError::FieldCount { found: count });
+        }
+        let fields = &fields[..count];
         let (board, _) = parse_placement(fields[0])?;
         let turn = match fields[1] {
             "w" => Color::White,

@@ -311,8 +311,12 @@ impl Chess {
     /// The Zobrist hash computed from scratch (for checks; play keeps it incrementally).
     pub fn compute_hash(&self) -> u64 {
         let mut h = 0;
-        for (sq, p) in self.board.pieces() {
-            h ^= zobrist::piece(p.color, p.role, sq);
+        for color in Color::ALL {
+            for role in Role::ALL {
+                for sq in self.board.by_piece(Piece { color, role }) {
+                    h ^= zobrist::piece(color, role, sq);
+                }
+            }
         }
         h ^= zobrist::castling(self.castling.bits());
         if let Some(ep) = self.ep_square {
