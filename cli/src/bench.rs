@@ -59,6 +59,7 @@ fn validate_request(i: usize) -> rules::ValidateMoveRequest {
         position: Some(common::Position {
             variant: common::Variant::Chess as i32,
             text: fen.to_owned(),
+            ..Default::default()
         }),
         r#move: mv.to_owned(),
         ..Default::default()

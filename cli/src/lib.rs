@@ -12,7 +12,7 @@
 pub mod bench;
 
 use arbiter_core::pgn::{PgnGameError, read_games};
-use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, Variant};
+use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, RuleOptions, Variant};
 use std::fmt;
 
 /// A command failed; the message says what and where.
@@ -27,10 +27,20 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// The position named by `--variant` and `--position` (the variant's start when absent).
-pub fn load_position(variant: Variant, position: Option<&str>) -> Result<AnyPosition, CliError> {
-    AnyPosition::from_optional_text(variant, position)
-        .map_err(|e| CliError(format!("--position: {e}")))
+/// The position named by `--variant`, `--position` (the variant's start when absent) and
+/// `--rule NAME=VALUE` options.
+pub fn load_position(
+    variant: Variant,
+    position: Option<&str>,
+    rules: &[String],
+) -> Result<AnyPosition, CliError> {
+    let options = RuleOptions::parse(rules.iter().map(String::as_str))
+        .map_err(|e| CliError(format!("--rule: {e}")))?;
+    AnyPosition::with_rules(variant, position, &options).map_err(|e| match e.field() {
+        "rules" => CliError(format!("--rule: {e}")),
+        "variant" => CliError(format!("--variant: {e}")),
+        _ => CliError(format!("--position: {e}")),
+    })
 }
 
 /// `arbiter perft`.
@@ -125,7 +135,7 @@ mod tests {
     use super::*;
 
     fn start() -> AnyPosition {
-        load_position(Variant::Chess, None).unwrap()
+        load_position(Variant::Chess, None, &[]).unwrap()
     }
 
     #[test]
@@ -166,7 +176,7 @@ mod tests {
             "ongoing; claimable: threefold-repetition\n"
         );
         let stalemate =
-            load_position(Variant::Chess, Some("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")).unwrap();
+            load_position(Variant::Chess, Some("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"), &[]).unwrap();
         assert_eq!(
             status(stalemate, &[], Locale::English).unwrap(),
             "1/2-1/2 stalemate\n"

@@ -43,6 +43,16 @@ struct PositionArgs {
     /// The position string (FEN for chess); the variant's start position when absent.
     #[arg(long)]
     position: Option<String>,
+    /// A rule option NAME=VALUE, repeatable (Byzantine: stalemate=wins|loses,
+    /// facing_pawns=on|off).
+    #[arg(long = "rule", value_name = "NAME=VALUE")]
+    rules: Vec<String>,
+}
+
+impl PositionArgs {
+    fn load(&self) -> Result<arbiter_core::AnyPosition, CliError> {
+        load_position(self.variant, self.position.as_deref(), &self.rules)
+    }
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -204,18 +214,16 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
 fn run(cli: Cli) -> Result<String, CliError> {
     Ok(match cli.command {
         Command::Perft { pos, depth, divide } => {
-            let p = load_position(pos.variant, pos.position.as_deref())?;
+            let p = pos.load()?;
             arbiter_cli::perft(&p, depth, divide)
         }
-        Command::Moves { pos } => {
-            arbiter_cli::moves(&load_position(pos.variant, pos.position.as_deref())?)
-        }
+        Command::Moves { pos } => arbiter_cli::moves(&pos.load()?),
         Command::Play { pos, locale, moves } => {
-            let p = load_position(pos.variant, pos.position.as_deref())?;
+            let p = pos.load()?;
             arbiter_cli::play(p, &moves, locale.into())?
         }
         Command::Status { pos, locale, moves } => {
-            let p = load_position(pos.variant, pos.position.as_deref())?;
+            let p = pos.load()?;
             arbiter_cli::status(p, &moves, locale.into())?
         }
         Command::Serve { server } => serve(server)?,

@@ -5,6 +5,7 @@
 //! Adding a variant means adding one arm to [`AnyPosition`] and [`AnyMove`] and to the
 //! `dispatch!` macro below; callers do not change.
 
+use crate::byzantine::{ByzMove, Byzantine, ByzantineRules, ByzantineTextError};
 use crate::chess::{self, Chess};
 use crate::outcome::Outcome;
 use crate::position::{DrawRules, Locale, MoveError, Notation, PerftBudgetExceeded, Position};
@@ -18,6 +19,8 @@ use std::fmt;
 pub enum AnyPosition {
     /// Standard chess.
     Chess(Chess),
+    /// Byzantine chess or its Citadel variant (the position knows which, and its rule options).
+    Byzantine(Byzantine),
 }
 
 /// A move of any implemented variant (it belongs to positions of the same variant).
@@ -26,6 +29,8 @@ pub enum AnyPosition {
 pub enum AnyMove {
     /// A standard chess move.
     Chess(chess::Move),
+    /// A Byzantine move.
+    Byzantine(ByzMove),
 }
 
 /// A position text could not be turned into a position.
@@ -95,11 +100,80 @@ impl From<chess::fen::FenPositionError> for PositionTextError {
     }
 }
 
+impl From<ByzantineTextError> for PositionTextError {
+    fn from(e: ByzantineTextError) -> Self {
+        match e {
+            ByzantineTextError::Syntax { field, message } => {
+                PositionTextError::Syntax { field, message }
+            }
+            ByzantineTextError::Illegal { message } => PositionTextError::Illegal {
+                field: "placement",
+                message,
+            },
+        }
+    }
+}
+
+/// A rule option (`name=value`) that the variant does not have or does not accept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleOptionError(pub String);
+
+impl fmt::Display for RuleOptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RuleOptionError {}
+
+/// Per-game rule options, as `name=value` pairs (e.g. Byzantine `stalemate=loses`,
+/// `facing_pawns=off`). Each variant documents the options it has; an empty set means the
+/// variant's default rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleOptions(pub Vec<(String, String)>);
+
+impl RuleOptions {
+    /// Parses `name=value` texts.
+    pub fn parse<'a>(
+        items: impl IntoIterator<Item = &'a str>,
+    ) -> Result<RuleOptions, RuleOptionError> {
+        items
+            .into_iter()
+            .map(|item| {
+                item.split_once('=')
+                    .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+                    .ok_or_else(|| {
+                        RuleOptionError(format!("rule option '{item}' is not name=value"))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(RuleOptions)
+    }
+
+    fn byzantine(&self) -> Result<ByzantineRules, RuleOptionError> {
+        let mut rules = ByzantineRules::default();
+        for (name, value) in &self.0 {
+            rules.set(name, value).map_err(RuleOptionError)?;
+        }
+        Ok(rules)
+    }
+
+    fn none_for(&self, variant: Variant) -> Result<(), RuleOptionError> {
+        match self.0.first() {
+            None => Ok(()),
+            Some((name, _)) => Err(RuleOptionError(format!(
+                "variant '{variant}' has no rule option '{name}'"
+            ))),
+        }
+    }
+}
+
 /// Runs `$body` with `$p` bound to the concrete position, whatever the variant.
 macro_rules! dispatch {
     ($self:expr, $p:ident => $body:expr) => {
         match $self {
             AnyPosition::Chess($p) => $body,
+            AnyPosition::Byzantine($p) => $body,
         }
     };
 }
@@ -109,25 +183,49 @@ macro_rules! with_move {
     ($self:expr, $m:expr, ($p:ident, $mv:ident) => $body:expr, else $mismatch:expr) => {
         match ($self, $m) {
             (AnyPosition::Chess($p), AnyMove::Chess($mv)) => $body,
-            #[allow(unreachable_patterns)]
+            (AnyPosition::Byzantine($p), AnyMove::Byzantine($mv)) => $body,
             _ => $mismatch,
         }
     };
 }
 
 impl AnyPosition {
-    /// The start position of `variant`.
+    /// The start position of `variant` under its default rules.
     pub fn start(variant: Variant) -> Result<AnyPosition, PositionTextError> {
-        match variant {
-            Variant::Chess => Ok(AnyPosition::Chess(Chess::new())),
-            other => Err(PositionTextError::UnsupportedVariant(other)),
-        }
+        AnyPosition::from_optional_text(variant, None)
     }
 
-    /// Parses `variant`'s position string (FEN for chess).
+    /// Parses `variant`'s position string (FEN for chess) under its default rules.
     pub fn from_text(variant: Variant, text: &str) -> Result<AnyPosition, PositionTextError> {
+        AnyPosition::from_optional_text(variant, Some(text))
+    }
+
+    /// The position `text` (the variant's start when `None`) under the rule `options`.
+    pub fn with_rules(
+        variant: Variant,
+        text: Option<&str>,
+        options: &RuleOptions,
+    ) -> Result<AnyPosition, PositionTextError> {
+        let bad_option = |e: RuleOptionError| PositionTextError::Syntax {
+            field: "rules",
+            message: e.0,
+        };
         match variant {
-            Variant::Chess => Ok(AnyPosition::Chess(Chess::from_fen(text)?)),
+            Variant::Chess => {
+                options.none_for(variant).map_err(bad_option)?;
+                Ok(AnyPosition::Chess(match text {
+                    None => Chess::new(),
+                    Some(t) => Chess::from_fen(t)?,
+                }))
+            }
+            Variant::Byzantine | Variant::ByzantineCitadel => {
+                let rules = options.byzantine().map_err(bad_option)?;
+                let citadel = variant == Variant::ByzantineCitadel;
+                Ok(AnyPosition::Byzantine(match text {
+                    None => Byzantine::start(citadel, rules),
+                    Some(t) => Byzantine::from_text(t, citadel, rules)?,
+                }))
+            }
             other => Err(PositionTextError::UnsupportedVariant(other)),
         }
     }
@@ -137,9 +235,25 @@ impl AnyPosition {
         variant: Variant,
         text: Option<&str>,
     ) -> Result<AnyPosition, PositionTextError> {
-        match text {
-            None => AnyPosition::start(variant),
-            Some(t) => AnyPosition::from_text(variant, t),
+        AnyPosition::with_rules(variant, text, &RuleOptions::default())
+    }
+
+    /// The rule options this position's game uses that differ from the variant's defaults.
+    pub fn rule_options(&self) -> RuleOptions {
+        match self {
+            AnyPosition::Chess(_) => RuleOptions::default(),
+            AnyPosition::Byzantine(p) => {
+                let rules = p.rules();
+                let defaults = ByzantineRules::default();
+                let mut out = Vec::new();
+                if rules.stalemate != defaults.stalemate {
+                    out.push(("stalemate".to_owned(), "loses".to_owned()));
+                }
+                if rules.facing_pawns != defaults.facing_pawns {
+                    out.push(("facing_pawns".to_owned(), "off".to_owned()));
+                }
+                RuleOptions(out)
+            }
         }
     }
 
@@ -221,6 +335,9 @@ impl Position for AnyPosition {
             AnyPosition::Chess(p) => {
                 moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Chess(m)))
             }
+            AnyPosition::Byzantine(p) => {
+                moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Byzantine(m)));
+            }
         }
     }
 
@@ -259,6 +376,7 @@ impl Position for AnyPosition {
     fn null_move(&self) -> Option<AnyPosition> {
         match self {
             AnyPosition::Chess(p) => p.null_move().map(AnyPosition::Chess),
+            AnyPosition::Byzantine(p) => p.null_move().map(AnyPosition::Byzantine),
         }
     }
 
@@ -281,6 +399,7 @@ impl Position for AnyPosition {
     fn move_to_uci(&self, m: AnyMove) -> String {
         match m {
             AnyMove::Chess(m) => chess::uci::Uci::from_move(m).to_string(),
+            AnyMove::Byzantine(m) => format!("{m:?}"),
         }
     }
 
@@ -296,6 +415,9 @@ impl Position for AnyPosition {
     ) -> Result<AnyMove, MoveError> {
         match self {
             AnyPosition::Chess(p) => p.parse_move(text, notation, locale).map(AnyMove::Chess),
+            AnyPosition::Byzantine(p) => {
+                p.parse_move(text, notation, locale).map(AnyMove::Byzantine)
+            }
         }
     }
 }

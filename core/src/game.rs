@@ -139,15 +139,15 @@ impl<P: Position> Game<P> {
             return Some(o);
         }
         let rules = self.position.draw_rules();
-        if let Some((_, automatic)) = rules.repetition {
-            if self.repetition_count() >= automatic {
-                return Some(Outcome::draw(EndReason::FivefoldRepetition));
-            }
+        if let Some((_, automatic)) = rules.repetition
+            && self.repetition_count() >= automatic
+        {
+            return Some(Outcome::draw(EndReason::FivefoldRepetition));
         }
-        if let Some((_, automatic)) = rules.move_rule_plies {
-            if self.position.halfmove_clock() >= automatic {
-                return Some(Outcome::draw(EndReason::SeventyFiveMoveRule));
-            }
+        if let Some((_, automatic)) = rules.move_rule_plies
+            && self.position.halfmove_clock() >= automatic
+        {
+            return Some(Outcome::draw(EndReason::SeventyFiveMoveRule));
         }
         None
     }

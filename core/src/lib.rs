@@ -13,6 +13,7 @@
 
 pub mod any;
 pub mod bitboard;
+pub mod byzantine;
 pub mod chess;
 pub mod game;
 pub mod outcome;
@@ -21,7 +22,8 @@ pub mod position;
 pub mod types;
 pub mod variant;
 
-pub use any::{AnyMove, AnyPosition, PositionTextError};
+pub use any::{AnyMove, AnyPosition, PositionTextError, RuleOptionError, RuleOptions};
+pub use byzantine::Byzantine;
 pub use chess::Chess;
 pub use game::{Game, GameError};
 pub use outcome::{DrawClaim, EndReason, Outcome, Score};

@@ -159,6 +159,10 @@ pub enum EndReason {
     Timeout,
     /// A flag fell but the opponent cannot possibly mate by any series of legal moves: a draw.
     TimeoutVsInsufficientMaterial,
+    /// Byzantine: a side was reduced to a bare king (a loss), or both were (a draw).
+    BareKing,
+    /// Byzantine Citadel: a king entered its far citadel (a draw).
+    CitadelEntry,
 }
 
 impl EndReason {
@@ -176,6 +180,8 @@ impl EndReason {
             EndReason::Resignation => "resignation",
             EndReason::Timeout => "timeout",
             EndReason::TimeoutVsInsufficientMaterial => "timeout-vs-insufficient-material",
+            EndReason::BareKing => "bare-king",
+            EndReason::CitadelEntry => "citadel-entry",
         }
     }
 
@@ -188,6 +194,8 @@ impl EndReason {
                 | EndReason::DeadPosition
                 | EndReason::FivefoldRepetition
                 | EndReason::SeventyFiveMoveRule
+                | EndReason::BareKing
+                | EndReason::CitadelEntry
         )
     }
 }

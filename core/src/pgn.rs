@@ -539,7 +539,7 @@ fn write_line(w: &mut Wrapper, line: &[PgnNode], first_ply: usize, white_first: 
         // `ply` counts from 0 for the side that moved first in the game.
         let ply = first_ply + i + usize::from(!white_first);
         let number = ply / 2 + 1;
-        if ply % 2 == 0 {
+        if ply.is_multiple_of(2) {
             w.token(&format!("{number}."));
         } else if need_number {
             w.token(&format!("{number}..."));

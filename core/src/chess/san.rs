@@ -183,11 +183,11 @@ fn split_san(text: &str, locale: Locale) -> Result<SanParts, &'static str> {
         chars.pop();
     }
     let mut rest = &chars[..];
-    if let Some(&c) = rest.first() {
-        if c.is_ascii_uppercase() {
-            parts.role = Some(role_from_letter(c, locale).ok_or("unknown piece letter")?);
-            rest = &rest[1..];
-        }
+    if let Some(&c) = rest.first()
+        && c.is_ascii_uppercase()
+    {
+        parts.role = Some(role_from_letter(c, locale).ok_or("unknown piece letter")?);
+        rest = &rest[1..];
     }
     match rest {
         [] => {}

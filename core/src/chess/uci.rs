@@ -207,10 +207,10 @@ pub(crate) fn diagnose(
                 geometry.add(one);
                 if !occupied.contains(one) {
                     reach.add(one);
-                    if let Some(two) = two.filter(|_| start) {
-                        if !occupied.contains(two) {
-                            reach.add(two);
-                        }
+                    if let Some(two) = two.filter(|_| start)
+                        && !occupied.contains(two)
+                    {
+                        reach.add(two);
                     }
                 }
             }

@@ -45,6 +45,7 @@ fn main() {
                 position: Some(common::Position {
                     variant: common::Variant::Chess as i32,
                     text: (*fen).to_owned(),
+                    ..Default::default()
                 }),
                 r#move: (*mv).to_owned(),
                 ..Default::default()

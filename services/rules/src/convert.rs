@@ -3,7 +3,7 @@
 use crate::error::RulesError;
 use arbiter_core::{
     AnyPosition, DrawClaim, EndReason, IllegalReason, Locale, MoveError, Notation, Outcome,
-    Position, Variant,
+    Position, RuleOptions, Variant,
 };
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::rules::v1 as rules;
@@ -43,11 +43,17 @@ pub fn position(p: Option<&common::Position>, field: &str) -> Result<AnyPosition
     let p = p.ok_or_else(|| RulesError::invalid(field, "position is required"))?;
     let v = variant(p.variant, &format!("{field}.variant"))?;
     let text = (!p.text.trim().is_empty()).then_some(p.text.as_str());
-    AnyPosition::from_optional_text(v, text).map_err(|e| {
-        let sub = if e.field() == "variant" {
-            "variant"
-        } else {
-            "text"
+    let options = RuleOptions(
+        p.rules
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone()))
+            .collect(),
+    );
+    AnyPosition::with_rules(v, text, &options).map_err(|e| {
+        let sub = match e.field() {
+            "variant" => "variant",
+            "rules" => "rules",
+            _ => "text",
         };
         RulesError::invalid(format!("{field}.{sub}"), e.to_string())
     })
@@ -58,6 +64,12 @@ pub fn position_to_proto(p: &AnyPosition) -> common::Position {
     common::Position {
         variant: variant_to_proto(p.variant()),
         text: p.to_text(),
+        rules: p
+            .rule_options()
+            .0
+            .into_iter()
+            .map(|(name, value)| common::RuleOption { name, value })
+            .collect(),
     }
 }
 
@@ -95,6 +107,8 @@ pub fn outcome_to_proto(o: Outcome) -> common::Outcome {
         EndReason::TimeoutVsInsufficientMaterial => {
             common::EndReason::TimeoutVsInsufficientMaterial
         }
+        EndReason::BareKing => common::EndReason::BareKing,
+        EndReason::CitadelEntry => common::EndReason::CitadelEntry,
         _ => common::EndReason::Unspecified,
     };
     common::Outcome {

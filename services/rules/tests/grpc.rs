@@ -64,6 +64,7 @@ fn chess(text: &str) -> Option<common::Position> {
     Some(common::Position {
         variant: Variant::Chess as i32,
         text: text.to_owned(),
+        ..Default::default()
     })
 }
 
@@ -172,6 +173,7 @@ async fn malformed_requests_are_invalid_argument_naming_the_field() {
             Some(common::Position {
                 variant: variant as i32,
                 text: text.to_owned(),
+                ..Default::default()
             }),
             "e2e4",
         )
@@ -560,4 +562,200 @@ async fn shutdown_completes_in_flight_requests() {
     s.stop().await;
     let r = in_flight.await.unwrap().unwrap().into_inner();
     assert_eq!(r.nodes, nodes);
+}
+
+fn byzantine(variant: Variant, text: &str, rules: &[(&str, &str)]) -> Option<common::Position> {
+    Some(common::Position {
+        variant: variant as i32,
+        text: text.to_owned(),
+        rules: rules
+            .iter()
+            .map(|(n, v)| common::RuleOption {
+                name: (*n).into(),
+                value: (*v).into(),
+            })
+            .collect(),
+    })
+}
+
+/// Every Byzantine ending, reached by a move through the service, with its reason and score.
+#[tokio::test]
+async fn byzantine_endings_through_the_service() {
+    use common::EndReason as R;
+    let mut s = start().await;
+    /// Variant, start position, rule options, moves, expected reason and score.
+    type Case<'a> = (
+        Variant,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        &'a [&'a str],
+        R,
+        &'a str,
+    );
+    let cases: [Case; 8] = [
+        // Checkmate: the rook swings to a8, attacking a1 both ways round ring a.
+        (
+            Variant::Byzantine,
+            "k15/4R6n4/7R8/8K7 w 0 1",
+            &[],
+            &["c8a8"],
+            R::Checkmate,
+            "1-0",
+        ),
+        // Checkmate judged before the bare-king rule.
+        (
+            Variant::Byzantine,
+            "k6R8/4R11/16/8K7 b 0 1",
+            &[],
+            &[],
+            R::Checkmate,
+            "1-0",
+        ),
+        // Stalemate: black (to move) wins by default, loses under the option.
+        (
+            Variant::Byzantine,
+            "k15/4R11/2R1p+E9R/8K7 w 0 1",
+            &[],
+            &["c3c2"],
+            R::Stalemate,
+            "0-1",
+        ),
+        (
+            Variant::Byzantine,
+            "k15/4R11/2R1p+E9R/8K7 w 0 1",
+            &[("stalemate", "loses")],
+            &["c3c2"],
+            R::Stalemate,
+            "1-0",
+        ),
+        // Bare king lost: the last black piece is taken and black's reprieve move takes nothing.
+        (
+            Variant::Byzantine,
+            "k8n6/4R11/16/8K7 w 0 1",
+            &[],
+            &["b5b10", "a1a2", "b10a10", "a2b2"],
+            R::BareKing,
+            "1-0",
+        ),
+        // Bare king reprieved: black takes white's last piece at once: both kings bare.
+        (
+            Variant::Byzantine,
+            "kR14/16/16/8K7 b 0 1",
+            &[],
+            &["a1a2"],
+            R::BareKing,
+            "1/2-1/2",
+        ),
+        (
+            Variant::Byzantine,
+            "k15/16/16/8K7 w 0 1",
+            &[],
+            &[],
+            R::BareKing,
+            "1/2-1/2",
+        ),
+        // Citadel entry: a draw.
+        (
+            Variant::ByzantineCitadel,
+            "k15/4R6r4/16/9K6/4 w 0 1",
+            &[],
+            &["d10e3"],
+            R::CitadelEntry,
+            "1/2-1/2",
+        ),
+    ];
+    for (variant, text, rules, moves, reason, score) in cases {
+        let r = s
+            .client
+            .get_game_status(rules::GetGameStatusRequest {
+                start: byzantine(variant, text, rules),
+                moves: moves.iter().map(|m| (*m).to_owned()).collect(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{text} {moves:?}: {e:?}"))
+            .into_inner();
+        let outcome = r
+            .status
+            .unwrap()
+            .outcome
+            .unwrap_or_else(|| panic!("{text} {moves:?}: no outcome"));
+        assert_eq!(
+            outcome.reason, reason as i32,
+            "{text} {moves:?}: {}",
+            outcome.reason_name
+        );
+        assert_eq!(outcome.score.unwrap().text, score, "{text} {moves:?}");
+        assert!(outcome.automatic);
+    }
+
+    // Facing pawns: removed by the move, and the option keeps them.
+    let validate_pawn = |rules: &[(&str, &str)]| rules::ValidateMoveRequest {
+        position: byzantine(Variant::Byzantine, "2P+1p-11/16/k15/8K7 w 0 1", rules),
+        r#move: "a3a4".into(),
+        ..Default::default()
+    };
+    let after = |r: rules::ValidateMoveResponse| match r.result {
+        Some(rules::validate_move_response::Result::Legal(l)) => l.position_after.unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let removed = after(
+        s.client
+            .validate_move(validate_pawn(&[]))
+            .await
+            .unwrap()
+            .into_inner(),
+    );
+    assert_eq!(removed.text, "16/16/k15/8K7 b 0 1");
+    let kept = after(
+        s.client
+            .validate_move(validate_pawn(&[("facing_pawns", "off")]))
+            .await
+            .unwrap()
+            .into_inner(),
+    );
+    assert_eq!(kept.text, "3P+p-11/16/k15/8K7 b 0 1");
+    assert_eq!(
+        kept.rules.len(),
+        1,
+        "the position after carries the game's options"
+    );
+
+    // A non-king may not enter a citadel; options a variant lacks are refused.
+    let r = s
+        .client
+        .validate_move(rules::ValidateMoveRequest {
+            position: byzantine(Variant::ByzantineCitadel, "k15/4R6r4/16/9KR5/4 w 0 1", &[]),
+            r#move: "d11e3".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        r.result,
+        Some(rules::validate_move_response::Result::Illegal(_))
+    ));
+    let status = s
+        .client
+        .validate_move(rules::ValidateMoveRequest {
+            position: byzantine(Variant::Chess, "", &[("stalemate", "loses")]),
+            r#move: "e4".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(status, Code::InvalidArgument, "position.rules");
+    let r = s
+        .client
+        .perft(rules::PerftRequest {
+            position: byzantine(Variant::Byzantine, "", &[]),
+            depth: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.nodes, 2912);
+    s.stop().await;
 }

@@ -1,0 +1,749 @@
+//! Byzantine (circular) chess and its Citadel variant, per `shared/specs/byzantine.md`.
+//!
+//! The board is four rings (`a` outermost to `d` innermost) of sixteen cells; cell numbers wrap,
+//! rings do not, and the centre cannot be crossed. Cells are indexed `ring * 16 + (number - 1)`,
+//! so the 64 cells fit a `u64` bitboard. The Citadel variant adds four centre cells `e1`–`e4`
+//! that only a king may enter (its far one), which ends the game in a draw; a king standing in a
+//! citadel is kept apart from the bitboards.
+//!
+//! Legality is judged after the whole move, facing-pawn removals included, so the generator
+//! plays each pseudo-legal move on a copy and keeps it when the mover's king is not attacked.
+
+mod text;
+
+pub use text::ByzantineTextError;
+
+use crate::outcome::{EndReason, Outcome};
+use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position};
+use crate::types::Color;
+use crate::variant::Variant;
+use arrayvec::ArrayVec;
+use std::fmt;
+
+/// A piece kind of Byzantine chess.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ByzRole {
+    /// Pawn: one step along its ring in its own direction, captures diagonally forward.
+    Pawn = 0,
+    /// Knight: (ring ±1, number ±2) or (ring ±2, number ±1).
+    Knight = 1,
+    /// Elephant (alfil): leaps (ring ±2, number ±2).
+    Elephant = 2,
+    /// Rook: slides along its ring (both ways, wrapping) or radially.
+    Rook = 3,
+    /// Counselor (fers): one step (ring ±1, number ±1).
+    Counselor = 4,
+    /// King: one step in any of the eight directions.
+    King = 5,
+}
+
+impl ByzRole {
+    const ALL: [ByzRole; 6] = [
+        ByzRole::Pawn,
+        ByzRole::Knight,
+        ByzRole::Elephant,
+        ByzRole::Rook,
+        ByzRole::Counselor,
+        ByzRole::King,
+    ];
+
+    /// Upper-case letter (`P N E R F K`).
+    pub const fn letter(self) -> char {
+        match self {
+            ByzRole::Pawn => 'P',
+            ByzRole::Knight => 'N',
+            ByzRole::Elephant => 'E',
+            ByzRole::Rook => 'R',
+            ByzRole::Counselor => 'F',
+            ByzRole::King => 'K',
+        }
+    }
+
+    fn from_letter(c: char) -> Option<ByzRole> {
+        ByzRole::ALL
+            .into_iter()
+            .find(|r| r.letter() == c.to_ascii_uppercase())
+    }
+}
+
+/// What happens to a stalemated side (rule option `stalemate`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StalemateRule {
+    /// The seed's rule (default): the stalemated side wins.
+    #[default]
+    StalematedWins,
+    /// Murray's reading: the stalemated side loses.
+    StalematedLoses,
+}
+
+/// The rule options of Byzantine chess; the defaults are the seed's rules.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ByzantineRules {
+    /// Option `stalemate`: `wins` (default) or `loses`.
+    pub stalemate: StalemateRule,
+    /// Option `facing_pawns`: `on` (default, enemy pawns face to face are removed) or `off`.
+    pub facing_pawns: bool,
+}
+
+impl Default for ByzantineRules {
+    fn default() -> ByzantineRules {
+        ByzantineRules {
+            stalemate: StalemateRule::StalematedWins,
+            facing_pawns: true,
+        }
+    }
+}
+
+impl ByzantineRules {
+    /// Applies one `name=value` option (`stalemate=wins|loses`, `facing_pawns=on|off`).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match (name, value) {
+            ("stalemate", "wins") => self.stalemate = StalemateRule::StalematedWins,
+            ("stalemate", "loses") => self.stalemate = StalemateRule::StalematedLoses,
+            ("facing_pawns", "on") => self.facing_pawns = true,
+            ("facing_pawns", "off") => self.facing_pawns = false,
+            ("stalemate", _) => return Err(format!("stalemate={value}: expected wins or loses")),
+            ("facing_pawns", _) => return Err(format!("facing_pawns={value}: expected on or off")),
+            _ => {
+                return Err(format!(
+                    "unknown rule option '{name}' (options: stalemate, facing_pawns)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A cell of the ring board (`0..64`), or a citadel (`64..68`, Citadel variant only).
+pub type Cell = u8;
+
+/// The first citadel index (`e1`); `e2`..`e4` follow.
+pub const CITADEL_BASE: Cell = 64;
+
+const fn cell_at(ring: i32, number0: i32) -> Option<usize> {
+    if ring < 0 || ring > 3 {
+        return None;
+    }
+    Some((ring * 16 + number0.rem_euclid(16)) as usize)
+}
+
+const fn leaper_table(deltas: &[(i32, i32)]) -> [u64; 64] {
+    let mut t = [0u64; 64];
+    let mut c = 0;
+    while c < 64 {
+        let (r, n) = ((c / 16) as i32, (c % 16) as i32);
+        let mut i = 0;
+        while i < deltas.len() {
+            if let Some(to) = cell_at(r + deltas[i].0, n + deltas[i].1) {
+                t[c] |= 1 << to;
+            }
+            i += 1;
+        }
+        c += 1;
+    }
+    t
+}
+
+static KING: [u64; 64] = leaper_table(&[
+    (1, 0),
+    (-1, 0),
+    (0, 1),
+    (0, -1),
+    (1, 1),
+    (1, -1),
+    (-1, 1),
+    (-1, -1),
+]);
+static COUNSELOR: [u64; 64] = leaper_table(&[(1, 1), (1, -1), (-1, 1), (-1, -1)]);
+static ELEPHANT: [u64; 64] = leaper_table(&[(2, 2), (2, -2), (-2, 2), (-2, -2)]);
+static KNIGHT: [u64; 64] = leaper_table(&[
+    (1, 2),
+    (1, -2),
+    (-1, 2),
+    (-1, -2),
+    (2, 1),
+    (2, -1),
+    (-2, 1),
+    (-2, -1),
+]);
+/// Pawn captures: `[0]` for pawns travelling `+`, `[1]` for `-`.
+static PAWN_CAPTURE: [[u64; 64]; 2] = [
+    leaper_table(&[(1, 1), (-1, 1)]),
+    leaper_table(&[(1, -1), (-1, -1)]),
+];
+static PAWN_STEP: [[u64; 64]; 2] = [leaper_table(&[(0, 1)]), leaper_table(&[(0, -1)])];
+
+/// Cells a rook on `cell` attacks with `occupied` blocking: along its ring both ways (wrapping,
+/// never back onto its own cell) and radially.
+pub fn rook_attacks(cell: Cell, occupied: u64) -> u64 {
+    let (r, n) = (i32::from(cell / 16), i32::from(cell % 16));
+    let mut att = 0u64;
+    for dir in [1, -1] {
+        for step in 1..16 {
+            let c = (r * 16 + (n + dir * step).rem_euclid(16)) as u32;
+            att |= 1 << c;
+            if occupied & (1 << c) != 0 {
+                break;
+            }
+        }
+        let mut rr = r + dir;
+        while (0..4).contains(&rr) {
+            let c = (rr * 16 + n) as u32;
+            att |= 1 << c;
+            if occupied & (1 << c) != 0 {
+                break;
+            }
+            rr += dir;
+        }
+    }
+    att & !(1u64 << cell)
+}
+
+/// The citadel a king of `color` may enter (its far one): `e3` for White, `e1` for Black.
+pub const fn far_citadel(color: Color) -> Cell {
+    match color {
+        Color::White => CITADEL_BASE + 2,
+        Color::Black => CITADEL_BASE,
+    }
+}
+
+/// Inner-ring cells adjoining citadel `citadel` (`64..68`): e1 → d1–d4, … e4 → d13–d16.
+const fn citadel_neighbours(citadel: Cell) -> u64 {
+    let k = (citadel - CITADEL_BASE) as u32;
+    0xf << (48 + 4 * k)
+}
+
+/// A move: origin and destination cells (a citadel entry goes to `64..68`).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub struct ByzMove {
+    /// Origin cell.
+    pub from: Cell,
+    /// Destination cell or citadel.
+    pub to: Cell,
+}
+
+impl fmt::Debug for ByzMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", cell_name(self.from), cell_name(self.to))
+    }
+}
+
+/// `a1`…`d16`, or `e1`…`e4` for citadels.
+pub fn cell_name(cell: Cell) -> String {
+    if cell >= CITADEL_BASE {
+        format!("e{}", cell - CITADEL_BASE + 1)
+    } else {
+        format!("{}{}", (b'a' + cell / 16) as char, cell % 16 + 1)
+    }
+}
+
+/// Legal moves of one Byzantine position (the most a position can have is far below this).
+pub type ByzMoveList = ArrayVec<ByzMove, 256>;
+
+/// Zobrist keys: `[color][role][cell]`, pawn direction, side to move, citadel kings.
+struct Keys {
+    pieces: [[[u64; 64]; 6]; 2],
+    pawn_up: [u64; 64],
+    black: u64,
+    citadel: [[u64; 4]; 2],
+}
+
+const fn keys() -> Keys {
+    let mut k = Keys {
+        pieces: [[[0; 64]; 6]; 2],
+        pawn_up: [0; 64],
+        black: 0,
+        citadel: [[0; 4]; 2],
+    };
+    let mut state: u64 = 0x4279_7a61_6e74_696e; // "Byzantin"
+    const fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    let mut c = 0;
+    while c < 2 {
+        let mut r = 0;
+        while r < 6 {
+            let mut s = 0;
+            while s < 64 {
+                k.pieces[c][r][s] = next(&mut state);
+                s += 1;
+            }
+            r += 1;
+        }
+        let mut i = 0;
+        while i < 4 {
+            k.citadel[c][i] = next(&mut state);
+            i += 1;
+        }
+        c += 1;
+    }
+    let mut s = 0;
+    while s < 64 {
+        k.pawn_up[s] = next(&mut state);
+        s += 1;
+    }
+    k.black = next(&mut state);
+    k
+}
+
+static KEYS: Keys = keys();
+
+/// A Byzantine (or Byzantine Citadel) position with its rule options.
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub struct Byzantine {
+    roles: [u64; 6],
+    colors: [u64; 2],
+    /// Pawns travelling towards higher cell numbers (`+`); other pawns travel `-`.
+    pawn_up: u64,
+    /// A king standing in a citadel (the game is then over).
+    citadel_king: Option<(Color, Cell)>,
+    citadel_variant: bool,
+    rules: ByzantineRules,
+    turn: Color,
+    halfmoves: u32,
+    fullmoves: u32,
+    hash: u64,
+}
+
+impl fmt::Debug for Byzantine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Byzantine({})", self.to_text())
+    }
+}
+
+/// The start position string of Byzantine chess.
+pub const START: &str = "RP+4p-rrp+4P-R/NP+4p-nnp+4P-N/EP+4p-eep+4P-E/KP+4p-fkp+4P-F w 0 1";
+/// The start position string of the Citadel variant.
+pub const CITADEL_START: &str =
+    "KP+4p-fkp+4P-F/EP+4p-eep+4P-E/NP+4p-nnp+4P-N/RP+4p-rrp+4P-R/4 w 0 1";
+
+impl Byzantine {
+    /// The start position of `byzantine` (or `byzantine-citadel` when `citadel`) under `rules`.
+    pub fn start(citadel: bool, rules: ByzantineRules) -> Byzantine {
+        let text = if citadel { CITADEL_START } else { START };
+        Byzantine::from_text(text, citadel, rules).expect("start position is valid")
+    }
+
+    /// The variant: [`Variant::Byzantine`] or [`Variant::ByzantineCitadel`].
+    pub fn variant(&self) -> Variant {
+        if self.citadel_variant {
+            Variant::ByzantineCitadel
+        } else {
+            Variant::Byzantine
+        }
+    }
+
+    /// The rule options in force.
+    pub fn rules(&self) -> ByzantineRules {
+        self.rules
+    }
+
+    /// The piece on `cell`: colour, role and, for pawns, whether it travels `+`.
+    pub fn piece_at(&self, cell: Cell) -> Option<(Color, ByzRole, bool)> {
+        if cell >= CITADEL_BASE {
+            return self
+                .citadel_king
+                .filter(|&(_, c)| c == cell)
+                .map(|(color, _)| (color, ByzRole::King, false));
+        }
+        let bit = 1u64 << cell;
+        let color = if self.colors[0] & bit != 0 {
+            Color::White
+        } else if self.colors[1] & bit != 0 {
+            Color::Black
+        } else {
+            return None;
+        };
+        let role = ByzRole::ALL
+            .into_iter()
+            .find(|r| self.roles[*r as usize] & bit != 0)?;
+        Some((color, role, self.pawn_up & bit != 0))
+    }
+
+    fn occupied(&self) -> u64 {
+        self.colors[0] | self.colors[1]
+    }
+
+    fn pieces(&self, color: Color, role: ByzRole) -> u64 {
+        self.colors[color.index()] & self.roles[role as usize]
+    }
+
+    /// Adds or removes a piece, keeping the hash.
+    fn toggle(&mut self, color: Color, role: ByzRole, up: bool, cell: Cell) {
+        let bit = 1u64 << cell;
+        self.colors[color.index()] ^= bit;
+        self.roles[role as usize] ^= bit;
+        self.hash ^= KEYS.pieces[color.index()][role as usize][cell as usize];
+        if role == ByzRole::Pawn && up {
+            self.pawn_up ^= bit;
+            self.hash ^= KEYS.pawn_up[cell as usize];
+        }
+    }
+
+    fn compute_hash(&self) -> u64 {
+        let mut h = 0;
+        for color in Color::ALL {
+            for role in ByzRole::ALL {
+                let mut bb = self.pieces(color, role);
+                while bb != 0 {
+                    let c = bb.trailing_zeros() as usize;
+                    h ^= KEYS.pieces[color.index()][role as usize][c];
+                    bb &= bb - 1;
+                }
+            }
+        }
+        let mut up = self.pawn_up;
+        while up != 0 {
+            h ^= KEYS.pawn_up[up.trailing_zeros() as usize];
+            up &= up - 1;
+        }
+        if let Some((color, c)) = self.citadel_king {
+            h ^= KEYS.citadel[color.index()][usize::from(c - CITADEL_BASE)];
+        }
+        if self.turn == Color::Black {
+            h ^= KEYS.black;
+        }
+        h
+    }
+
+    /// Whether `color`'s king stands on the board and is attacked.
+    pub fn king_attacked(&self, color: Color) -> bool {
+        let king = self.pieces(color, ByzRole::King);
+        if king == 0 {
+            return false; // in a citadel: nothing attacks it
+        }
+        let k = king.trailing_zeros() as usize;
+        let them = !color;
+        let enemy = |r| self.pieces(them, r);
+        let enemy_pawns = enemy(ByzRole::Pawn);
+        KNIGHT[k] & enemy(ByzRole::Knight) != 0
+            || ELEPHANT[k] & enemy(ByzRole::Elephant) != 0
+            || COUNSELOR[k] & enemy(ByzRole::Counselor) != 0
+            || KING[k] & enemy(ByzRole::King) != 0
+            // A `+` pawn attacks (ring ±1, n + 1): it stands at (ring ±1, n - 1) from the king.
+            || PAWN_CAPTURE[1][k] & enemy_pawns & self.pawn_up != 0
+            || PAWN_CAPTURE[0][k] & enemy_pawns & !self.pawn_up != 0
+            || rook_attacks(k as Cell, self.occupied()) & enemy(ByzRole::Rook) != 0
+    }
+
+    /// Whether `color` has nothing but its king.
+    pub fn is_bare(&self, color: Color) -> bool {
+        self.colors[color.index()] & !self.roles[ByzRole::King as usize] == 0
+    }
+
+    /// Whether the game is decided before any move (a king in a citadel, or the side not to move
+    /// bare): such a position has no legal moves.
+    fn is_decided(&self) -> bool {
+        self.citadel_king.is_some() || self.is_bare(!self.turn)
+    }
+
+    /// Targets of the piece on `from` ignoring check (captures included, own pieces excluded).
+    fn targets(&self, from: Cell, color: Color, role: ByzRole, up: bool) -> u64 {
+        let f = from as usize;
+        let own = self.colors[color.index()];
+        let enemy = self.colors[(!color).index()];
+        let dir = usize::from(!up);
+        match role {
+            ByzRole::Pawn => {
+                (PAWN_STEP[dir][f] & !self.occupied()) | (PAWN_CAPTURE[dir][f] & enemy)
+            }
+            ByzRole::Knight => KNIGHT[f] & !own,
+            ByzRole::Elephant => ELEPHANT[f] & !own,
+            ByzRole::Counselor => COUNSELOR[f] & !own,
+            ByzRole::King => KING[f] & !own,
+            ByzRole::Rook => rook_attacks(from, self.occupied()) & !own,
+        }
+    }
+
+    /// Moves that obey piece movement and king safety, regardless of a decided game.
+    fn gen_natural(&self, moves: &mut ByzMoveList) {
+        let us = self.turn;
+        let mut own = self.colors[us.index()];
+        while own != 0 {
+            let from = own.trailing_zeros() as Cell;
+            own &= own - 1;
+            let (_, role, up) = self.piece_at(from).expect("own piece");
+            let mut targets = self.targets(from, us, role, up);
+            while targets != 0 {
+                let to = targets.trailing_zeros() as Cell;
+                targets &= targets - 1;
+                let m = ByzMove { from, to };
+                let mut after = *self;
+                after.play_unchecked(m);
+                if !after.king_attacked(us) {
+                    moves.push(m);
+                }
+            }
+            // Citadel entry: a king step from an adjoining inner-ring cell into its far citadel;
+            // nothing attacks a citadel, so it is legal even out of check.
+            if role == ByzRole::King
+                && self.citadel_variant
+                && citadel_neighbours(far_citadel(us)) & (1 << from) != 0
+            {
+                moves.push(ByzMove {
+                    from,
+                    to: far_citadel(us),
+                });
+            }
+        }
+    }
+
+    /// Plays a move (pseudo-legal is enough: used to test king safety), including the removal
+    /// of facing pawns.
+    pub fn play_unchecked(&mut self, m: ByzMove) {
+        let us = self.turn;
+        let them = !us;
+        let (_, role, up) = self.piece_at(m.from).expect("a piece on the origin cell");
+        self.halfmoves += 1;
+        if m.to >= CITADEL_BASE {
+            self.toggle(us, ByzRole::King, false, m.from);
+            self.citadel_king = Some((us, m.to));
+            self.hash ^= KEYS.citadel[us.index()][usize::from(m.to - CITADEL_BASE)];
+        } else {
+            if let Some((_, captured, cap_up)) = self.piece_at(m.to) {
+                self.toggle(them, captured, cap_up, m.to);
+                self.halfmoves = 0;
+            }
+            self.toggle(us, role, up, m.from);
+            self.toggle(us, role, up, m.to);
+            if role == ByzRole::Pawn {
+                self.halfmoves = 0;
+                if self.rules.facing_pawns {
+                    self.remove_facing_pawns();
+                }
+            }
+        }
+        self.turn = them;
+        self.hash ^= KEYS.black;
+        if us == Color::Black {
+            self.fullmoves += 1;
+        }
+    }
+
+    /// Removes every enemy pair of pawns standing face to face on a ring.
+    fn remove_facing_pawns(&mut self) {
+        let mut white_up = self.pieces(Color::White, ByzRole::Pawn) & self.pawn_up;
+        let black_down = self.pieces(Color::Black, ByzRole::Pawn) & !self.pawn_up;
+        let white_down = self.pieces(Color::White, ByzRole::Pawn) & !self.pawn_up;
+        let black_up = self.pieces(Color::Black, ByzRole::Pawn) & self.pawn_up;
+        let mut pairs: ArrayVec<(Cell, Cell), 32> = ArrayVec::new();
+        // A `+` pawn on c faces a `-` pawn on its next cell c+1 (same ring, wrapping).
+        while white_up != 0 {
+            let c = white_up.trailing_zeros() as usize;
+            white_up &= white_up - 1;
+            let next = PAWN_STEP[0][c];
+            if next & black_down != 0 {
+                pairs.push((c as Cell, next.trailing_zeros() as Cell));
+            }
+        }
+        let mut wd = white_down;
+        while wd != 0 {
+            let c = wd.trailing_zeros() as usize;
+            wd &= wd - 1;
+            let next = PAWN_STEP[1][c];
+            if next & black_up != 0 {
+                pairs.push((c as Cell, next.trailing_zeros() as Cell));
+            }
+        }
+        for (w, b) in pairs {
+            let (_, _, w_up) = self.piece_at(w).expect("pawn");
+            let (_, _, b_up) = self.piece_at(b).expect("pawn");
+            self.toggle(Color::White, ByzRole::Pawn, w_up, w);
+            self.toggle(Color::Black, ByzRole::Pawn, b_up, b);
+        }
+    }
+
+    /// Every legal move (none once the game is decided).
+    pub fn legal_moves(&self) -> ByzMoveList {
+        let mut moves = ByzMoveList::new();
+        if !self.is_decided() {
+            self.gen_natural(&mut moves);
+        }
+        moves
+    }
+
+    /// The ending, checked in the spec's order: citadel entry, checkmate, stalemate, bare king.
+    pub fn terminal(&self) -> Option<Outcome> {
+        if self.citadel_king.is_some() {
+            return Some(Outcome::draw(EndReason::CitadelEntry));
+        }
+        let mut natural = ByzMoveList::new();
+        self.gen_natural(&mut natural);
+        let us = self.turn;
+        if natural.is_empty() {
+            if self.king_attacked(us) {
+                return Some(Outcome::win(!us, EndReason::Checkmate));
+            }
+            let winner = match self.rules.stalemate {
+                StalemateRule::StalematedWins => us,
+                StalemateRule::StalematedLoses => !us,
+            };
+            return Some(Outcome::win(winner, EndReason::Stalemate));
+        }
+        if self.is_bare(!us) {
+            return Some(if self.is_bare(us) {
+                Outcome::draw(EndReason::BareKing)
+            } else {
+                Outcome::win(us, EndReason::BareKing)
+            });
+        }
+        None
+    }
+
+    /// Why `from`→`to` is not legal here.
+    fn diagnose(&self, from: Cell, to: Cell) -> IllegalReason {
+        let Some((color, role, up)) = self.piece_at(from) else {
+            return IllegalReason::NoPiece {
+                square: cell_name(from),
+            };
+        };
+        if color != self.turn {
+            return IllegalReason::WrongSide {
+                square: cell_name(from),
+            };
+        }
+        if self.is_decided() {
+            return IllegalReason::GameOver;
+        }
+        if to >= CITADEL_BASE {
+            return IllegalReason::CannotReach;
+        }
+        if self.targets(from, color, role, up) & (1 << to) != 0 {
+            return IllegalReason::LeavesKingInCheck;
+        }
+        let f = from as usize;
+        let geometry = match role {
+            ByzRole::Rook => rook_attacks(from, 0),
+            ByzRole::Pawn => PAWN_STEP[usize::from(!up)][f] | PAWN_CAPTURE[usize::from(!up)][f],
+            ByzRole::Knight => KNIGHT[f],
+            ByzRole::Elephant => ELEPHANT[f],
+            ByzRole::Counselor => COUNSELOR[f],
+            ByzRole::King => KING[f],
+        };
+        if geometry & (1 << to) != 0 {
+            IllegalReason::Blocked
+        } else {
+            IllegalReason::CannotReach
+        }
+    }
+}
+
+impl Position for Byzantine {
+    type Move = ByzMove;
+    type MoveList = ByzMoveList;
+
+    fn variant(&self) -> Variant {
+        Byzantine::variant(self)
+    }
+
+    fn turn(&self) -> Color {
+        self.turn
+    }
+
+    fn legal_moves_into(&self, moves: &mut ByzMoveList) {
+        moves.clear();
+        if !self.is_decided() {
+            self.gen_natural(moves);
+        }
+    }
+
+    fn is_capture(&self, m: ByzMove) -> bool {
+        m.to < CITADEL_BASE && self.colors[(!self.turn).index()] & (1 << m.to) != 0
+    }
+
+    fn play_unchecked(&mut self, m: ByzMove) {
+        Byzantine::play_unchecked(self, m);
+    }
+
+    fn is_check(&self) -> bool {
+        self.king_attacked(self.turn)
+    }
+
+    fn zobrist(&self) -> u64 {
+        self.hash
+    }
+
+    fn repetition_key(&self) -> u64 {
+        self.hash
+    }
+
+    fn halfmove_clock(&self) -> u32 {
+        self.halfmoves
+    }
+
+    fn fullmove_number(&self) -> u32 {
+        self.fullmoves
+    }
+
+    fn null_move(&self) -> Option<Byzantine> {
+        if self.is_check() || self.is_decided() {
+            return None;
+        }
+        let mut p = *self;
+        p.turn = !p.turn;
+        p.hash ^= KEYS.black;
+        p.halfmoves += 1;
+        if self.turn == Color::Black {
+            p.fullmoves += 1;
+        }
+        Some(p)
+    }
+
+    fn terminal(&self) -> Option<Outcome> {
+        Byzantine::terminal(self)
+    }
+
+    fn draw_rules(&self) -> DrawRules {
+        DrawRules {
+            repetition: Some((3, 5)),
+            move_rule_plies: None,
+        }
+    }
+
+    /// A side with a bare king can neither mate nor bare the opponent; anything more might.
+    fn can_possibly_mate(&self, color: Color) -> bool {
+        !self.is_bare(color)
+    }
+
+    fn to_text(&self) -> String {
+        text::write(self)
+    }
+
+    fn move_to_uci(&self, m: ByzMove) -> String {
+        format!("{m:?}")
+    }
+
+    /// Byzantine chess has only the coordinate notation of the spec (`d2d3`, `d10e3`).
+    fn move_to_san(&self, m: ByzMove, _locale: Locale) -> String {
+        format!("{m:?}")
+    }
+
+    fn parse_move(
+        &self,
+        text: &str,
+        _notation: Notation,
+        _locale: Locale,
+    ) -> Result<ByzMove, MoveError> {
+        let text = text.trim();
+        let (from, to) = text::parse_move(text).map_err(|r| MoveError::syntax(text, r))?;
+        if (from >= CITADEL_BASE || to >= CITADEL_BASE) && !self.citadel_variant {
+            return Err(MoveError::syntax(
+                text,
+                "citadel cells e1-e4 exist only in byzantine-citadel",
+            ));
+        }
+        let m = ByzMove { from, to };
+        if self.legal_moves().contains(&m) {
+            Ok(m)
+        } else {
+            Err(MoveError::illegal(text, self.diagnose(from, to)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
