@@ -64,6 +64,20 @@ pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
     out
 }
 
+/// `arbiter show`: a text diagram, or SVG where the variant has a picture.
+pub fn show(pos: &AnyPosition, svg: bool) -> Result<String, CliError> {
+    if svg {
+        pos.render_svg().ok_or_else(|| {
+            CliError(format!(
+                "--svg: no SVG rendering for variant '{}' yet",
+                pos.variant()
+            ))
+        })
+    } else {
+        Ok(pos.render_text())
+    }
+}
+
 /// `arbiter moves`.
 pub fn moves(pos: &AnyPosition) -> String {
     let mut lines: Vec<String> = pos

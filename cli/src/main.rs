@@ -97,6 +97,14 @@ enum Command {
         /// Moves to play first (their history counts for repetition).
         moves: Vec<String>,
     },
+    /// Print the board as a text diagram, or as SVG with --svg (Byzantine).
+    Show {
+        #[command(flatten)]
+        pos: PositionArgs,
+        /// Print an SVG picture instead of text.
+        #[arg(long)]
+        svg: bool,
+    },
     /// Run every Arbiter service in this process on one port (embedded default: in-process
     /// storage, no Redis): today the rules service, with health and reflection.
     Serve {
@@ -226,6 +234,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             let p = pos.load()?;
             arbiter_cli::status(p, &moves, locale.into())?
         }
+        Command::Show { pos, svg } => arbiter_cli::show(&pos.load()?, svg)?,
         Command::Serve { server } => serve(server)?,
         Command::Bench { target } => bench(target)?,
         Command::Pgn {

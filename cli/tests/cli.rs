@@ -258,6 +258,82 @@ fn malformed_input_exits_2_with_a_precise_message() {
 }
 
 #[test]
+fn byzantine_through_the_cli() {
+    let out = arbiter(&["perft", "--variant", "byzantine", "--depth", "3"], None);
+    assert_eq!(stdout(&out).lines().last(), Some("2912"));
+    let out = arbiter(&["moves", "--variant", "byzantine"], None);
+    assert_eq!(stdout(&out).lines().count(), 14);
+    let stalemate = "k15/4R11/1R13R/8K7 b 0 1";
+    let out = arbiter(
+        &["status", "--variant", "byzantine", "--position", stalemate],
+        None,
+    );
+    assert_eq!(stdout(&out), "0-1 stalemate\n");
+    let out = arbiter(
+        &[
+            "status",
+            "--variant",
+            "byzantine",
+            "--rule",
+            "stalemate=loses",
+            "--position",
+            stalemate,
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out), "1-0 stalemate\n");
+    let out = arbiter(
+        &[
+            "play",
+            "--variant",
+            "byzantine-citadel",
+            "--position",
+            "k15/4R6r4/16/9K6/4 w 0 1",
+            "d10e3",
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out), "k15/4R6r4/16/16/2K1 b 1 1\n");
+    let out = arbiter(&["show", "--variant", "byzantine", "--svg"], None);
+    assert!(stdout(&out).starts_with("<svg"));
+    assert_fails(
+        &[
+            "perft",
+            "--variant",
+            "byzantine",
+            "--rule",
+            "castling=on",
+            "--depth",
+            "1",
+        ],
+        None,
+        "--rule",
+    );
+    assert_fails(
+        &["perft", "--rule", "stalemate=loses", "--depth", "1"],
+        None,
+        "no rule option 'stalemate'",
+    );
+    assert_fails(
+        &["play", "--variant", "byzantine", "d2d4"],
+        None,
+        "move 1 ('d2d4')",
+    );
+    assert_fails(&["show", "--svg"], None, "no SVG rendering");
+    assert_fails(
+        &[
+            "moves",
+            "--variant",
+            "byzantine",
+            "--position",
+            "k15/16/16/8K8 w 0 1",
+        ],
+        None,
+        "ring d has more than 16 cells",
+    );
+}
+
+#[test]
 fn play_status_and_pgn_happy_paths() {
     let out = arbiter(&["play", "e4", "e7e5", "Nf3"], None);
     assert_eq!(

@@ -5,8 +5,12 @@
 //! repeated (`ARBITER_BENCH_RUNS`, default 3) alternating the two libraries; the best time of
 //! each is reported with nodes/s and the ratio. `ARBITER_BENCH_QUICK=1` lowers the depths by one
 //! for a smoke run.
+//!
+//! A second table puts Byzantine perft (start position, depth 5) next to standard chess
+//! (start position, depth 5) in the same run.
 
-use arbiter_core::{Chess, perft};
+use arbiter_core::byzantine::ByzantineRules;
+use arbiter_core::{Byzantine, Chess, perft};
 use shakmaty::CastlingMode;
 use shakmaty::fen::Fen;
 use std::hint::black_box;
@@ -69,4 +73,37 @@ fn main() {
             nps(best_ours) / nps(best_theirs)
         );
     }
+
+    // Variants next to standard chess.
+    let chess = Chess::new();
+    let byz = Byzantine::start(false, ByzantineRules::default());
+    let depth = if quick { 4 } else { 5 };
+    let (mut best_chess, mut best_byz) = (Duration::MAX, Duration::MAX);
+    let (mut n_chess, mut n_byz) = (0, 0);
+    for _ in 0..runs {
+        let (n, t) = time(|| perft(black_box(&chess), depth));
+        let (m, u) = time(|| perft(black_box(&byz), depth));
+        (n_chess, n_byz) = (n, m);
+        best_chess = best_chess.min(t);
+        best_byz = best_byz.min(u);
+    }
+    let chess_nps = n_chess as f64 / best_chess.as_secs_f64();
+    let byz_nps = n_byz as f64 / best_byz.as_secs_f64();
+    println!();
+    println!(
+        "{:<10} {:>5} {:>12} {:>14} {:>16}",
+        "variant", "depth", "nodes", "nodes/s", "vs chess"
+    );
+    println!(
+        "{:<10} {:>5} {:>12} {:>14.0} {:>15.2}x",
+        "chess", depth, n_chess, chess_nps, 1.0
+    );
+    println!(
+        "{:<10} {:>5} {:>12} {:>14.0} {:>15.2}x",
+        "byzantine",
+        depth,
+        n_byz,
+        byz_nps,
+        byz_nps / chess_nps
+    );
 }

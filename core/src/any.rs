@@ -238,6 +238,37 @@ impl AnyPosition {
         AnyPosition::with_rules(variant, text, &RuleOptions::default())
     }
 
+    /// The board as text for humans (a diagram; not a position string).
+    pub fn render_text(&self) -> String {
+        match self {
+            AnyPosition::Chess(p) => {
+                let mailbox = p.board().mailbox();
+                let mut out = String::new();
+                for rank in (0..8).rev() {
+                    out.push(char::from(b'1' + rank as u8));
+                    for file in 0..8 {
+                        let sq = crate::Square::from_coords(file, rank).expect("on board");
+                        out.push(' ');
+                        out.push(mailbox[sq.index()].map_or('.', |pc| pc.char()));
+                    }
+                    out.push('\n');
+                }
+                out.push_str("  a b c d e f g h\n");
+                out.push_str(&format!("{} to move\n", Position::turn(p)));
+                out
+            }
+            AnyPosition::Byzantine(p) => crate::byzantine::render::to_text(p),
+        }
+    }
+
+    /// An SVG picture of the board, for the variants that have one (Byzantine today).
+    pub fn render_svg(&self) -> Option<String> {
+        match self {
+            AnyPosition::Chess(_) => None,
+            AnyPosition::Byzantine(p) => Some(crate::byzantine::render::to_svg(p)),
+        }
+    }
+
     /// The rule options this position's game uses that differ from the variant's defaults.
     pub fn rule_options(&self) -> RuleOptions {
         match self {

@@ -9,6 +9,7 @@
 //! Legality is judged after the whole move, facing-pawn removals included, so the generator
 //! plays each pseudo-legal move on a copy and keeps it when the mover's king is not attacked.
 
+pub mod render;
 mod text;
 
 pub use text::ByzantineTextError;
