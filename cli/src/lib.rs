@@ -9,8 +9,6 @@
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
-pub mod bench;
-
 use arbiter_core::pgn::{PgnGameError, read_games};
 use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, RuleOptions, Variant};
 use std::fmt;

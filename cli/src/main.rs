@@ -179,7 +179,7 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
         concurrency,
         streams,
     } = target;
-    let cfg = arbiter_cli::bench::BenchConfig {
+    let cfg = arbiter_rules::loadgen::BenchConfig {
         duration: std::time::Duration::from_secs_f64(duration_secs),
         concurrency,
         streams,
@@ -208,14 +208,14 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
             .connect()
             .await
             .map_err(|e| CliError(format!("--addr {url}: {e}")))?;
-        let phases = arbiter_cli::bench::run(channel, &cfg)
+        let phases = arbiter_rules::loadgen::run(channel, &cfg)
             .await
             .map_err(|e| CliError(format!("bench failed: {e}")))?;
         if let Some((tx, handle)) = stop {
             let _ = tx.send(());
             let _ = handle.await;
         }
-        Ok(arbiter_cli::bench::report(&phases, &cfg))
+        Ok(arbiter_rules::loadgen::report(&phases, &cfg))
     })
 }
 

@@ -115,6 +115,21 @@ impl ByzantineRules {
     }
 }
 
+/// The text of a piece: its letter (upper case for White), pawns with their direction.
+pub fn piece_label(color: Color, role: ByzRole, up: bool) -> String {
+    let letter = role.letter();
+    let mut s = String::with_capacity(2);
+    s.push(if color == Color::White {
+        letter
+    } else {
+        letter.to_ascii_lowercase()
+    });
+    if role == ByzRole::Pawn {
+        s.push(if up { '+' } else { '-' });
+    }
+    s
+}
+
 /// A cell of the ring board (`0..64`), or a citadel (`64..68`, Citadel variant only).
 pub type Cell = u8;
 
@@ -258,11 +273,9 @@ const fn keys() -> Keys {
     };
     let mut state: u64 = 0x4279_7a61_6e74_696e; // "Byzantin"
     const fn next(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        let (st, v) = crate::chess::zobrist::splitmix(*state);
+        *state = st;
+        v
     }
     let mut c = 0;
     while c < 2 {
@@ -525,36 +538,30 @@ impl Byzantine {
         }
     }
 
-    /// Removes every enemy pair of pawns standing face to face on a ring.
+    /// Removes every enemy pair of pawns standing face to face on a ring: a white pawn whose
+    /// next cell holds a black pawn travelling the other way (whose next cell is therefore the
+    /// white pawn's).
     fn remove_facing_pawns(&mut self) {
-        let mut white_up = self.pieces(Color::White, ByzRole::Pawn) & self.pawn_up;
-        let black_down = self.pieces(Color::Black, ByzRole::Pawn) & !self.pawn_up;
-        let white_down = self.pieces(Color::White, ByzRole::Pawn) & !self.pawn_up;
-        let black_up = self.pieces(Color::Black, ByzRole::Pawn) & self.pawn_up;
-        let mut pairs: ArrayVec<(Cell, Cell), 32> = ArrayVec::new();
-        // A `+` pawn on c faces a `-` pawn on its next cell c+1 (same ring, wrapping).
-        while white_up != 0 {
-            let c = white_up.trailing_zeros() as usize;
-            white_up &= white_up - 1;
-            let next = PAWN_STEP[0][c];
-            if next & black_down != 0 {
-                pairs.push((c as Cell, next.trailing_zeros() as Cell));
+        let white = self.pieces(Color::White, ByzRole::Pawn);
+        let black = self.pieces(Color::Black, ByzRole::Pawn);
+        let mut pairs: ArrayVec<(Cell, bool, Cell), 16> = ArrayVec::new();
+        // (white pawns of one direction, black pawns of the other, step table, white is `+`)
+        for (mut whites, blacks, dir, up) in [
+            (white & self.pawn_up, black & !self.pawn_up, 0, true),
+            (white & !self.pawn_up, black & self.pawn_up, 1, false),
+        ] {
+            while whites != 0 {
+                let c = whites.trailing_zeros() as usize;
+                whites &= whites - 1;
+                let next = PAWN_STEP[dir][c];
+                if next & blacks != 0 {
+                    pairs.push((c as Cell, up, next.trailing_zeros() as Cell));
+                }
             }
         }
-        let mut wd = white_down;
-        while wd != 0 {
-            let c = wd.trailing_zeros() as usize;
-            wd &= wd - 1;
-            let next = PAWN_STEP[1][c];
-            if next & black_up != 0 {
-                pairs.push((c as Cell, next.trailing_zeros() as Cell));
-            }
-        }
-        for (w, b) in pairs {
-            let (_, _, w_up) = self.piece_at(w).expect("pawn");
-            let (_, _, b_up) = self.piece_at(b).expect("pawn");
-            self.toggle(Color::White, ByzRole::Pawn, w_up, w);
-            self.toggle(Color::Black, ByzRole::Pawn, b_up, b);
+        for (w, up, b) in pairs {
+            self.toggle(Color::White, ByzRole::Pawn, up, w);
+            self.toggle(Color::Black, ByzRole::Pawn, !up, b);
         }
     }
 

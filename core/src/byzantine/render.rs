@@ -1,28 +1,13 @@
 //! Human views of a Byzantine position: a text table of the rings and an SVG of the circular
 //! board (for platforms, and to check the geometry by eye).
 
-use super::{ByzRole, Byzantine, CITADEL_BASE, Cell};
+use super::{ByzRole, Byzantine, CITADEL_BASE, Cell, piece_label};
 use crate::types::Color;
 use std::f64::consts::PI;
 use std::fmt::Write as _;
 
 fn label(piece: Option<(Color, ByzRole, bool)>) -> String {
-    match piece {
-        None => ".".to_owned(),
-        Some((color, role, up)) => {
-            let mut s = String::new();
-            let letter = role.letter();
-            s.push(if color == Color::White {
-                letter
-            } else {
-                letter.to_ascii_lowercase()
-            });
-            if role == ByzRole::Pawn {
-                s.push(if up { '+' } else { '-' });
-            }
-            s
-        }
-    }
+    piece.map_or_else(|| ".".to_owned(), |(c, r, up)| piece_label(c, r, up))
 }
 
 /// The rings as rows (`a` outermost first), cells 1 to 16 as columns; numbers wrap from 16 back

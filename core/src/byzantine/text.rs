@@ -5,7 +5,9 @@
 //! with their direction suffix), a fifth field for the citadels `e1..e4` in the Citadel variant,
 //! then side to move, halfmove clock and fullmove number.
 
-use super::{ByzRole, Byzantine, ByzantineRules, CITADEL_BASE, Cell, cell_name, far_citadel};
+use super::{
+    ByzRole, Byzantine, ByzantineRules, CITADEL_BASE, Cell, cell_name, far_citadel, piece_label,
+};
 use crate::types::Color;
 use std::fmt;
 
@@ -270,15 +272,7 @@ pub(super) fn write(pos: &Byzantine) -> String {
                         out.push_str(&empty.to_string());
                         empty = 0;
                     }
-                    let letter = role.letter();
-                    out.push(if color == Color::White {
-                        letter
-                    } else {
-                        letter.to_ascii_lowercase()
-                    });
-                    if role == ByzRole::Pawn {
-                        out.push(if up { '+' } else { '-' });
-                    }
+                    out.push_str(&piece_label(color, role, up));
                 }
             }
         }

@@ -2,7 +2,8 @@
 
 use crate::types::{Color, Role, Square};
 
-const fn splitmix(state: u64) -> (u64, u64) {
+/// One step of splitmix64: the next state and its output (shared by every variant's keys).
+pub(crate) const fn splitmix(state: u64) -> (u64, u64) {
     let state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -10,21 +10,7 @@ use prost::Message;
 use std::hint::black_box;
 use std::time::Instant;
 
-const WORK: [(&str, &str); 4] = [
-    (
-        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
-        "Nf3",
-    ),
-    (
-        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
-        "O-O",
-    ),
-    ("7k/4P3/8/8/8/8/8/4K3 w - - 0 1", "e8=Q+"),
-    (
-        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
-        "Nxf8",
-    ),
-];
+use arbiter_rules::loadgen::WORK;
 
 fn per_op(name: &str, iters: u32, mut f: impl FnMut(usize)) -> f64 {
     let start = Instant::now();

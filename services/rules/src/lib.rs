@@ -8,12 +8,14 @@
 //! - [`service`]: the thin tonic handlers;
 //! - [`error`]: the one mapping from domain errors to `tonic::Status`;
 //! - [`server`]: health, reflection, tracing, graceful shutdown;
-//! - [`config`]: limits and the shared server flags.
+//! - [`config`]: limits and the shared server flags;
+//! - [`loadgen`]: the load generator behind `arbiter bench rules`.
 #![warn(missing_docs)]
 
 pub mod config;
 pub mod convert;
 pub mod error;
+pub mod loadgen;
 pub mod ops;
 pub mod server;
 pub mod service;

@@ -1,4 +1,4 @@
-//! `arbiter bench rules`: a load generator for the rules service. It drives, in one run and
+//! A load generator for the rules service (`arbiter bench rules` drives it). It drives, in one run and
 //! against one server, the no-op `Ping` (the gRPC stack's ceiling) and `ValidateMove` unary with
 //! N concurrent tasks, then `PingStream` and `ValidateMoveStream` with pipelined streams, and
 //! reports requests/s, unary p50/p99 latency, and the validate/no-op ratios.
@@ -37,7 +37,7 @@ pub struct Phase {
 
 /// Positions and moves the validation phases cycle through: an opening, a middlegame with
 /// castling, a promotion, an illegal move (the reason must be computed too).
-const WORK: [(&str, &str); 4] = [
+pub const WORK: [(&str, &str); 4] = [
     (
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
         "Nf3",
@@ -118,6 +118,21 @@ async fn unary(
     })
 }
 
+/// Counts the answers of one stream until `stop` is set.
+async fn drain<T>(
+    mut out: tonic::Streaming<T>,
+    stop: &AtomicBool,
+    received: &AtomicU64,
+) -> Result<(), tonic::Status> {
+    while out.message().await?.is_some() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        received.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 async fn streaming(
     channel: &Channel,
     cfg: &BenchConfig,
@@ -145,29 +160,17 @@ async fn streaming(
             });
             let requests = ReceiverStream::new(rx);
             if validate {
-                let mut out = client
+                let out = client
                     .validate_move_stream(tokio_stream::StreamExt::map(requests, validate_request))
-                    .await?
-                    .into_inner();
-                while out.message().await?.is_some() {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    received.fetch_add(1, Ordering::Relaxed);
-                }
+                    .await?;
+                drain(out.into_inner(), &stop, &received).await?;
             } else {
-                let mut out = client
+                let out = client
                     .ping_stream(tokio_stream::StreamExt::map(requests, |_| {
                         rules::PingRequest {}
                     }))
-                    .await?
-                    .into_inner();
-                while out.message().await?.is_some() {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    received.fetch_add(1, Ordering::Relaxed);
-                }
+                    .await?;
+                drain(out.into_inner(), &stop, &received).await?;
             }
             Ok::<_, tonic::Status>(())
         }));
