@@ -4,7 +4,7 @@
 //! settings of each rule option.
 
 use arbiter_core::byzantine::{ByzantineRules, StalemateRule};
-use arbiter_core::{Byzantine, Locale, Notation, Position};
+use arbiter_core::{AnyPosition, Byzantine, Locale, Notation, Position, RuleOptions, Variant};
 use std::collections::BTreeSet;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -290,6 +290,23 @@ fn legal_moves_agree_with_a_naive_generator() {
                 .iter()
                 .map(|&m| pos.move_to_uci(m))
                 .collect();
+            // The dynamic path `arbiter moves` takes lists the same moves.
+            let variant = if citadel {
+                Variant::ByzantineCitadel
+            } else {
+                Variant::Byzantine
+            };
+            let mut options = Vec::new();
+            if !rules.facing_pawns {
+                options.push(("facing_pawns".to_owned(), "off".to_owned()));
+            }
+            let any = AnyPosition::with_rules(variant, Some(&text), &RuleOptions(options)).unwrap();
+            let listed: BTreeSet<String> = any
+                .legal_moves()
+                .iter()
+                .map(|&m| any.move_to_uci(m))
+                .collect();
+            assert_eq!(listed, ours, "{text}");
             assert_eq!(ours, naive.legal(), "{text}");
             for mv in &ours {
                 assert!(pos.parse_move(mv, Notation::Uci, Locale::English).is_ok());

@@ -2,9 +2,10 @@
 //! rebuilt from scratch, no legal move leaves the mover's king attacked, SAN and UCI round
 //! trips for every legal move, and agreement with an independent move generator (`shakmaty`).
 
+use arbiter_core::byzantine::{ByzantineRules, StalemateRule};
 use arbiter_core::chess::san::{parse_san, write_san};
 use arbiter_core::chess::uci::{Uci, parse_legal};
-use arbiter_core::{Chess, Locale, Position};
+use arbiter_core::{Byzantine, Chess, Locale, Position};
 use proptest::prelude::*;
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, EnPassantMode, Position as _};
@@ -91,6 +92,55 @@ proptest! {
                 prop_assert_ne!(null.turn(), pos.turn());
             } else {
                 prop_assert!(pos.is_check());
+            }
+        }
+    }
+}
+
+/// The positions of a random Byzantine game (either variant, any rule options).
+fn random_byzantine_game(flags: u8, selectors: &[u16]) -> (Vec<Byzantine>, bool, ByzantineRules) {
+    let citadel = flags & 1 != 0;
+    let rules = ByzantineRules {
+        stalemate: if flags & 2 != 0 {
+            StalemateRule::StalematedLoses
+        } else {
+            StalemateRule::StalematedWins
+        },
+        facing_pawns: flags & 4 == 0,
+    };
+    let mut pos = Byzantine::start(citadel, rules);
+    let mut out = vec![pos];
+    for &s in selectors {
+        let moves = pos.legal_moves();
+        if moves.is_empty() {
+            break;
+        }
+        pos.play_unchecked(moves[usize::from(s) % moves.len()]);
+        out.push(pos);
+    }
+    (out, citadel, rules)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn byzantine_properties(flags in 0u8..8, sel in prop::collection::vec(any::<u16>(), 0..200)) {
+        let (positions, citadel, rules) = random_byzantine_game(flags, &sel);
+        for pos in positions {
+            let text = pos.to_text();
+            prop_assert_eq!(Byzantine::from_text(&text, citadel, rules).unwrap(), pos, "{}", text);
+            prop_assert_eq!(pos.zobrist(), pos.compute_hash(), "{}", text);
+            let mover = pos.turn();
+            for m in pos.legal_moves() {
+                let mut after = pos;
+                after.play_unchecked(m);
+                prop_assert!(!after.king_attacked(mover), "{:?} in {}", m, text);
+                prop_assert_eq!(after.zobrist(), after.compute_hash());
+            }
+            // A decided game has no moves; an undecided one without moves is mate or stalemate.
+            if pos.legal_moves().is_empty() {
+                prop_assert!(pos.terminal().is_some(), "{}", text);
             }
         }
     }

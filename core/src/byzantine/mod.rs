@@ -398,7 +398,8 @@ impl Byzantine {
         }
     }
 
-    fn compute_hash(&self) -> u64 {
+    /// The Zobrist hash computed from scratch (play keeps it incrementally).
+    pub fn compute_hash(&self) -> u64 {
         let mut h = 0;
         for color in Color::ALL {
             for role in ByzRole::ALL {
