@@ -241,6 +241,9 @@ fn text_errors() {
         ("k15/16/16/8K7 w 0 0", false),
         ("k15/16/16/0K15 w 0 1", false),
         ("kR14/16/16/8K7 w 0 1", false),
+        // Found by the `byzantine` fuzz target: a run length near usize::MAX overflowed.
+        ("k18446744073709551615/16/16/8K7 w 0 1", false),
+        ("k15/16/16/8K7/18446744073709551615 w 0 1", true),
     ] {
         assert!(
             Byzantine::from_text(text, cit, ByzantineRules::default()).is_err(),

@@ -79,6 +79,14 @@ fn read_cells(
                     format!("ring {name}: empty run of length 0"),
                 ));
             }
+            // `cell <= cells` holds here, so this cannot overflow (a fuzzed run near usize::MAX
+            // once did).
+            if run > cells - cell {
+                return Err(syntax(
+                    "placement",
+                    format!("ring {name} has more than {cells} cells"),
+                ));
+            }
             cell += run;
         } else {
             let role = ByzRole::from_letter(c).ok_or_else(|| {
