@@ -97,10 +97,15 @@ impl<P: Position> Game<P> {
                 reason: IllegalReason::NoMatchingMove,
             }));
         }
+        self.push(m);
+        Ok(())
+    }
+
+    /// Records a move already known to be legal in a game that is not over.
+    fn push(&mut self, m: P::Move) {
         self.position.play_unchecked(m);
         self.moves.push(m);
         self.keys.push(self.position.repetition_key());
-        Ok(())
     }
 
     /// Reads a move in `notation` and plays it; returns the move.
@@ -113,8 +118,9 @@ impl<P: Position> Game<P> {
         if let Some(o) = self.outcome() {
             return Err(GameError::GameOver(o));
         }
+        // `parse_move` only returns legal moves and the game is not over: no second check.
         let m = self.position.parse_move(text, notation, locale)?;
-        self.play(m)?;
+        self.push(m);
         Ok(m)
     }
 

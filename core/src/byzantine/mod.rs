@@ -569,9 +569,7 @@ impl Byzantine {
     /// Every legal move (none once the game is decided).
     pub fn legal_moves(&self) -> ByzMoveList {
         let mut moves = ByzMoveList::new();
-        if !self.is_decided() {
-            self.gen_natural(&mut moves);
-        }
+        Position::legal_moves_into(self, &mut moves);
         moves
     }
 
