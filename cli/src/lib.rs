@@ -6,6 +6,7 @@
 //! - `play`: the resulting position string.
 //! - `status`: one line, `ongoing` or `<score> <reason>`, plus the draws that can be claimed.
 //! - `pgn`: normalised PGN, or an error naming the game and ply.
+//! - `bpgn`: normalised BPGN (bughouse), or an error naming the game and move.
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
@@ -134,6 +135,23 @@ pub fn pgn(input: &str, read_locale: Locale, write_locale: Locale) -> Result<Str
                 PgnGameError::Move { .. } => CliError(format!("game {}: {e}", i + 1)),
                 other => CliError(format!("game {}: {other}", i + 1)),
             })?;
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&game.to_string());
+    }
+    Ok(out)
+}
+
+/// `arbiter bpgn`: reads BPGN, plays every game's moves in order on both boards (reserves
+/// flowing between them), and prints the games as strict BPGN.
+pub fn bpgn(input: &str, locale: Locale) -> Result<String, CliError> {
+    let mut games =
+        arbiter_core::bughouse::read_bpgn(input).map_err(|e| CliError(format!("BPGN: {e}")))?;
+    let mut out = String::new();
+    for (i, game) in games.iter_mut().enumerate() {
+        game.validate(locale)
+            .map_err(|e| CliError(format!("game {}: {e}", i + 1)))?;
         if i > 0 {
             out.push('\n');
         }

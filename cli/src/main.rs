@@ -40,7 +40,8 @@ struct PositionArgs {
     /// Variant name (chess, crazyhouse, bughouse, glinski, byzantine, byzantine-citadel).
     #[arg(long, default_value = "chess", value_parser = parse_variant)]
     variant: Variant,
-    /// The position string (FEN for chess); the variant's start position when absent.
+    /// The position string (FEN for chess, the hexchess string for Glinski); the variant's start
+    /// position when absent.
     #[arg(long)]
     position: Option<String>,
     /// A rule option NAME=VALUE, repeatable (Byzantine: stalemate=wins|loses,
@@ -97,7 +98,7 @@ enum Command {
         /// Moves to play first (their history counts for repetition).
         moves: Vec<String>,
     },
-    /// Print the board as a text diagram, or as SVG with --svg (Byzantine).
+    /// Print the board as a text diagram, or as SVG with --svg (Glinski, Byzantine).
     Show {
         #[command(flatten)]
         pos: PositionArgs,
@@ -124,6 +125,12 @@ enum Command {
         /// Piece letters of the output SAN (defaults to the input locale).
         #[arg(long, value_enum)]
         output_locale: Option<LocaleArg>,
+    },
+    /// Read bughouse BPGN on stdin, play every game on both boards, print normalised BPGN
+    Bpgn {
+        /// Piece letters of the SAN, in and out.
+        #[arg(long, value_enum, default_value = "english")]
+        locale: LocaleArg,
     },
 }
 
@@ -237,6 +244,13 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Show { pos, svg } => arbiter_cli::show(&pos.load()?, svg)?,
         Command::Serve { server } => serve(server)?,
         Command::Bench { target } => bench(target)?,
+        Command::Bpgn { locale } => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .map_err(|e| CliError(format!("reading stdin: {e}")))?;
+            arbiter_cli::bpgn(&input, locale.into())?
+        }
         Command::Pgn {
             locale,
             output_locale,

@@ -1,6 +1,10 @@
-//! The `arbiter` binary against its contract: perft totals for the whole standard suite, legal
-//! moves that agree with an independent generator (shakmaty), and malformed input that exits
-//! with code 2 and a message naming the problem.
+//! The `arbiter` binary against its contract: perft totals for the whole standard and Glinski
+//! suites, legal moves that agree with independent generators (shakmaty for chess, the naive
+//! generator of `core/tests/support/glinski_naive.rs` for Glinski), and malformed input that
+//! exits with code 2 and a message naming the problem.
+
+#[path = "../../core/tests/support/glinski_naive.rs"]
+mod glinski_naive;
 
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Position as _};
@@ -33,12 +37,9 @@ fn stderr(out: &Output) -> String {
     String::from_utf8(out.stderr.clone()).expect("utf-8")
 }
 
-/// (FEN, depth, nodes) from the perft data file shared with the core tests.
-fn suite() -> Vec<(String, u32, u64)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../core/tests/data/chess.perft"
-    );
+/// (position, depth, nodes) from a perft data file shared with the core tests.
+fn suite(file: &str) -> Vec<(String, u32, u64)> {
+    let path = format!("{}/../core/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).expect("perft data");
     let mut epd = String::new();
     let mut out = Vec::new();
@@ -53,9 +54,9 @@ fn suite() -> Vec<(String, u32, u64)> {
     out
 }
 
-fn check_perft(max_nodes: u64, min_nodes: u64, max_depth: u32) {
+fn check_perft(variant: &str, max_nodes: u64, min_nodes: u64, max_depth: u32) {
     let mut ran = 0;
-    for (fen, depth, nodes) in suite() {
+    for (fen, depth, nodes) in suite(&format!("{variant}.perft")) {
         if nodes > max_nodes || nodes < min_nodes || depth > max_depth {
             continue;
         }
@@ -64,7 +65,7 @@ fn check_perft(max_nodes: u64, min_nodes: u64, max_depth: u32) {
             &[
                 "perft",
                 "--variant",
-                "chess",
+                variant,
                 "--position",
                 &fen,
                 "--depth",
@@ -86,14 +87,20 @@ fn check_perft(max_nodes: u64, min_nodes: u64, max_depth: u32) {
 
 #[test]
 fn perft_shallow() {
-    check_perft(1_000_000, 0, 5);
+    check_perft("chess", 1_000_000, 0, 5);
+    check_perft("glinski", 1_000_000, 0, 5);
+    check_perft("crazyhouse", 1_000_000, 0, 5);
 }
 
 /// Every count up to depth 5 (and depth 6 of the start position) through the binary.
 #[test]
 #[cfg_attr(debug_assertions, ignore = "deep perft runs in release builds")]
 fn perft_deep() {
-    check_perft(u64::MAX, 1_000_001, 5);
+    check_perft("chess", u64::MAX, 1_000_001, 5);
+    // Glinski: the start position to depth 4 (7,282,418).
+    check_perft("glinski", u64::MAX, 1_000_001, 5);
+    // Every crazyhouse vector of the spec, up to 10,118,606 nodes.
+    check_perft("crazyhouse", u64::MAX, 1_000_001, 5);
     let out = arbiter(&["perft", "--variant", "chess", "--depth", "6"], None);
     assert_eq!(stdout(&out).lines().last(), Some("119060324"));
 }
@@ -184,6 +191,82 @@ fn moves_library_agrees_on_thousands_of_positions() {
     assert!(checked >= 3000, "{checked}");
 }
 
+/// Random Glinski games (random placements and the spec's positions): `arbiter_cli::moves` lists
+/// exactly the naive generator's moves, each side playing the same moves on its own state.
+#[test]
+fn glinski_moves_library_agrees_with_the_naive_generator() {
+    use arbiter_core::{AnyPosition, Locale, Notation, Position, Variant};
+    let mut rng = glinski_naive::Rng(0x6c69_6e73_6b69_2121);
+    let mut checked = 0;
+    for game in 0..150 {
+        let mut naive = if game % 3 == 0 {
+            glinski_naive::Naive::from_text(
+                "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 1",
+            )
+        } else {
+            glinski_naive::random_position(&mut rng)
+        };
+        let mut pos =
+            AnyPosition::from_text(Variant::Glinski, &glinski_naive::to_text(&naive)).unwrap();
+        for _ in 0..25 {
+            let expected: Vec<String> = naive.legal_moves().into_iter().collect();
+            let mut listed: Vec<String> =
+                arbiter_cli::moves(&pos).lines().map(String::from).collect();
+            listed.sort();
+            assert_eq!(listed, expected, "{pos}");
+            checked += 1;
+            if expected.is_empty() {
+                break;
+            }
+            let pick = &expected[rng.below(expected.len())];
+            naive.play(pick);
+            let m = pos
+                .parse_move(pick, Notation::Uci, Locale::English)
+                .unwrap();
+            pos.play_unchecked(m);
+        }
+    }
+    assert!(checked >= 3000, "{checked}");
+}
+
+/// The binary itself: random games played through `arbiter play`, each position's
+/// `arbiter moves --variant glinski` against the naive generator.
+#[test]
+fn glinski_moves_binary_agrees_with_the_naive_generator() {
+    let mut rng = glinski_naive::Rng(0x0062_696e_6172_7921);
+    let mut checked = 0;
+    for _ in 0..12 {
+        let start = glinski_naive::random_position(&mut rng);
+        let mut text = glinski_naive::to_text(&start);
+        for _ in 0..10 {
+            let out = arbiter(
+                &["moves", "--variant", "glinski", "--position", &text],
+                None,
+            );
+            assert!(out.status.success(), "{}", stderr(&out));
+            let mut listed: Vec<String> = stdout(&out).lines().map(String::from).collect();
+            listed.sort();
+            let expected: Vec<String> = glinski_naive::Naive::from_text(&text)
+                .legal_moves()
+                .into_iter()
+                .collect();
+            assert_eq!(listed, expected, "{text}");
+            checked += 1;
+            if expected.is_empty() {
+                break;
+            }
+            let pick = &expected[rng.below(expected.len())];
+            let out = arbiter(
+                &["play", "--variant", "glinski", "--position", &text, pick],
+                None,
+            );
+            assert!(out.status.success(), "{}", stderr(&out));
+            text = stdout(&out).trim().to_owned();
+        }
+    }
+    assert!(checked >= 100, "{checked}");
+}
+
 fn assert_fails(args: &[&str], stdin: Option<&str>, needle: &str) {
     let out = arbiter(args, stdin);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -227,9 +310,27 @@ fn malformed_input_exits_2_with_a_precise_message() {
         "unknown variant 'atomic'",
     );
     assert_fails(
-        &["moves", "--variant", "glinski"],
+        &[
+            "moves",
+            "--variant",
+            "crazyhouse",
+            "--position",
+            "4k3/8/8/8/8/8/8/4K3[X] w - - 0 1",
+        ],
         None,
-        "not implemented yet",
+        "reserve: invalid piece letter 'X'",
+    );
+    assert_fails(
+        &[
+            "play",
+            "--variant",
+            "crazyhouse",
+            "--position",
+            "4k3/8/8/8/8/8/8/4K3[N] w - - 0 1",
+            "B@f3",
+        ],
+        None,
+        "no 'B' in the reserve",
     );
     assert_fails(&["play", "e2e5"], None, "move 1 ('e2e5')");
     assert_fails(&["play", "e4", "Nf9"], None, "cannot parse move 'Nf9'");
@@ -334,6 +435,65 @@ fn byzantine_through_the_cli() {
 }
 
 #[test]
+fn glinski_through_the_cli() {
+    let out = arbiter(&["moves", "--variant", "glinski"], None);
+    assert_eq!(stdout(&out).lines().count(), 51);
+    // Stalemate: the king on f9 covers every cell around the black king on f11.
+    let stalemate = "k/3/2K2/7/9/11/11/11/11/11/10N b - 0 1";
+    let out = arbiter(
+        &["status", "--variant", "glinski", "--position", stalemate],
+        None,
+    );
+    assert_eq!(stdout(&out), "3/4-1/4 stalemate\n");
+    // Record and coordinate notation, with check and mate found by `status`.
+    let out = arbiter(
+        &[
+            "status",
+            "--variant",
+            "glinski",
+            "--position",
+            "k/3/2K2/7/9/11/11/11/11/11/3R7 w - 0 1",
+            "Rd1-d9#",
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out), "1-0 checkmate\n");
+    let out = arbiter(
+        &["play", "--variant", "glinski", "f5f6", "e7-e6", "Qe1-c3"],
+        None,
+    );
+    assert_eq!(
+        stdout(&out),
+        "b/qbk/n1b1n/r5r/ppp1ppppp/4pP5/11/4P1P4/2QP1B1P3/2P2B2P2/1PRN1BKNRP1 b - 1 2\n"
+    );
+    let out = arbiter(&["show", "--variant", "glinski"], None);
+    assert_eq!(stdout(&out).lines().count(), 23);
+    let out = arbiter(&["show", "--variant", "glinski", "--svg"], None);
+    assert_eq!(stdout(&out).matches("<polygon").count(), 91);
+    assert_fails(
+        &["play", "--variant", "glinski", "f5f8"],
+        None,
+        "move 1 ('f5f8')",
+    );
+    assert_fails(
+        &[
+            "moves",
+            "--variant",
+            "glinski",
+            "--position",
+            "k/3/5/7/9 w - 0 1",
+        ],
+        None,
+        "11 rank fields",
+    );
+    assert_fails(
+        &["moves", "--variant", "glinski", "--rule", "stalemate=loses"],
+        None,
+        "no rule option 'stalemate'",
+    );
+}
+
+#[test]
 fn play_status_and_pgn_happy_paths() {
     let out = arbiter(&["play", "e4", "e7e5", "Nf3"], None);
     assert_eq!(
@@ -375,4 +535,49 @@ fn play_status_and_pgn_happy_paths() {
         Some("1. e4 e5 2. Nf3 *"),
     );
     assert!(stdout(&out).contains("2. Cf3 *"));
+}
+
+#[test]
+fn crazyhouse_bughouse_and_bpgn_through_the_cli() {
+    let out = arbiter(
+        &[
+            "play",
+            "--variant",
+            "crazyhouse",
+            "e4",
+            "d5",
+            "exd5",
+            "Qxd5",
+            "P@e4",
+        ],
+        None,
+    );
+    assert_eq!(
+        stdout(&out),
+        "rnb1kbnr/ppp1pppp/8/3q4/4P3/8/PPPP1PPP/RNBQKBNR[p] b KQkq - 0 3\n"
+    );
+    // A blockable back-rank check: mate in crazyhouse, the player waits in bughouse.
+    let back_rank = "6k1/8/8/8/8/8/5PPP/r5K1 w - - 0 1";
+    for (variant, status) in [("crazyhouse", "0-1 checkmate\n"), ("bughouse", "ongoing\n")] {
+        let out = arbiter(
+            &["status", "--variant", variant, "--position", back_rank],
+            None,
+        );
+        assert_eq!(stdout(&out), status, "{variant}");
+    }
+    let out = arbiter(
+        &["bpgn"],
+        Some("[WhiteA \"x\"]\n\n1A.e4 {[%clk 0:02:59.8]} 1a. d5 1B. d4 2A. exd5 1b. @e4 *\n"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("\n1A. e4 {179.80} 1a. d5 1B. d4 2A. exd5 1b. P@e4 *\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert_fails(
+        &["bpgn"],
+        Some("1A. e4 1b. e5\n"),
+        "game 1: move 2 (1b. e5)",
+    );
 }

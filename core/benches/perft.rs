@@ -6,11 +6,11 @@
 //! each is reported with nodes/s and the ratio. `ARBITER_BENCH_QUICK=1` lowers the depths by one
 //! for a smoke run.
 //!
-//! A second table puts Byzantine perft (start position, depth 5) next to standard chess
-//! (start position, depth 5) in the same run.
+//! A second table puts the other variants' start positions next to standard chess (start
+//! position, depth 5) in the same run: Byzantine at depth 5, Glinski at depth 4.
 
 use arbiter_core::byzantine::ByzantineRules;
-use arbiter_core::{Byzantine, Chess, perft};
+use arbiter_core::{Byzantine, Chess, Glinski, perft};
 use shakmaty::CastlingMode;
 use shakmaty::fen::Fen;
 use std::hint::black_box;
@@ -74,36 +74,46 @@ fn main() {
         );
     }
 
-    // Variants next to standard chess.
+    // Variants next to standard chess, all measured in this run, alternating.
     let chess = Chess::new();
     let byz = Byzantine::start(false, ByzantineRules::default());
-    let depth = if quick { 4 } else { 5 };
-    let (mut best_chess, mut best_byz) = (Duration::MAX, Duration::MAX);
-    let (mut n_chess, mut n_byz) = (0, 0);
+    let glinski = Glinski::new();
+    let d = |depth: u32| if quick { depth - 1 } else { depth };
+    type Run<'a> = (&'a str, u32, Box<dyn Fn() -> u64 + 'a>);
+    let variants: [Run; 3] = [
+        ("chess", d(5), Box::new(|| perft(black_box(&chess), d(5)))),
+        ("byzantine", d(5), Box::new(|| perft(black_box(&byz), d(5)))),
+        (
+            "glinski",
+            d(4),
+            Box::new(|| perft(black_box(&glinski), d(4))),
+        ),
+    ];
+    let mut best = [Duration::MAX; 3];
+    let mut nodes = [0u64; 3];
     for _ in 0..runs {
-        let (n, t) = time(|| perft(black_box(&chess), depth));
-        let (m, u) = time(|| perft(black_box(&byz), depth));
-        (n_chess, n_byz) = (n, m);
-        best_chess = best_chess.min(t);
-        best_byz = best_byz.min(u);
+        for (i, (_, _, run)) in variants.iter().enumerate() {
+            let (n, t) = time(run);
+            nodes[i] = n;
+            best[i] = best[i].min(t);
+        }
     }
-    let chess_nps = n_chess as f64 / best_chess.as_secs_f64();
-    let byz_nps = n_byz as f64 / best_byz.as_secs_f64();
+    let nps: Vec<f64> = (0..3)
+        .map(|i| nodes[i] as f64 / best[i].as_secs_f64())
+        .collect();
     println!();
     println!(
         "{:<10} {:>5} {:>12} {:>14} {:>16}",
         "variant", "depth", "nodes", "nodes/s", "vs chess"
     );
-    println!(
-        "{:<10} {:>5} {:>12} {:>14.0} {:>15.2}x",
-        "chess", depth, n_chess, chess_nps, 1.0
-    );
-    println!(
-        "{:<10} {:>5} {:>12} {:>14.0} {:>15.2}x",
-        "byzantine",
-        depth,
-        n_byz,
-        byz_nps,
-        byz_nps / chess_nps
-    );
+    for (i, (name, depth, _)) in variants.iter().enumerate() {
+        println!(
+            "{:<10} {:>5} {:>12} {:>14.0} {:>15.2}x",
+            name,
+            depth,
+            nodes[i],
+            nps[i],
+            nps[i] / nps[0]
+        );
+    }
 }

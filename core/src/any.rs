@@ -7,6 +7,8 @@
 
 use crate::byzantine::{ByzMove, Byzantine, ByzantineRules, ByzantineTextError};
 use crate::chess::{self, Chess};
+use crate::crazyhouse::Crazyhouse;
+use crate::glinski::{Glinski, GlinskiTextError, HexMove};
 use crate::outcome::Outcome;
 use crate::position::{DrawRules, Locale, MoveError, Notation, PerftBudgetExceeded, Position};
 use crate::types::Color;
@@ -19,18 +21,24 @@ use std::fmt;
 pub enum AnyPosition {
     /// Standard chess.
     Chess(Chess),
+    /// Crazyhouse, or one bughouse board (the position knows which).
+    Crazyhouse(Crazyhouse),
     /// Byzantine chess or its Citadel variant (the position knows which, and its rule options).
     Byzantine(Byzantine),
+    /// Glinski's hexagonal chess.
+    Glinski(Glinski),
 }
 
 /// A move of any implemented variant (it belongs to positions of the same variant).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AnyMove {
-    /// A standard chess move.
+    /// A move on the 8×8 board: chess, crazyhouse and bughouse (drops included).
     Chess(chess::Move),
     /// A Byzantine move.
     Byzantine(ByzMove),
+    /// A Glinski move.
+    Glinski(HexMove),
 }
 
 /// A position text could not be turned into a position.
@@ -114,6 +122,19 @@ impl From<ByzantineTextError> for PositionTextError {
     }
 }
 
+impl From<GlinskiTextError> for PositionTextError {
+    fn from(e: GlinskiTextError) -> Self {
+        match e {
+            GlinskiTextError::Syntax { field, message } => {
+                PositionTextError::Syntax { field, message }
+            }
+            GlinskiTextError::Illegal { field, message } => {
+                PositionTextError::Illegal { field, message }
+            }
+        }
+    }
+}
+
 /// A rule option (`name=value`) that the variant does not have or does not accept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleOptionError(pub String);
@@ -173,7 +194,9 @@ macro_rules! dispatch {
     ($self:expr, $p:ident => $body:expr) => {
         match $self {
             AnyPosition::Chess($p) => $body,
+            AnyPosition::Crazyhouse($p) => $body,
             AnyPosition::Byzantine($p) => $body,
+            AnyPosition::Glinski($p) => $body,
         }
     };
 }
@@ -183,10 +206,37 @@ macro_rules! with_move {
     ($self:expr, $m:expr, ($p:ident, $mv:ident) => $body:expr, else $mismatch:expr) => {
         match ($self, $m) {
             (AnyPosition::Chess($p), AnyMove::Chess($mv)) => $body,
+            (AnyPosition::Crazyhouse($p), AnyMove::Chess($mv)) => $body,
             (AnyPosition::Byzantine($p), AnyMove::Byzantine($mv)) => $body,
+            (AnyPosition::Glinski($p), AnyMove::Glinski($mv)) => $body,
             _ => $mismatch,
         }
     };
+}
+
+/// The 8×8 board as text, with the reserves (crazyhouse, bughouse) under it.
+fn square_board_diagram(
+    board: &chess::Board,
+    turn: Color,
+    reserves: Option<&crate::crazyhouse::Reserves>,
+) -> String {
+    let mailbox = board.mailbox();
+    let mut out = String::new();
+    for rank in (0..8).rev() {
+        out.push(char::from(b'1' + rank as u8));
+        for file in 0..8 {
+            let sq = crate::Square::from_coords(file, rank).expect("on board");
+            out.push(' ');
+            out.push(mailbox[sq.index()].map_or('.', |pc| pc.char()));
+        }
+        out.push('\n');
+    }
+    out.push_str("  a b c d e f g h\n");
+    if let Some(r) = reserves {
+        out.push_str(&format!("in hand: [{}]\n", r.to_fen()));
+    }
+    out.push_str(&format!("{turn} to move\n"));
+    out
 }
 
 impl AnyPosition {
@@ -226,7 +276,21 @@ impl AnyPosition {
                     Some(t) => Byzantine::from_text(t, citadel, rules)?,
                 }))
             }
-            other => Err(PositionTextError::UnsupportedVariant(other)),
+            Variant::Crazyhouse | Variant::Bughouse => {
+                options.none_for(variant).map_err(bad_option)?;
+                let bughouse = variant == Variant::Bughouse;
+                Ok(AnyPosition::Crazyhouse(match text {
+                    None => Crazyhouse::new(bughouse),
+                    Some(t) => Crazyhouse::from_fen(t, bughouse)?,
+                }))
+            }
+            Variant::Glinski => {
+                options.none_for(variant).map_err(bad_option)?;
+                Ok(AnyPosition::Glinski(match text {
+                    None => Glinski::new(),
+                    Some(t) => Glinski::from_text(t)?,
+                }))
+            }
         }
     }
 
@@ -241,38 +305,30 @@ impl AnyPosition {
     /// The board as text for humans (a diagram; not a position string).
     pub fn render_text(&self) -> String {
         match self {
-            AnyPosition::Chess(p) => {
-                let mailbox = p.board().mailbox();
-                let mut out = String::new();
-                for rank in (0..8).rev() {
-                    out.push(char::from(b'1' + rank as u8));
-                    for file in 0..8 {
-                        let sq = crate::Square::from_coords(file, rank).expect("on board");
-                        out.push(' ');
-                        out.push(mailbox[sq.index()].map_or('.', |pc| pc.char()));
-                    }
-                    out.push('\n');
-                }
-                out.push_str("  a b c d e f g h\n");
-                out.push_str(&format!("{} to move\n", Position::turn(p)));
-                out
+            AnyPosition::Chess(p) => square_board_diagram(p.board(), p.turn(), None),
+            AnyPosition::Crazyhouse(p) => {
+                square_board_diagram(p.chess().board(), p.turn(), Some(p.reserves()))
             }
             AnyPosition::Byzantine(p) => crate::byzantine::render::to_text(p),
+            AnyPosition::Glinski(p) => crate::glinski::render::to_text(p),
         }
     }
 
-    /// An SVG picture of the board, for the variants that have one (Byzantine today).
+    /// An SVG picture of the board, for the variants that have one (Byzantine and Glinski).
     pub fn render_svg(&self) -> Option<String> {
         match self {
-            AnyPosition::Chess(_) => None,
+            AnyPosition::Chess(_) | AnyPosition::Crazyhouse(_) => None,
             AnyPosition::Byzantine(p) => Some(crate::byzantine::render::to_svg(p)),
+            AnyPosition::Glinski(p) => Some(crate::glinski::render::to_svg(p)),
         }
     }
 
     /// The rule options this position's game uses that differ from the variant's defaults.
     pub fn rule_options(&self) -> RuleOptions {
         match self {
-            AnyPosition::Chess(_) => RuleOptions::default(),
+            AnyPosition::Chess(_) | AnyPosition::Crazyhouse(_) | AnyPosition::Glinski(_) => {
+                RuleOptions::default()
+            }
             AnyPosition::Byzantine(p) => {
                 let rules = p.rules();
                 let defaults = ByzantineRules::default();
@@ -366,8 +422,14 @@ impl Position for AnyPosition {
             AnyPosition::Chess(p) => {
                 moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Chess(m)))
             }
+            AnyPosition::Crazyhouse(p) => {
+                moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Chess(m)))
+            }
             AnyPosition::Byzantine(p) => {
                 moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Byzantine(m)));
+            }
+            AnyPosition::Glinski(p) => {
+                moves.extend(p.legal_moves().iter().map(|&m| AnyMove::Glinski(m)));
             }
         }
     }
@@ -407,7 +469,9 @@ impl Position for AnyPosition {
     fn null_move(&self) -> Option<AnyPosition> {
         match self {
             AnyPosition::Chess(p) => p.null_move().map(AnyPosition::Chess),
+            AnyPosition::Crazyhouse(p) => p.null_move().map(AnyPosition::Crazyhouse),
             AnyPosition::Byzantine(p) => p.null_move().map(AnyPosition::Byzantine),
+            AnyPosition::Glinski(p) => p.null_move().map(AnyPosition::Glinski),
         }
     }
 
@@ -431,6 +495,7 @@ impl Position for AnyPosition {
         match m {
             AnyMove::Chess(m) => chess::uci::Uci::from_move(m).to_string(),
             AnyMove::Byzantine(m) => format!("{m:?}"),
+            AnyMove::Glinski(m) => format!("{m:?}"),
         }
     }
 
@@ -446,9 +511,11 @@ impl Position for AnyPosition {
     ) -> Result<AnyMove, MoveError> {
         match self {
             AnyPosition::Chess(p) => p.parse_move(text, notation, locale).map(AnyMove::Chess),
+            AnyPosition::Crazyhouse(p) => p.parse_move(text, notation, locale).map(AnyMove::Chess),
             AnyPosition::Byzantine(p) => {
                 p.parse_move(text, notation, locale).map(AnyMove::Byzantine)
             }
+            AnyPosition::Glinski(p) => p.parse_move(text, notation, locale).map(AnyMove::Glinski),
         }
     }
 }

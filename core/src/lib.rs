@@ -6,6 +6,9 @@
 //! - [`Position`]: the variant-generic interface (legal moves into a reusable buffer, copy-make,
 //!   Zobrist hash, check, terminal rules, notation). Hot code is generic over it.
 //! - [`Chess`]: standard chess ([`chess`] holds its FEN, UCI and SAN modules).
+//! - [`Crazyhouse`]: crazyhouse and single bughouse boards (drops, reserves, promoted pieces);
+//!   [`bughouse`]: the two-board match, BFEN and BPGN.
+//! - [`Glinski`]: Glinski's hexagonal chess; [`Byzantine`]: Byzantine (circular) chess.
 //! - [`AnyPosition`]: one dynamic type over every implemented variant, for services and the CLI.
 //! - [`Game`]: a position plus its history, knowing every ending (automatic and claimable).
 //! - [`pgn`]: PGN reading and writing for any variant.
@@ -13,9 +16,12 @@
 
 pub mod any;
 pub mod bitboard;
+pub mod bughouse;
 pub mod byzantine;
 pub mod chess;
+pub mod crazyhouse;
 pub mod game;
+pub mod glinski;
 pub mod outcome;
 pub mod pgn;
 pub mod position;
@@ -25,7 +31,9 @@ pub mod variant;
 pub use any::{AnyMove, AnyPosition, PositionTextError, RuleOptionError, RuleOptions};
 pub use byzantine::Byzantine;
 pub use chess::Chess;
+pub use crazyhouse::Crazyhouse;
 pub use game::{Game, GameError};
+pub use glinski::Glinski;
 pub use outcome::{DrawClaim, EndReason, Outcome, Score};
 pub use position::{
     DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, PerftBudgetExceeded,

@@ -115,6 +115,11 @@ pub enum IllegalReason {
     NoMatchingMove,
     /// The game is already over.
     GameOver,
+    /// A drop names a piece the mover does not hold (crazyhouse, bughouse).
+    NotInReserve {
+        /// The piece, as its FEN letter (`N` for a white knight).
+        piece: char,
+    },
 }
 
 impl fmt::Display for IllegalReason {
@@ -132,6 +137,7 @@ impl fmt::Display for IllegalReason {
             IllegalReason::CastlingNotAllowed => f.write_str("castling is not allowed here"),
             IllegalReason::NoMatchingMove => f.write_str("no piece of that kind can move there"),
             IllegalReason::GameOver => f.write_str("the game is over"),
+            IllegalReason::NotInReserve { piece } => write!(f, "no '{piece}' in the reserve"),
         }
     }
 }

@@ -47,6 +47,16 @@ impl Color {
     }
 }
 
+impl Color {
+    /// The other colour (`!color`, usable in `const` code).
+    pub const fn other(self) -> Color {
+        match self {
+            Color::White => Color::Black,
+            Color::Black => Color::White,
+        }
+    }
+}
+
 impl std::ops::Not for Color {
     type Output = Color;
     #[inline]

@@ -85,3 +85,19 @@ fn chess_perft_deep() {
 fn byzantine_perft() {
     run(Variant::Byzantine, "byzantine.perft", false);
 }
+
+#[test]
+fn glinski_perft() {
+    run(Variant::Glinski, "glinski.perft", false);
+}
+
+#[test]
+fn crazyhouse_perft_shallow() {
+    run(Variant::Crazyhouse, "crazyhouse.perft", false);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "deep perft runs in release builds")]
+fn crazyhouse_perft_deep() {
+    run(Variant::Crazyhouse, "crazyhouse.perft", true);
+}

@@ -1,11 +1,13 @@
 //! Property tests over random legal games: FEN round trips, incremental state equal to state
 //! rebuilt from scratch, no legal move leaves the mover's king attacked, SAN and UCI round
-//! trips for every legal move, and agreement with an independent move generator (`shakmaty`).
+//! trips for every legal move, and agreement with an independent move generator (`shakmaty`);
+//! the same properties for Byzantine and Glinski positions.
 
 use arbiter_core::byzantine::{ByzantineRules, StalemateRule};
 use arbiter_core::chess::san::{parse_san, write_san};
 use arbiter_core::chess::uci::{Uci, parse_legal};
-use arbiter_core::{Byzantine, Chess, Locale, Position};
+use arbiter_core::glinski::Glinski;
+use arbiter_core::{Byzantine, Chess, Locale, Notation, Position};
 use proptest::prelude::*;
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, EnPassantMode, Position as _};
@@ -19,19 +21,26 @@ const STARTS: [&str; 6] = [
     "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10",
 ];
 
-/// The positions of a random game: from `STARTS[start]`, each selector picks a legal move.
-fn random_game(start: usize, selectors: &[u16]) -> Vec<Chess> {
-    let mut pos = Chess::from_fen(STARTS[start % STARTS.len()]).unwrap();
-    let mut out = vec![pos];
+/// The positions of a random game of any variant: from `pos`, each selector picks a legal move.
+fn playout<P: Position>(mut pos: P, selectors: &[u16]) -> Vec<P> {
+    let mut out = vec![pos.clone()];
     for &s in selectors {
         let moves = pos.legal_moves();
         if moves.is_empty() {
             break;
         }
         pos.play_unchecked(moves[usize::from(s) % moves.len()]);
-        out.push(pos);
+        out.push(pos.clone());
     }
     out
+}
+
+/// The positions of a random game from `STARTS[start]`.
+fn random_game(start: usize, selectors: &[u16]) -> Vec<Chess> {
+    playout(
+        Chess::from_fen(STARTS[start % STARTS.len()]).unwrap(),
+        selectors,
+    )
 }
 
 fn game_strategy() -> impl Strategy<Value = (usize, Vec<u16>)> {
@@ -108,17 +117,11 @@ fn random_byzantine_game(flags: u8, selectors: &[u16]) -> (Vec<Byzantine>, bool,
         },
         facing_pawns: flags & 4 == 0,
     };
-    let mut pos = Byzantine::start(citadel, rules);
-    let mut out = vec![pos];
-    for &s in selectors {
-        let moves = pos.legal_moves();
-        if moves.is_empty() {
-            break;
-        }
-        pos.play_unchecked(moves[usize::from(s) % moves.len()]);
-        out.push(pos);
-    }
-    (out, citadel, rules)
+    (
+        playout(Byzantine::start(citadel, rules), selectors),
+        citadel,
+        rules,
+    )
 }
 
 proptest! {
@@ -141,6 +144,64 @@ proptest! {
             // A decided game has no moves; an undecided one without moves is mate or stalemate.
             if pos.legal_moves().is_empty() {
                 prop_assert!(pos.terminal().is_some(), "{}", text);
+            }
+        }
+    }
+}
+
+/// Glinski starts: the start position and the spec's perft positions (en passant on the b and
+/// k files, promotions close by).
+const GLINSKI_STARTS: [&str; 4] = [
+    "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 1",
+    "1/qbk/n1P2/6r/1p1p1p1p1/9P1/3P1p5/4P1Pp3/5B1P3/11/2R1Q1KN3 b - 0 1",
+    "k/3/5/7/p1p1p4/2P8/P3P6/11/11/11/5K5 b - 0 1",
+    "k/3/5/7/9/11/11/11/2p5p2/p9p/1P3K3P1 w - 0 1",
+];
+
+fn random_glinski_game(start: usize, selectors: &[u16]) -> Vec<Glinski> {
+    playout(
+        Glinski::from_text(GLINSKI_STARTS[start % GLINSKI_STARTS.len()]).unwrap(),
+        selectors,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Position string round trip, incremental hash equal to a fresh one, no legal move leaves
+    /// the mover's king attacked, copy-make leaves the original untouched, both notations read
+    /// back every legal move (both locales), and a position without moves is decided.
+    #[test]
+    fn glinski_properties(start in 0usize..4, sel in prop::collection::vec(any::<u16>(), 0..160)) {
+        for (i, pos) in random_glinski_game(start, &sel).into_iter().enumerate() {
+            let text = pos.to_text();
+            prop_assert_eq!(Glinski::from_text(&text).unwrap(), pos, "{}", text);
+            prop_assert_eq!(pos.zobrist(), pos.compute_hash(), "{}", text);
+            let mover = pos.turn();
+            let original = pos;
+            let moves = pos.legal_moves();
+            for &m in moves.iter() {
+                let mut after = pos;
+                after.play_unchecked(m);
+                prop_assert!(!after.king_attacked(mover), "{:?} in {}", m, text);
+                prop_assert_eq!(after.zobrist(), after.compute_hash());
+                if i % 4 == 0 {
+                    let uci = pos.move_to_uci(m);
+                    prop_assert_eq!(pos.parse_move(&uci, Notation::Uci, Locale::English), Ok(m));
+                    for locale in [Locale::English, Locale::Italian] {
+                        let record = pos.move_to_san(m, locale);
+                        prop_assert_eq!(pos.parse_move(&record, Notation::San, locale), Ok(m), "{} in {}", record, text);
+                    }
+                }
+            }
+            prop_assert_eq!(pos, original);
+            if moves.is_empty() {
+                prop_assert!(pos.terminal().is_some(), "{}", text);
+            }
+            if let Some(null) = pos.null_move() {
+                prop_assert_eq!(null.zobrist(), null.compute_hash());
+            } else {
+                prop_assert!(pos.is_check());
             }
         }
     }

@@ -515,8 +515,18 @@ impl Chess {
     /// Validates a setup. The en passant square is dropped (normalised away) when no pawn of the
     /// side to move stands ready to capture on it.
     pub fn from_setup(setup: Setup) -> Result<Chess, PositionError> {
+        Chess::from_setup_counting(setup, true)
+    }
+
+    /// [`Chess::from_setup`], with the piece-count checks (at most 16 pieces and 8 pawns a
+    /// side) only when `check_counts`: crazyhouse and bughouse boards skip them, because drops
+    /// and pieces from the other board change the arithmetic.
+    pub(crate) fn from_setup_counting(
+        setup: Setup,
+        check_counts: bool,
+    ) -> Result<Chess, PositionError> {
         let board = setup.board;
-        validate_board(&board, true)?;
+        validate_board(&board, check_counts)?;
         validate_castling(&board, setup.castling)?;
         if let Some(ep) = setup.ep_square {
             validate_ep(&board, setup.turn, ep)?;

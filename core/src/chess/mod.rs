@@ -348,6 +348,26 @@ impl Chess {
         self.hash ^= zobrist::piece(piece.color, piece.role, sq);
     }
 
+    /// Places `piece` from a reserve on the empty square `to` and passes the turn (crazyhouse
+    /// and bughouse drops; the caller keeps the reserves). A pawn drop resets the halfmove
+    /// clock, as python-chess and lichess count it.
+    pub(crate) fn play_drop(&mut self, piece: Piece, to: Square) {
+        if let Some(ep) = self.ep_square.take() {
+            self.hash ^= zobrist::ep_file(ep.file());
+        }
+        self.put(piece, to);
+        self.halfmoves = if piece.role == Role::Pawn {
+            0
+        } else {
+            self.halfmoves + 1
+        };
+        if self.turn == Color::Black {
+            self.fullmoves += 1;
+        }
+        self.turn = !self.turn;
+        self.hash ^= zobrist::black_to_move();
+    }
+
     /// Plays a legal move (copy-make: callers keep the previous position if they need it).
     #[inline]
     pub fn play_unchecked(&mut self, m: Move) {

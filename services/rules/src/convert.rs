@@ -150,6 +150,7 @@ pub fn illegal_to_proto(e: &MoveError) -> rules::IllegalMove {
                 IllegalReason::CastlingNotAllowed => rules::IllegalReason::CastlingNotAllowed,
                 IllegalReason::NoMatchingMove => rules::IllegalReason::NoMatchingMove,
                 IllegalReason::GameOver => rules::IllegalReason::GameOver,
+                IllegalReason::NotInReserve { .. } => rules::IllegalReason::NotInReserve,
                 _ => rules::IllegalReason::Unspecified,
             },
             Vec::new(),

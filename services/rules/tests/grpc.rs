@@ -185,7 +185,11 @@ async fn malformed_requests_are_invalid_argument_naming_the_field() {
             "position.text",
         ),
         (bad(Variant::Unspecified, ""), "position.variant"),
-        (bad(Variant::Glinski, ""), "position.variant"),
+        (bad(Variant::Glinski, "k/3/5 w - 0 1"), "position.text"),
+        (
+            bad(Variant::Crazyhouse, "4k3/8/8/8/8/8/8/4K3[K] w - - 0 1"),
+            "position.text",
+        ),
         (validate(None, "e2e4"), "position"),
     ];
     for (req, field) in cases {
@@ -757,5 +761,273 @@ async fn byzantine_endings_through_the_service() {
         .unwrap()
         .into_inner();
     assert_eq!(r.nodes, 2912);
+    s.stop().await;
+}
+
+const GLINSKI_START: &str =
+    "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 1";
+
+fn glinski(text: &str) -> Option<common::Position> {
+    byzantine(Variant::Glinski, text, &[])
+}
+
+/// Every RPC on Glinski positions: validation (both notations, every illegal reason the
+/// variant has, in-band stream errors), listing, applying, status with the ¾–¼ stalemate,
+/// conversion, PGN import/export, perft, and precise errors for bad position strings.
+#[tokio::test]
+async fn glinski_through_every_rpc() {
+    use rules::validate_move_response::Result as V;
+    let mut s = start().await;
+
+    // ValidateMove: record notation in, coordinate and record notation out.
+    let r = s
+        .client
+        .validate_move(rules::ValidateMoveRequest {
+            position: glinski(""),
+            r#move: "Qe1-c3".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(V::Legal(legal)) = r.result else {
+        panic!("{r:?}")
+    };
+    let m = legal.r#move.unwrap();
+    assert_eq!((m.uci.as_str(), m.san.as_str()), ("e1c3", "Qe1-c3"));
+    assert_eq!(
+        legal.position_after.unwrap().text,
+        "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/2QP1B1P3/2P2B2P2/1PRN1BKNRP1 b - 1 1"
+    );
+    for (mv, reason) in [
+        ("f5f8", rules::IllegalReason::CannotReach),
+        ("e1e5", rules::IllegalReason::Blocked),
+        ("f6f7", rules::IllegalReason::NoPiece),
+        ("f7f6", rules::IllegalReason::WrongSide),
+        ("j4j5", rules::IllegalReason::Unparseable),
+    ] {
+        let r = s
+            .client
+            .validate_move(rules::ValidateMoveRequest {
+                position: glinski(""),
+                r#move: mv.into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let Some(V::Illegal(illegal)) = r.result else {
+            panic!("{mv}: {r:?}")
+        };
+        assert_eq!(illegal.reason, reason as i32, "{mv}: {}", illegal.message);
+    }
+
+    // The stream: good, illegal and malformed requests, answered in order.
+    let reqs = vec![
+        rules::ValidateMoveRequest {
+            position: glinski(""),
+            r#move: "f5-f6".into(),
+            ..Default::default()
+        },
+        rules::ValidateMoveRequest {
+            position: glinski("k/3/5 w - 0 1"),
+            r#move: "f5-f6".into(),
+            ..Default::default()
+        },
+    ];
+    let mut stream = s
+        .client
+        .validate_move_stream(tokio_stream::iter(reqs))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        stream.message().await.unwrap().unwrap().result,
+        Some(V::Legal(_))
+    ));
+    match stream.message().await.unwrap().unwrap().result {
+        Some(V::Error(e)) => assert_eq!(e.field, "position.text"),
+        other => panic!("{other:?}"),
+    }
+
+    // ListLegalMoves and Perft.
+    let r = s
+        .client
+        .list_legal_moves(rules::ListLegalMovesRequest {
+            position: glinski(GLINSKI_START),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.moves.len(), 51);
+    let r = s
+        .client
+        .perft(rules::PerftRequest {
+            position: glinski(""),
+            depth: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.nodes, 137_858);
+
+    // ApplyMoves and GetGameStatus: the stalemating side scores 3/4.
+    let r = s
+        .client
+        .apply_moves(rules::ApplyMovesRequest {
+            start: glinski("k/3/5/2K4/9/11/11/11/11/11/10N w - 0 1"),
+            moves: vec!["Ke8-f9".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let outcome = r.status.unwrap().outcome.unwrap();
+    assert_eq!(outcome.reason, common::EndReason::Stalemate as i32);
+    let score = outcome.score.unwrap();
+    assert_eq!(
+        (
+            score.white_quarters,
+            score.black_quarters,
+            score.text.as_str()
+        ),
+        (3, 1, "3/4-1/4")
+    );
+    let r = s
+        .client
+        .get_game_status(rules::GetGameStatusRequest {
+            start: glinski("k/3/2K2/7/9/11/11/11/11/11/3R7 w - 0 1"),
+            moves: vec!["d1d9".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let outcome = r.status.unwrap().outcome.unwrap();
+    assert_eq!(outcome.reason, common::EndReason::Checkmate as i32);
+    assert_eq!(outcome.score.unwrap().text, "1-0");
+
+    // ConvertMove: coordinate to record form, Italian letters.
+    let r = s
+        .client
+        .convert_move(rules::ConvertMoveRequest {
+            position: glinski(""),
+            r#move: "e1c3".into(),
+            output_locale: common::Locale::Italian as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.r#move.unwrap().san, "De1-c3");
+
+    // ExportPgn then ImportPgn.
+    let r = s
+        .client
+        .export_pgn(rules::ExportPgnRequest {
+            start: glinski(""),
+            moves: vec!["f5f6".into(), "e7e6".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.pgn.contains("[Variant \"Glinski\"]"), "{}", r.pgn);
+    assert!(r.pgn.contains("1. f5-f6 e7-e6"), "{}", r.pgn);
+    let r = s
+        .client
+        .import_pgn(rules::ImportPgnRequest {
+            pgn: r.pgn,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.games[0].moves.len(), 2);
+    assert_eq!(
+        r.games[0].start.as_ref().unwrap().variant,
+        Variant::Glinski as i32
+    );
+
+    // Bad position strings are INVALID_ARGUMENT naming the field.
+    for text in [
+        "k/3/5 w - 0 1",
+        "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w f6 0 1",
+    ] {
+        let status = s
+            .client
+            .list_legal_moves(rules::ListLegalMovesRequest {
+                position: glinski(text),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_field_error(status, Code::InvalidArgument, "position.text");
+    }
+    s.stop().await;
+}
+
+/// Crazyhouse and bughouse boards through the service: drops in both notations, a drop of a
+/// piece not held, and the bughouse mate rule (a blockable check is not mate).
+#[tokio::test]
+async fn crazyhouse_and_bughouse_boards() {
+    use rules::validate_move_response::Result as V;
+    let mut s = start().await;
+    let zh = |text: &str| byzantine(Variant::Crazyhouse, text, &[]);
+    let r = s
+        .client
+        .validate_move(rules::ValidateMoveRequest {
+            position: zh("4k3/8/8/8/8/8/8/4K3[Np] w - - 0 1"),
+            r#move: "N@f3".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(V::Legal(legal)) = r.result else {
+        panic!("{r:?}")
+    };
+    assert_eq!(legal.r#move.unwrap().uci, "N@f3");
+    assert_eq!(
+        legal.position_after.unwrap().text,
+        "4k3/8/8/8/8/5N2/8/4K3[p] b - - 1 1"
+    );
+    let r = s
+        .client
+        .validate_move(rules::ValidateMoveRequest {
+            position: zh("4k3/8/8/8/8/8/8/4K3[Np] w - - 0 1"),
+            r#move: "Q@f3".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(V::Illegal(illegal)) = r.result else {
+        panic!("{r:?}")
+    };
+    assert_eq!(illegal.reason, rules::IllegalReason::NotInReserve as i32);
+    for (variant, outcome) in [(Variant::Crazyhouse, true), (Variant::Bughouse, false)] {
+        let r = s
+            .client
+            .get_game_status(rules::GetGameStatusRequest {
+                start: byzantine(variant, "6k1/8/8/8/8/8/5PPP/r5K1 w - - 0 1", &[]),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status.unwrap().outcome.is_some(), outcome, "{variant:?}");
+    }
+    let status = s
+        .client
+        .list_legal_moves(rules::ListLegalMovesRequest {
+            position: zh("4k3/8/8/8/8/8/8/4K3[Np w - - 0 1"),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(status, Code::InvalidArgument, "position.text");
     s.stop().await;
 }
