@@ -5,9 +5,10 @@
 use prost::Message;
 use std::path::PathBuf;
 
-const PROTOS: [&str; 2] = [
+const PROTOS: [&str; 3] = [
     "arbiter/common/v1/common.proto",
     "arbiter/rules/v1/rules.proto",
+    "arbiter/rules/v1/bughouse.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -107,7 +107,7 @@ enum Command {
         svg: bool,
     },
     /// Run every Arbiter service in this process on one port (embedded default: in-process
-    /// storage, no Redis): today the rules service, with health and reflection.
+    /// storage, no Redis): the rules and bughouse services, with health and reflection.
     Serve {
         #[command(flatten)]
         server: arbiter_rules::ServerArgs,
@@ -152,6 +152,21 @@ enum BenchTarget {
         #[arg(long, default_value_t = 4)]
         streams: usize,
     },
+    /// Drive bughouse matches: many in parallel, random legal moves through MakeMove.
+    Bughouse {
+        /// Server to load; without it an embedded server is started in this process.
+        #[arg(long)]
+        addr: Option<String>,
+        /// For the embedded server: keep matches in Redis at this URL (else in process).
+        #[arg(long)]
+        redis_url: Option<String>,
+        /// Matches played at once (two clients each).
+        #[arg(long, default_value_t = 64)]
+        matches: usize,
+        /// Seconds to play.
+        #[arg(long, default_value_t = 10.0)]
+        duration_secs: f64,
+    },
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -179,13 +194,96 @@ fn serve(server: arbiter_rules::ServerArgs) -> Result<String, CliError> {
     Ok(String::new())
 }
 
+/// An embedded server on a free port with `config`: its URL and how to stop it.
+async fn embedded(
+    config: arbiter_rules::ServerConfig,
+) -> Result<(String, EmbeddedServer), CliError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| CliError(format!("bind: {e}")))?;
+    let url = format!(
+        "http://{}",
+        listener.local_addr().map_err(|e| CliError(e.to_string()))?
+    );
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(arbiter_rules::serve(listener, config, async {
+        let _ = rx.await;
+    }));
+    Ok((url, (tx, handle)))
+}
+
+type EmbeddedServer = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), arbiter_rules::ServeError>>,
+);
+
+async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
+    tonic::transport::Endpoint::from_shared(url.to_owned())
+        .map_err(|e| CliError(format!("--addr {url}: {e}")))?
+        .connect()
+        .await
+        .map_err(|e| CliError(format!("--addr {url}: {e}")))
+}
+
+fn bench_bughouse(
+    addr: Option<String>,
+    redis_url: Option<String>,
+    matches: usize,
+    duration_secs: f64,
+) -> Result<String, CliError> {
+    let cfg = arbiter_rules::bughouse::loadgen::BughouseBenchConfig {
+        duration: std::time::Duration::from_secs_f64(duration_secs),
+        matches,
+    };
+    let store = match (&addr, &redis_url) {
+        (Some(_), _) => "remote".to_owned(),
+        (None, Some(_)) => "redis".to_owned(),
+        (None, None) => "in-process".to_owned(),
+    };
+    runtime()?.block_on(async {
+        let (url, stop) = match addr {
+            Some(url) => (url, None),
+            None => {
+                let config = arbiter_rules::ServerConfig {
+                    match_store: match redis_url {
+                        Some(u) => arbiter_rules::config::MatchStoreConfig::Redis(u),
+                        None => arbiter_rules::config::MatchStoreConfig::Memory,
+                    },
+                    ..Default::default()
+                };
+                let (url, server) = embedded(config).await?;
+                (url, Some(server))
+            }
+        };
+        let channel = connect(&url).await?;
+        let result = arbiter_rules::bughouse::loadgen::run(channel, &cfg)
+            .await
+            .map_err(|e| CliError(format!("bench failed: {e}")))?;
+        if let Some((tx, handle)) = stop {
+            let _ = tx.send(());
+            let _ = handle.await;
+        }
+        Ok(arbiter_rules::bughouse::loadgen::report(
+            &result, &cfg, &store,
+        ))
+    })
+}
+
 fn bench(target: BenchTarget) -> Result<String, CliError> {
-    let BenchTarget::Rules {
-        addr,
-        duration_secs,
-        concurrency,
-        streams,
-    } = target;
+    let (addr, duration_secs, concurrency, streams) = match target {
+        BenchTarget::Rules {
+            addr,
+            duration_secs,
+            concurrency,
+            streams,
+        } => (addr, duration_secs, concurrency, streams),
+        BenchTarget::Bughouse {
+            addr,
+            redis_url,
+            matches,
+            duration_secs,
+        } => return bench_bughouse(addr, redis_url, matches, duration_secs),
+    };
     let cfg = arbiter_rules::loadgen::BenchConfig {
         duration: std::time::Duration::from_secs_f64(duration_secs),
         concurrency,
@@ -195,26 +293,11 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
         let (url, stop) = match addr {
             Some(url) => (url, None),
             None => {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .map_err(|e| CliError(format!("bind: {e}")))?;
-                let url = format!(
-                    "http://{}",
-                    listener.local_addr().map_err(|e| CliError(e.to_string()))?
-                );
-                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                let handle =
-                    tokio::spawn(arbiter_rules::serve(listener, Default::default(), async {
-                        let _ = rx.await;
-                    }));
-                (url, Some((tx, handle)))
+                let (url, server) = embedded(Default::default()).await?;
+                (url, Some(server))
             }
         };
-        let channel = tonic::transport::Endpoint::from_shared(url.clone())
-            .map_err(|e| CliError(format!("--addr {url}: {e}")))?
-            .connect()
-            .await
-            .map_err(|e| CliError(format!("--addr {url}: {e}")))?;
+        let channel = connect(&url).await?;
         let phases = arbiter_rules::loadgen::run(channel, &cfg)
             .await
             .map_err(|e| CliError(format!("bench failed: {e}")))?;

@@ -166,6 +166,28 @@ pub enum EndReason {
 }
 
 impl EndReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [EndReason; 13] = [
+        EndReason::Checkmate,
+        EndReason::Stalemate,
+        EndReason::DeadPosition,
+        EndReason::FivefoldRepetition,
+        EndReason::SeventyFiveMoveRule,
+        EndReason::ThreefoldRepetition,
+        EndReason::FiftyMoveRule,
+        EndReason::Agreement,
+        EndReason::Resignation,
+        EndReason::Timeout,
+        EndReason::TimeoutVsInsufficientMaterial,
+        EndReason::BareKing,
+        EndReason::CitadelEntry,
+    ];
+
+    /// The reason with this stable name.
+    pub fn from_name(name: &str) -> Option<EndReason> {
+        EndReason::ALL.into_iter().find(|r| r.name() == name)
+    }
+
     /// Stable kebab-case name, e.g. `checkmate`, `dead-position`, `fifty-move-rule`.
     pub const fn name(self) -> &'static str {
         match self {

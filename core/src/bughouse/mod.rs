@@ -271,6 +271,20 @@ impl Match {
         Ok(m)
     }
 
+    /// A match from stored parts: both boards (with their reserves), the plies played on each,
+    /// and the outcome if it has ended (for stores that keep a match between requests).
+    pub fn restore(
+        boards: [Crazyhouse; 2],
+        plies: [u32; 2],
+        outcome: Option<MatchOutcome>,
+    ) -> Match {
+        Match {
+            boards,
+            plies,
+            outcome,
+        }
+    }
+
     /// The BFEN: `FEN_A | FEN_B`.
     pub fn to_bfen(&self) -> String {
         format!("{} | {}", self.boards[0].to_fen(), self.boards[1].to_fen())

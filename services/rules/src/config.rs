@@ -1,6 +1,7 @@
 //! Server limits. Values come from flags and environment variables, read in `main` only
 //! ([`ServerArgs`] is the shared flag definition used by `arbiter-rules` and `arbiter serve`).
 
+use crate::bughouse::store::Retention;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -31,6 +32,15 @@ impl Default for Limits {
     }
 }
 
+/// Where bughouse matches are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MatchStoreConfig {
+    /// In this process (the embedded default of `arbiter serve`; lost on restart).
+    Memory,
+    /// In Redis at this URL (`redis://host:6379/0`), shared by every instance.
+    Redis(String),
+}
+
 /// Everything a server process is configured with.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -38,6 +48,10 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Deadline for one unary request (streams are not bounded).
     pub request_timeout: Duration,
+    /// The bughouse match store.
+    pub match_store: MatchStoreConfig,
+    /// How long bughouse matches are kept.
+    pub retention: Retention,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +59,8 @@ impl Default for ServerConfig {
         ServerConfig {
             limits: Limits::default(),
             request_timeout: Duration::from_secs(30),
+            match_store: MatchStoreConfig::Memory,
+            retention: Retention::default(),
         }
     }
 }
@@ -70,6 +86,16 @@ pub struct ServerArgs {
     /// Deadline of one unary request, in seconds.
     #[arg(long, env = "ARBITER_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    /// Keep bughouse matches in Redis at this URL (e.g. redis://127.0.0.1:6379/0); without
+    /// it they are kept in this process.
+    #[arg(long, env = "ARBITER_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Lifetime of a live bughouse match without moves, in seconds.
+    #[arg(long, env = "ARBITER_MATCH_TTL_SECS", default_value_t = 7200)]
+    pub match_ttl_secs: u64,
+    /// How long a finished bughouse match stays readable, in seconds.
+    #[arg(long, env = "ARBITER_MATCH_GRACE_SECS", default_value_t = 600)]
+    pub match_grace_secs: u64,
 }
 
 impl ServerArgs {
@@ -84,6 +110,14 @@ impl ServerArgs {
                 ..Limits::default()
             },
             request_timeout: Duration::from_secs(self.request_timeout_secs),
+            match_store: match &self.redis_url {
+                Some(url) => MatchStoreConfig::Redis(url.clone()),
+                None => MatchStoreConfig::Memory,
+            },
+            retention: Retention {
+                ttl: Duration::from_secs(self.match_ttl_secs.max(1)),
+                grace: Duration::from_secs(self.match_grace_secs.max(1)),
+            },
         }
     }
 }

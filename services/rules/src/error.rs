@@ -80,3 +80,27 @@ impl From<RulesError> for Status {
         )
     }
 }
+
+impl From<crate::bughouse::BughouseError> for Status {
+    /// `INVALID_ARGUMENT` with a `BadRequest` naming the field; `FAILED_PRECONDITION` with an
+    /// `ErrorInfo` whose reason is `STALE_PLY`, `NOT_YOUR_TURN` or `MATCH_OVER`; `NOT_FOUND`;
+    /// `ALREADY_EXISTS`; `UNAVAILABLE` when the match store cannot be reached.
+    fn from(e: crate::bughouse::BughouseError) -> Status {
+        use crate::bughouse::BughouseError as B;
+        match &e {
+            B::Invalid { field, description } => Status::with_error_details(
+                Code::InvalidArgument,
+                e.to_string(),
+                ErrorDetails::with_bad_request_violation(*field, description.clone()),
+            ),
+            B::FailedPrecondition { reason, .. } => Status::with_error_details(
+                Code::FailedPrecondition,
+                e.to_string(),
+                ErrorDetails::with_error_info(*reason, "arbiter.rules.v1", []),
+            ),
+            B::NotFound(_) => Status::not_found(e.to_string()),
+            B::AlreadyExists(_) => Status::already_exists(e.to_string()),
+            B::Unavailable(_) => Status::unavailable(e.to_string()),
+        }
+    }
+}

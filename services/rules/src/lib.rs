@@ -5,6 +5,7 @@
 //! variant `arbiter-core` implements, over gRPC (`arbiter.rules.v1.RulesService`).
 //!
 //! - [`ops`]: each RPC as a plain request → response function over the core;
+//! - [`bughouse`]: bughouse matches over a match store (in-process or Redis);
 //! - [`service`]: the thin tonic handlers;
 //! - [`error`]: the one mapping from domain errors to `tonic::Status`;
 //! - [`server`]: health, reflection, tracing, graceful shutdown;
@@ -12,6 +13,7 @@
 //! - [`loadgen`]: the load generator behind `arbiter bench rules`.
 #![warn(missing_docs)]
 
+pub mod bughouse;
 pub mod config;
 pub mod convert;
 pub mod error;

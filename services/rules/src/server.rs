@@ -2,8 +2,12 @@
 //! tracing, a unary deadline, and graceful shutdown on a caller-supplied future (tonic's
 //! pattern: tests bind port 0 and pass a oneshot; `main` passes SIGTERM/ctrl-c).
 
-use crate::config::ServerConfig;
+use crate::bughouse::grpc::BughouseGrpc;
+use crate::bughouse::redis_store::RedisStore;
+use crate::bughouse::store::{AnyStore, MemoryStore};
+use crate::config::{MatchStoreConfig, ServerConfig};
 use crate::service::Rules;
+use arbiter_proto::rules::v1::bughouse_service_server::BughouseServiceServer;
 use arbiter_proto::rules::v1::rules_service_server::RulesServiceServer;
 use std::future::Future;
 use tokio::net::TcpListener;
@@ -16,14 +20,16 @@ pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The fully-qualified gRPC names of the services a server built here exposes (for health
 /// checks and tests).
-pub const SERVICE_NAMES: [&str; 4] = [
+pub const SERVICE_NAMES: [&str; 5] = [
     "arbiter.rules.v1.RulesService",
+    "arbiter.rules.v1.BughouseService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",
 ];
 
-/// Serves every Arbiter service available (today: rules), plus health and reflection, on
+/// Serves every Arbiter service available (today: rules and bughouse matches, with the match
+/// store the configuration names), plus health and reflection, on
 /// `listener` until `shutdown` completes; in-flight requests are finished before returning.
 pub async fn serve<F>(
     listener: TcpListener,
@@ -33,8 +39,18 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send,
 {
+    let store = match &config.match_store {
+        MatchStoreConfig::Memory => AnyStore::Memory(MemoryStore::new(config.retention)),
+        MatchStoreConfig::Redis(url) => {
+            AnyStore::Redis(RedisStore::connect(url, config.retention).await?)
+        }
+    };
+    tracing::info!(store = ?config.match_store, "bughouse match store");
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<RulesServiceServer<Rules>>().await;
+    health
+        .set_serving::<BughouseServiceServer<BughouseGrpc>>()
+        .await;
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(arbiter_proto::FILE_DESCRIPTOR_SET)
@@ -53,6 +69,7 @@ where
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
+        .add_service(BughouseGrpc::new(store).into_server(config.limits.max_message_bytes))
         .add_service(Rules::new(config.limits).into_server())
         .serve_with_incoming_shutdown(
             // No Nagle: small unary replies must not wait for the peer's delayed ACK.
