@@ -1,4 +1,5 @@
-"""Calls every RPC of arbiter.rules.v1.RulesService through a client generated from proto/ by
+"""Calls every RPC of arbiter.rules.v1.RulesService, and a bughouse match through
+arbiter.rules.v1.BughouseService, through a client generated from proto/ by
 grpcio-tools: the third-party view of the API. Usage: rules_client.py HOST:PORT (with the
 generated modules on sys.path). Exits non-zero on the first failed check."""
 
@@ -9,6 +10,8 @@ import grpc
 from arbiter.common.v1 import common_pb2 as common
 from arbiter.rules.v1 import rules_pb2 as rules
 from arbiter.rules.v1 import rules_pb2_grpc as rules_grpc
+from arbiter.rules.v1 import bughouse_pb2 as bug
+from arbiter.rules.v1 import bughouse_pb2_grpc as bug_grpc
 
 START = common.Position(variant=common.VARIANT_CHESS)
 checks = 0
@@ -75,7 +78,38 @@ def main(addr):
     except grpc.RpcError as e:
         check(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, "perft budget code")
 
+    bughouse(channel)
     print(f"python client: {checks} checks passed")
+
+
+def bughouse(channel):
+    """A short match: a capture on board A feeds the partner on B, who drops it; a stale ply is
+    refused; a resignation ends the match and a watcher sees every event up to the end."""
+    b = bug_grpc.BughouseServiceStub(channel)
+    players = bug.Players(white_a="ann", black_a="bob", white_b="cid", black_b="dee")
+    mid = b.CreateMatch(bug.CreateMatchRequest(players=players, time_control="180+0")).state.match_id
+    check(mid != "", "CreateMatch id")
+
+    def move(player, board, text, ply):
+        return b.MakeMove(bug.MakeMoveRequest(
+            match_id=mid, player_id=player, board=board, move=text, expected_ply=ply))
+
+    move("ann", bug.BOARD_A, "e4", 0)
+    move("bob", bug.BOARD_A, "d5", 1)
+    r = move("ann", bug.BOARD_A, "exd5", 2)
+    check(r.state.board_b.black_reserve == "p", "capture feeds the partner")
+    move("cid", bug.BOARD_B, "Nf3", 0)
+    r = move("dee", bug.BOARD_B, "P@e4", 1)
+    check(r.move.move.uci == "P@e4" and r.state.board_b.black_reserve == "", "drop")
+    try:
+        move("bob", bug.BOARD_A, "e5", 1)
+        check(False, "a stale ply must fail")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.FAILED_PRECONDITION, "stale ply code")
+    end = b.Resign(bug.ResignRequest(match_id=mid, player_id="bob")).state
+    check(end.outcome.winning_team == 1 and end.outcome.reason_name == "resignation", "Resign")
+    events = list(b.WatchMatch(bug.WatchMatchRequest(match_id=mid, after_seq=0)))
+    check(len(events) == end.last_seq and events[-1].WhichOneof("event") == "end", "WatchMatch")
 
 
 if __name__ == "__main__":

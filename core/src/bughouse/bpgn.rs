@@ -226,6 +226,11 @@ fn parse_tag(line: &str) -> Result<(String, String), BpgnError> {
         .trim()
         .split_once(char::is_whitespace)
         .ok_or_else(|| syntax(format!("bad tag line '{line}'")))?;
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(syntax(format!(
+            "tag name '{name}': letters, digits and '_' only"
+        )));
+    }
     let value = value.trim();
     let value = value
         .strip_prefix('"')

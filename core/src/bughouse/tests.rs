@@ -269,6 +269,9 @@ fn bpgn_errors_name_the_move() {
         "1A. e4 {open",
         "1A. e4 (1a. e5",
         "[Event x]\n1A. e4",
+        // Found by the bpgn fuzz target: a tag named '%' was written as a line that reads back
+        // as a clock comment.
+        "[\t% \"*\"]\n*",
     ] {
         assert!(read_bpgn(bad).is_err(), "{bad}");
     }

@@ -494,7 +494,15 @@ impl Position for Crazyhouse {
     ) -> Result<Move, MoveError> {
         let text = input.trim();
         if text.contains('@') {
-            return self.parse_drop_move(text, locale);
+            // UCI drops use the English letters; SAN drops the locale's (in Italian `R@e2` is a
+            // king, `T@e2` a rook). Auto tries the locale first, then English.
+            return match notation {
+                Notation::Uci => self.parse_drop_move(text, Locale::English),
+                Notation::San => self.parse_drop_move(text, locale),
+                Notation::Auto => self
+                    .parse_drop_move(text, locale)
+                    .or_else(|e| self.parse_drop_move(text, Locale::English).map_err(|_| e)),
+            };
         }
         let m = self.chess.parse_move(text, notation, locale)?;
         debug_assert!(self.legal_moves().contains(&m));

@@ -66,6 +66,26 @@ fn drops_and_their_errors() {
     assert_eq!(pos.move_to_uci(m), "N@f3");
     assert_eq!(pos.move_to_san(m, Locale::English), "N@f3");
     assert_eq!(pos.move_to_san(m, Locale::Italian), "C@f3");
+    // UCI drops are English whatever the locale (found by the crazyhouse fuzz target: `R@e2`
+    // in Italian SAN is a king).
+    let rook = zh("4k3/8/8/8/8/8/8/4K3[R] w - - 0 1");
+    let r = rook
+        .parse_move("R@e2", Notation::Uci, Locale::Italian)
+        .unwrap();
+    assert_eq!(rook.move_to_uci(r), "R@e2");
+    assert_eq!(rook.move_to_san(r, Locale::Italian), "T@e2+");
+    assert_eq!(
+        rook.parse_move("T@e2", Notation::San, Locale::Italian),
+        Ok(r)
+    );
+    assert_eq!(
+        rook.parse_move("R@e2", Notation::Auto, Locale::Italian),
+        Ok(r)
+    );
+    assert!(
+        rook.parse_move("R@e2", Notation::San, Locale::Italian)
+            .is_err()
+    );
     let after = play(&pos, &["N@f3"]);
     assert_eq!(after.reserves().count(Color::White, Role::Knight), 0);
     assert_eq!(after.to_fen(), "4k3/8/8/8/8/5N2/8/4K3[p] b - - 1 1");

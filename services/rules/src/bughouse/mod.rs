@@ -419,22 +419,12 @@ impl<S: MatchStore> Bughouse<S> {
         let events = match m.play(seat, text, expected_ply, locale) {
             Ok(events) => events,
             Err(MatchError::StalePly { actual, .. }) => {
-                // A retry of the move that produced ply `expected + 1` is a duplicate.
                 let last = fields
                     .get(&format!("last:{bc}"))
                     .cloned()
                     .unwrap_or_default();
-                if let Some(played) = duplicate_of(&last, expected_ply, text, player, board) {
-                    let view = self.get(id).await?;
-                    let fen = view.boards[board.index()].fen.clone();
-                    return Ok((PlayedMove { fen, ..played }, view, true));
-                }
-                return Err(precondition(
-                    "STALE_PLY",
-                    format!(
-                        "board {board} is at ply {actual}, the request expected {expected_ply}"
-                    ),
-                ));
+                let request = (player, board, text, expected_ply);
+                return self.stale_or_duplicate(id, &last, actual, request).await;
             }
             Err(e) => return Err(match_error(e)),
         };
@@ -481,17 +471,8 @@ impl<S: MatchStore> Bughouse<S> {
                 last_seq, fields, ..
             } => view(id, &fields, last_seq)?,
             MoveResult::Stale { ply: actual, last } => {
-                if let Some(played) = duplicate_of(&last, expected_ply, text, player, board) {
-                    let view = self.get(id).await?;
-                    let fen = view.boards[board.index()].fen.clone();
-                    return Ok((PlayedMove { fen, ..played }, view, true));
-                }
-                return Err(precondition(
-                    "STALE_PLY",
-                    format!(
-                        "board {board} is at ply {actual}, the request expected {expected_ply}"
-                    ),
-                ));
+                let request = (player, board, text, expected_ply);
+                return self.stale_or_duplicate(id, &last, actual, request).await;
             }
             MoveResult::Over => return Err(precondition("MATCH_OVER", "the match is over")),
             MoveResult::NotInReserve => {
@@ -514,6 +495,27 @@ impl<S: MatchStore> Bughouse<S> {
             },
             view,
             false,
+        ))
+    }
+
+    /// The answer to a move whose board is no longer at `expected_ply`: the same move already
+    /// applied by the same request (a retry: answered as a duplicate, nothing changes), or
+    /// `STALE_PLY`. `last` is the board's `last:` field, `actual` its ply.
+    async fn stale_or_duplicate(
+        &self,
+        id: &str,
+        last: &str,
+        actual: u32,
+        (player, board, text, expected_ply): (&str, BoardId, &str, u32),
+    ) -> Result<(PlayedMove, MatchView, bool), BughouseError> {
+        if let Some(played) = duplicate_of(last, expected_ply, text, player, board) {
+            let view = self.get(id).await?;
+            let fen = view.boards[board.index()].fen.clone();
+            return Ok((PlayedMove { fen, ..played }, view, true));
+        }
+        Err(precondition(
+            "STALE_PLY",
+            format!("board {board} is at ply {actual}, the request expected {expected_ply}"),
         ))
     }
 
