@@ -637,31 +637,54 @@ fn restore(fields: &Fields) -> Result<Match, BughouseError> {
             .and_then(|p| p.parse().ok())
             .unwrap_or(0)
     };
-    let outcome = fields.get("outcome").and_then(|line| {
-        let parts: Vec<&str> = line.split('\t').collect();
-        decode_outcome(&parts)
-    });
-    Ok(Match::restore(boards, [ply('A'), ply('B')], outcome))
+    Ok(Match::restore(
+        boards,
+        [ply('A'), ply('B')],
+        stored_outcome(fields),
+    ))
 }
 
+/// The outcome a stored match records, if it has ended.
+fn stored_outcome(fields: &Fields) -> Option<MatchOutcome> {
+    let line = fields.get("outcome")?;
+    decode_outcome(&line.split('\t').collect::<Vec<_>>())
+}
+
+/// The match as stored, assembled from the fields without re-validating the boards (they were
+/// written from validated positions; moves validate them again on their way in).
 fn view(id: &str, fields: &Fields, last_seq: u64) -> Result<MatchView, BughouseError> {
-    let m = restore(fields)?;
-    let boards = BoardId::BOTH.map(|b| {
-        let pos = m.board(b);
-        BoardView {
-            fen: pos.to_fen(),
-            ply: m.ply(b),
-            turn: pos.turn(),
-            white_reserve: reserve_text(fields, board_char(b), 'w'),
-            black_reserve: reserve_text(fields, board_char(b), 'b'),
-        }
-    });
+    let corrupt =
+        |what: &str| BughouseError::Unavailable(StoreError(format!("corrupt match: {what}")));
+    let board = |b: BoardId| -> Result<BoardView, BughouseError> {
+        let bc = board_char(b);
+        let stored = fields
+            .get(&format!("fen:{bc}"))
+            .ok_or_else(|| corrupt("no board"))?;
+        let (placement, _, rest) = split_fen(stored);
+        let (white_reserve, black_reserve) =
+            (reserve_text(fields, bc, 'w'), reserve_text(fields, bc, 'b'));
+        let turn = match rest.split(' ').next() {
+            Some("w") => Color::White,
+            Some("b") => Color::Black,
+            _ => return Err(corrupt("side to move")),
+        };
+        Ok(BoardView {
+            fen: format!("{placement}[{white_reserve}{black_reserve}] {rest}"),
+            ply: fields
+                .get(&format!("ply:{bc}"))
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| corrupt("ply"))?,
+            turn,
+            white_reserve,
+            black_reserve,
+        })
+    };
     Ok(MatchView {
         id: id.to_owned(),
         players: SEAT_FIELDS.map(|f| fields.get(f).cloned().unwrap_or_default()),
         time_control: fields.get("tc").cloned().unwrap_or_default(),
-        boards,
-        outcome: m.outcome(),
+        boards: [board(BoardId::A)?, board(BoardId::B)?],
+        outcome: stored_outcome(fields),
         last_seq,
         draw_offers: [1u8, 2]
             .into_iter()
