@@ -212,15 +212,40 @@ struct Stored {
 /// mutex makes each method one step) and the same expiry rules.
 #[derive(Debug)]
 pub struct MemoryStore {
-    matches: Mutex<HashMap<String, Stored>>,
+    matches: Mutex<Matches>,
     retention: Retention,
+}
+
+#[derive(Debug)]
+struct Matches {
+    by_id: HashMap<String, Stored>,
+    last_sweep: Instant,
+}
+
+impl Matches {
+    /// The live match `id`: an expired one is dropped on access. Every other expired match is
+    /// dropped by a sweep at most once a second, so a request never pays for a full scan more
+    /// often than that.
+    fn live(&mut self, id: &str, now: Instant) -> Option<&mut Stored> {
+        if now.duration_since(self.last_sweep) >= Duration::from_secs(1) {
+            self.by_id.retain(|_, m| m.expires > now);
+            self.last_sweep = now;
+        }
+        if self.by_id.get(id).is_some_and(|m| m.expires <= now) {
+            self.by_id.remove(id);
+        }
+        self.by_id.get_mut(id)
+    }
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new(retention: Retention) -> MemoryStore {
         MemoryStore {
-            matches: Mutex::new(HashMap::new()),
+            matches: Mutex::new(Matches {
+                by_id: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
             retention,
         }
     }
@@ -228,9 +253,7 @@ impl MemoryStore {
     /// Runs `f` on the live (unexpired) match `id`, if any.
     fn with<T>(&self, id: &str, f: impl FnOnce(&mut Stored) -> T) -> Option<T> {
         let mut all = self.matches.lock().expect("not poisoned");
-        let now = Instant::now();
-        all.retain(|_, m| m.expires > now);
-        all.get_mut(id).map(f)
+        all.live(id, Instant::now()).map(f)
     }
 }
 
@@ -243,11 +266,10 @@ impl MatchStore for MemoryStore {
     ) -> Result<bool, StoreError> {
         let mut all = self.matches.lock().expect("not poisoned");
         let now = Instant::now();
-        all.retain(|_, m| m.expires > now);
-        if all.contains_key(id) {
+        if all.live(id, now).is_some() {
             return Ok(false);
         }
-        all.insert(
+        all.by_id.insert(
             id.to_owned(),
             Stored {
                 fields: fields.clone(),
