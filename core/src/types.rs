@@ -61,10 +61,7 @@ impl std::ops::Not for Color {
     type Output = Color;
     #[inline]
     fn not(self) -> Color {
-        match self {
-            Color::White => Color::Black,
-            Color::Black => Color::White,
-        }
+        self.other()
     }
 }
 

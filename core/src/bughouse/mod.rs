@@ -14,7 +14,7 @@ mod bpgn;
 
 pub use bpgn::{BpgnError, BpgnGame, BpgnMove, read_bpgn};
 
-use crate::crazyhouse::{Crazyhouse, RESERVE_ROLES, Reserves};
+use crate::crazyhouse::Crazyhouse;
 use crate::outcome::{EndReason, Outcome, Score};
 use crate::position::{Locale, MoveError, Notation, Position};
 use crate::types::Color;
@@ -302,7 +302,7 @@ impl Match {
 
     /// The reserve of a seat.
     pub fn reserve(&self, seat: Seat) -> String {
-        reserve_fen(self.board(seat.board).reserves(), seat.color)
+        self.board(seat.board).reserves().letters(seat.color)
     }
 
     /// The outcome, once the match has ended.
@@ -332,6 +332,19 @@ impl Match {
         expected_ply: u32,
         locale: Locale,
     ) -> Result<Vec<MatchEvent>, MatchError> {
+        let m = self.check(seat, text, expected_ply, locale)?;
+        Ok(self.play_checked(seat, m, locale))
+    }
+
+    /// The move `text` would be for `seat` if its board is at `expected_ply`, without playing
+    /// it (for callers that need the move itself before committing it elsewhere).
+    pub fn check(
+        &self,
+        seat: Seat,
+        text: &str,
+        expected_ply: u32,
+        locale: Locale,
+    ) -> Result<chess::Move, MatchError> {
         if self.outcome.is_some() {
             return Err(MatchError::MatchOver);
         }
@@ -360,11 +373,12 @@ impl Match {
                 return Err(MatchError::ReserveFull);
             }
         }
-        Ok(self.apply(seat, m, locale))
+        Ok(m)
     }
 
-    /// Plays a legal move of the board's side to move (checked by the caller).
-    fn apply(&mut self, seat: Seat, m: chess::Move, locale: Locale) -> Vec<MatchEvent> {
+    /// Plays a move that [`Match::check`] accepted for `seat` on this unchanged match, and
+    /// returns the events in order.
+    pub fn play_checked(&mut self, seat: Seat, m: chess::Move, locale: Locale) -> Vec<MatchEvent> {
         let i = seat.board.index();
         let mut events = Vec::with_capacity(3);
         let pos = self.boards[i];
@@ -443,18 +457,6 @@ impl Match {
         self.outcome = Some(o);
         Ok(o)
     }
-}
-
-/// One colour's reserve in FEN letters (upper case for White).
-pub fn reserve_fen(reserves: &Reserves, color: Color) -> String {
-    let mut s = String::new();
-    for role in RESERVE_ROLES {
-        let c = crate::types::Piece { color, role }.char();
-        for _ in 0..reserves.count(color, role) {
-            s.push(c);
-        }
-    }
-    s
 }
 
 #[cfg(test)]

@@ -345,6 +345,14 @@ impl FromStr for Setup {
     type Err = FenError;
 
     fn from_str(fen: &str) -> Result<Setup, FenError> {
+        Setup::parse_with_promoted(fen).map(|(setup, _)| setup)
+    }
+}
+
+impl Setup {
+    /// Parses a FEN, also returning the squares whose pieces carry the `~` promoted marker
+    /// (crazyhouse and bughouse keep them; chess ignores them).
+    pub(crate) fn parse_with_promoted(fen: &str) -> Result<(Setup, Bitboard), FenError> {
         let mut fields = [""; 6];
         let mut count = 0;
         for field in fen.split_whitespace() {
@@ -357,7 +365,7 @@ impl FromStr for Setup {
             return Err(FenError::FieldCount { found: count });
         }
         let fields = &fields[..count];
-        let (board, _) = parse_placement(fields[0])?;
+        let (board, promoted) = parse_placement(fields[0])?;
         let turn = match fields[1] {
             "w" => Color::White,
             "b" => Color::Black,
@@ -391,14 +399,17 @@ impl FromStr for Setup {
                 }
             },
         };
-        Ok(Setup {
-            board,
-            turn,
-            castling,
-            ep_square,
-            halfmoves,
-            fullmoves,
-        })
+        Ok((
+            Setup {
+                board,
+                turn,
+                castling,
+                ep_square,
+                halfmoves,
+                fullmoves,
+            },
+            promoted,
+        ))
     }
 }
 

@@ -90,19 +90,21 @@ impl Reserves {
             .sum()
     }
 
-    /// The FEN form without brackets: White's pieces upper case then Black's, each in `QRBNP`
-    /// order (`QRBNPqrbnp`).
-    pub fn to_fen(&self) -> String {
+    /// `color`'s pieces as FEN letters in `QRBNP` order (upper case for White).
+    pub fn letters(&self, color: Color) -> String {
         let mut s = String::new();
-        for color in Color::ALL {
-            for role in RESERVE_ROLES {
-                let c = Piece { color, role }.char();
-                for _ in 0..self.count(color, role) {
-                    s.push(c);
-                }
+        for role in RESERVE_ROLES {
+            let c = Piece { color, role }.char();
+            for _ in 0..self.count(color, role) {
+                s.push(c);
             }
         }
         s
+    }
+
+    /// The FEN form without brackets: White's letters then Black's (`QRBNPqrbnp`).
+    pub fn to_fen(&self) -> String {
+        self.letters(Color::White) + &self.letters(Color::Black)
     }
 }
 

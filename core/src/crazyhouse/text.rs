@@ -2,11 +2,11 @@
 //! as lichess and python-chess write it; the reserve as a ninth `/` field is accepted too) and
 //! drop notation (`N@f3`, `@e4` for a pawn).
 
-use super::{Crazyhouse, MAX_IN_RESERVE, Reserves};
+use super::{Crazyhouse, Reserves};
 use crate::PositionTextError;
-use crate::chess::fen::{FenPositionError, Setup, parse_placement};
+use crate::chess::Chess;
+use crate::chess::fen::{FenPositionError, Setup};
 use crate::chess::san::role_from_letter;
-use crate::chess::{Chess, FenError};
 use crate::position::Locale;
 use crate::types::{Piece, Role, Square};
 use std::fmt;
@@ -35,12 +35,8 @@ impl Reserves {
                 .filter(|p| p.role != Role::King)
                 .ok_or_else(|| ReserveError(format!("reserve: invalid piece letter '{c}'")))?;
             let n = r.count(piece.color, piece.role);
-            if n == MAX_IN_RESERVE {
-                return Err(ReserveError(format!(
-                    "reserve: more than {MAX_IN_RESERVE} '{c}'"
-                )));
-            }
-            r.set(piece.color, piece.role, n + 1)?;
+            r.set(piece.color, piece.role, n + 1)
+                .map_err(|e| ReserveError(format!("reserve: too many '{c}': {e}")))?;
         }
         Ok(r)
     }
@@ -72,11 +68,8 @@ impl Crazyhouse {
             (first, "")
         };
         let reserves = Reserves::parse(reserve).map_err(|e| syntax("reserve", e.0))?;
-        let (_, promoted) =
-            parse_placement(placement).map_err(|e| syntax(e.field(), e.to_string()))?;
-        let setup: Setup = format!("{placement} {rest}")
-            .parse()
-            .map_err(|e: FenError| PositionTextError::from(FenPositionError::Fen(e)))?;
+        let (setup, promoted) = Setup::parse_with_promoted(&format!("{placement} {rest}"))
+            .map_err(|e| PositionTextError::from(FenPositionError::Fen(e)))?;
         let chess = Chess::from_setup_counting(setup, false)
             .map_err(|e| PositionTextError::from(FenPositionError::Position(e)))?;
         let board = chess.board();

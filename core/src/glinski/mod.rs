@@ -17,6 +17,7 @@ mod text;
 pub use geometry::{Bitboard, Cell, cell_name, parse_cell};
 pub use text::GlinskiTextError;
 
+use crate::chess::san::role_letter;
 use crate::outcome::{EndReason, Outcome, Score};
 use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position};
 use crate::types::{Color, Piece, Role};
@@ -128,11 +129,6 @@ impl Default for Glinski {
 #[inline(always)]
 const fn bit(cell: Cell) -> Bitboard {
     1 << cell
-}
-
-/// The Glinski piece letters of the record notation (`K Q R B N`, or the Italian ones).
-fn role_letter(role: Role, locale: Locale) -> Option<char> {
-    crate::chess::san::role_letter(role, locale)
 }
 
 impl Glinski {

@@ -568,7 +568,8 @@ async fn shutdown_completes_in_flight_requests() {
     assert_eq!(r.nodes, nodes);
 }
 
-fn byzantine(variant: Variant, text: &str, rules: &[(&str, &str)]) -> Option<common::Position> {
+/// A position of any variant, with rule options.
+fn position_of(variant: Variant, text: &str, rules: &[(&str, &str)]) -> Option<common::Position> {
     Some(common::Position {
         variant: variant as i32,
         text: text.to_owned(),
@@ -672,7 +673,7 @@ async fn byzantine_endings_through_the_service() {
         let r = s
             .client
             .get_game_status(rules::GetGameStatusRequest {
-                start: byzantine(variant, text, rules),
+                start: position_of(variant, text, rules),
                 moves: moves.iter().map(|m| (*m).to_owned()).collect(),
                 ..Default::default()
             })
@@ -695,7 +696,7 @@ async fn byzantine_endings_through_the_service() {
 
     // Facing pawns: removed by the move, and the option keeps them.
     let validate_pawn = |rules: &[(&str, &str)]| rules::ValidateMoveRequest {
-        position: byzantine(Variant::Byzantine, "2P+1p-11/16/k15/8K7 w 0 1", rules),
+        position: position_of(Variant::Byzantine, "2P+1p-11/16/k15/8K7 w 0 1", rules),
         r#move: "a3a4".into(),
         ..Default::default()
     };
@@ -729,7 +730,7 @@ async fn byzantine_endings_through_the_service() {
     let r = s
         .client
         .validate_move(rules::ValidateMoveRequest {
-            position: byzantine(Variant::ByzantineCitadel, "k15/4R6r4/16/9KR5/4 w 0 1", &[]),
+            position: position_of(Variant::ByzantineCitadel, "k15/4R6r4/16/9KR5/4 w 0 1", &[]),
             r#move: "d11e3".into(),
             ..Default::default()
         })
@@ -743,7 +744,7 @@ async fn byzantine_endings_through_the_service() {
     let status = s
         .client
         .validate_move(rules::ValidateMoveRequest {
-            position: byzantine(Variant::Chess, "", &[("stalemate", "loses")]),
+            position: position_of(Variant::Chess, "", &[("stalemate", "loses")]),
             r#move: "e4".into(),
             ..Default::default()
         })
@@ -753,7 +754,7 @@ async fn byzantine_endings_through_the_service() {
     let r = s
         .client
         .perft(rules::PerftRequest {
-            position: byzantine(Variant::Byzantine, "", &[]),
+            position: position_of(Variant::Byzantine, "", &[]),
             depth: 3,
             ..Default::default()
         })
@@ -768,7 +769,7 @@ const GLINSKI_START: &str =
     "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 1";
 
 fn glinski(text: &str) -> Option<common::Position> {
-    byzantine(Variant::Glinski, text, &[])
+    position_of(Variant::Glinski, text, &[])
 }
 
 /// Every RPC on Glinski positions: validation (both notations, every illegal reason the
@@ -975,7 +976,7 @@ async fn glinski_through_every_rpc() {
 async fn crazyhouse_and_bughouse_boards() {
     use rules::validate_move_response::Result as V;
     let mut s = start().await;
-    let zh = |text: &str| byzantine(Variant::Crazyhouse, text, &[]);
+    let zh = |text: &str| position_of(Variant::Crazyhouse, text, &[]);
     let r = s
         .client
         .validate_move(rules::ValidateMoveRequest {
@@ -1012,7 +1013,7 @@ async fn crazyhouse_and_bughouse_boards() {
         let r = s
             .client
             .get_game_status(rules::GetGameStatusRequest {
-                start: byzantine(variant, "6k1/8/8/8/8/8/5PPP/r5K1 w - - 0 1", &[]),
+                start: position_of(variant, "6k1/8/8/8/8/8/5PPP/r5K1 w - - 0 1", &[]),
                 ..Default::default()
             })
             .await

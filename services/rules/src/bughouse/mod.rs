@@ -16,7 +16,7 @@ pub mod store;
 use arbiter_core::bughouse::{BoardId, Match, MatchError, MatchEvent, MatchOutcome, Seat, Team};
 use arbiter_core::chess::MoveKind;
 use arbiter_core::outcome::Score;
-use arbiter_core::{Color, Crazyhouse, EndReason, Locale, Notation, Position, PositionTextError};
+use arbiter_core::{Color, Crazyhouse, EndReason, Locale, PositionTextError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use store::{EndResult, Fields, MatchStore, MoveCommit, MoveResult, StoreError, reserve_text};
 use tokio::sync::Notify;
@@ -413,11 +413,10 @@ impl<S: MatchStore> Bughouse<S> {
                 format!("'{player}' plays on board {}, not {board}", seat.board),
             ));
         }
-        let before = restore(&fields)?;
-        let mut m = before.clone();
+        let mut m = restore(&fields)?;
         let bc = board_char(board);
-        let events = match m.play(seat, text, expected_ply, locale) {
-            Ok(events) => events,
+        let mv = match m.check(seat, text, expected_ply, locale) {
+            Ok(mv) => mv,
             Err(MatchError::StalePly { actual, .. }) => {
                 let last = fields
                     .get(&format!("last:{bc}"))
@@ -428,28 +427,26 @@ impl<S: MatchStore> Bughouse<S> {
             }
             Err(e) => return Err(match_error(e)),
         };
-        let pos = before.board(board);
-        let mv = pos
-            .parse_move(text, Notation::Auto, locale)
-            .expect("the match accepted it");
-        let Some(MatchEvent::Move {
-            ply, uci, san, fen, ..
-        }) = events.first().cloned()
-        else {
-            unreachable!("a played move's first event is the move")
-        };
+        // What the store must do with reserves, read from the board before the move.
         let drop = match mv.kind() {
             MoveKind::Drop(role) => Some(role.char().to_ascii_uppercase()),
             _ => None,
         };
         let partner = seat.partner();
-        let capture = pos.captured_unit(mv).map(|role| {
+        let capture = m.board(board).captured_unit(mv).map(|role| {
             (
                 role.char().to_ascii_uppercase(),
                 board_char(partner.board),
                 side_char(partner.color),
             )
         });
+        let events = m.play_checked(seat, mv, locale);
+        let Some(MatchEvent::Move {
+            ply, uci, san, fen, ..
+        }) = events.first().cloned()
+        else {
+            unreachable!("a played move's first event is the move")
+        };
         let end = events.iter().find_map(|e| match e {
             MatchEvent::End(o) => Some(encode_outcome(o)),
             _ => None,
