@@ -8,7 +8,7 @@ use std::path::PathBuf;
 const PROTOS: [&str; 3] = [
     "arbiter/common/v1/common.proto",
     "arbiter/rules/v1/rules.proto",
-    "arbiter/rules/v1/bughouse.proto",
+    "arbiter/matches/v1/matches.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -10,7 +10,7 @@
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
-use arbiter_core::pgn::{PgnGameError, read_games};
+use arbiter_core::pgn::read_games;
 use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, RuleOptions, Variant};
 use std::fmt;
 
@@ -46,16 +46,11 @@ pub fn load_position(
 pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
     let mut out = String::new();
     let total = if divide {
-        let mut split = pos.perft_divide(depth);
-        split.sort();
-        for (m, n) in &split {
+        let split = pos.perft_divide(depth);
+        for (m, n) in &split.moves {
             out.push_str(&format!("{m} {n}\n"));
         }
-        if depth == 0 {
-            1
-        } else {
-            split.iter().map(|(_, n)| n).sum()
-        }
+        split.total
     } else {
         pos.perft(depth)
     };
@@ -63,18 +58,21 @@ pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
     out
 }
 
-/// `arbiter show`: a text diagram, or SVG where the variant has a picture.
-pub fn show(pos: &AnyPosition, svg: bool) -> Result<String, CliError> {
-    if svg {
-        pos.render_svg().ok_or_else(|| {
-            CliError(format!(
-                "--svg: no SVG rendering for variant '{}' yet",
-                pos.variant()
-            ))
-        })
+/// `arbiter show`: the position after `moves` as a text diagram, or as SVG with the last move
+/// highlighted.
+pub fn show(
+    pos: AnyPosition,
+    moves: &[String],
+    locale: Locale,
+    svg: bool,
+) -> Result<String, CliError> {
+    let game = replay(pos, moves, locale)?;
+    let pos = game.position();
+    Ok(if svg {
+        pos.render_svg(game.moves().last().copied())
     } else {
-        Ok(pos.render_text())
-    }
+        pos.render_text()
+    })
 }
 
 /// `arbiter moves`.
@@ -111,18 +109,7 @@ pub fn play(pos: AnyPosition, moves: &[String], locale: Locale) -> Result<String
 /// `arbiter status`: the game state after `moves` (history counts for repetition).
 pub fn status(pos: AnyPosition, moves: &[String], locale: Locale) -> Result<String, CliError> {
     let game = replay(pos, moves, locale)?;
-    Ok(match game.outcome() {
-        Some(outcome) => format!("{outcome}\n"),
-        None => {
-            let claims = game.claimable_draws();
-            if claims.is_empty() {
-                "ongoing\n".to_owned()
-            } else {
-                let names: Vec<&str> = claims.iter().map(|c| c.name()).collect();
-                format!("ongoing; claimable: {}\n", names.join(", "))
-            }
-        }
-    })
+    Ok(format!("{}\n", game.summary()))
 }
 
 /// `arbiter pgn`: validates every game of `input` and returns it normalised.
@@ -130,11 +117,9 @@ pub fn pgn(input: &str, read_locale: Locale, write_locale: Locale) -> Result<Str
     let mut games = read_games(input).map_err(|e| CliError(format!("PGN syntax error: {e}")))?;
     let mut out = String::new();
     for (i, game) in games.iter_mut().enumerate() {
-        game.validate(read_locale, write_locale)
-            .map_err(|e| match e {
-                PgnGameError::Move { .. } => CliError(format!("game {}: {e}", i + 1)),
-                other => CliError(format!("game {}: {other}", i + 1)),
-            })?;
+        // Only the checked record is printed: null moves may stand on the main line too.
+        game.normalise(read_locale, write_locale)
+            .map_err(|e| CliError(format!("game {}: {e}", i + 1)))?;
         if i > 0 {
             out.push('\n');
         }

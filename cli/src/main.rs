@@ -98,19 +98,24 @@ enum Command {
         /// Moves to play first (their history counts for repetition).
         moves: Vec<String>,
     },
-    /// Print the board as a text diagram, or as SVG with --svg (Glinski, Byzantine).
+    /// Print the board as a text diagram, or as SVG with --svg (pieces as figures).
     Show {
         #[command(flatten)]
         pos: PositionArgs,
-        /// Print an SVG picture instead of text.
+        /// Print an SVG picture instead of text (the last move highlighted).
         #[arg(long)]
         svg: bool,
+        /// SAN piece letters of the moves.
+        #[arg(long, value_enum, default_value = "english")]
+        locale: LocaleArg,
+        /// Moves to play first (UCI or SAN).
+        moves: Vec<String>,
     },
     /// Run every Arbiter service in this process on one port (embedded default: in-process
-    /// storage, no Redis): the rules and bughouse services, with health and reflection.
+    /// storage, no Redis): the rules and match services, with health and reflection.
     Serve {
         #[command(flatten)]
-        server: arbiter_rules::ServerArgs,
+        server: arbiter_server::ServerArgs,
     },
     /// Load generators for the services.
     Bench {
@@ -152,20 +157,26 @@ enum BenchTarget {
         #[arg(long, default_value_t = 4)]
         streams: usize,
     },
-    /// Drive bughouse matches: many in parallel, random legal moves through MakeMove.
-    Bughouse {
+    /// Drive hosted matches: many in parallel, random legal moves through MakeMove.
+    Matches {
         /// Server to load; without it an embedded server is started in this process.
         #[arg(long)]
         addr: Option<String>,
         /// For the embedded server: keep matches in Redis at this URL (else in process).
         #[arg(long)]
         redis_url: Option<String>,
-        /// Matches played at once (two clients each).
+        /// The variant played (bughouse: two-board matches, two clients each).
+        #[arg(long, default_value = "bughouse", value_parser = parse_variant)]
+        variant: Variant,
+        /// Matches played at once.
         #[arg(long, default_value_t = 64)]
         matches: usize,
         /// Seconds to play.
         #[arg(long, default_value_t = 10.0)]
         duration_secs: f64,
+        /// The platform's bearer token, when the server has one (for creating matches).
+        #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
+        platform_token: Option<String>,
     },
 }
 
@@ -176,18 +187,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError(format!("cannot start the async runtime: {e}")))
 }
 
-fn serve(server: arbiter_rules::ServerArgs) -> Result<String, CliError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
+    arbiter_kit::init_tracing();
+    let config = server.load().map_err(CliError)?;
     runtime()?.block_on(async {
-        let listener = tokio::net::TcpListener::bind(server.listen)
+        let listener = tokio::net::TcpListener::bind(server.serve.listen)
             .await
-            .map_err(|e| CliError(format!("--listen {}: {e}", server.listen)))?;
-        arbiter_rules::serve(listener, server.config(), arbiter_rules::shutdown_signal())
+            .map_err(|e| CliError(format!("--listen {}: {e}", server.serve.listen)))?;
+        arbiter_server::serve(listener, config, arbiter_kit::shutdown_signal())
             .await
             .map_err(|e| CliError(format!("server failed: {e}")))
     })?;
@@ -196,7 +203,7 @@ fn serve(server: arbiter_rules::ServerArgs) -> Result<String, CliError> {
 
 /// An embedded server on a free port with `config`: its URL and how to stop it.
 async fn embedded(
-    config: arbiter_rules::ServerConfig,
+    config: arbiter_server::ServerConfig,
 ) -> Result<(String, EmbeddedServer), CliError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -206,7 +213,7 @@ async fn embedded(
         listener.local_addr().map_err(|e| CliError(e.to_string()))?
     );
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(arbiter_rules::serve(listener, config, async {
+    let handle = tokio::spawn(arbiter_server::serve(listener, config, async {
         let _ = rx.await;
     }));
     Ok((url, (tx, handle)))
@@ -214,7 +221,7 @@ async fn embedded(
 
 type EmbeddedServer = (
     tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), arbiter_rules::ServeError>>,
+    tokio::task::JoinHandle<Result<(), arbiter_kit::ServeError>>,
 );
 
 async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
@@ -225,88 +232,96 @@ async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
         .map_err(|e| CliError(format!("--addr {url}: {e}")))
 }
 
-fn bench_bughouse(
+/// Runs `work` against `addr`, or against an embedded server with `config` when there is none.
+async fn against<T, F, Fut>(
     addr: Option<String>,
-    redis_url: Option<String>,
-    matches: usize,
-    duration_secs: f64,
-) -> Result<String, CliError> {
-    let cfg = arbiter_rules::bughouse::loadgen::BughouseBenchConfig {
-        duration: std::time::Duration::from_secs_f64(duration_secs),
-        matches,
-    };
-    let store = match (&addr, &redis_url) {
-        (Some(_), _) => "remote".to_owned(),
-        (None, Some(_)) => "redis".to_owned(),
-        (None, None) => "in-process".to_owned(),
-    };
-    runtime()?.block_on(async {
-        let (url, stop) = match addr {
-            Some(url) => (url, None),
-            None => {
-                let config = arbiter_rules::ServerConfig {
-                    match_store: match redis_url {
-                        Some(u) => arbiter_rules::config::MatchStoreConfig::Redis(u),
-                        None => arbiter_rules::config::MatchStoreConfig::Memory,
-                    },
-                    ..Default::default()
-                };
-                let (url, server) = embedded(config).await?;
-                (url, Some(server))
-            }
-        };
-        let channel = connect(&url).await?;
-        let result = arbiter_rules::bughouse::loadgen::run(channel, &cfg)
-            .await
-            .map_err(|e| CliError(format!("bench failed: {e}")))?;
-        if let Some((tx, handle)) = stop {
-            let _ = tx.send(());
-            let _ = handle.await;
+    config: impl FnOnce() -> Result<arbiter_server::ServerConfig, CliError>,
+    work: F,
+) -> Result<T, CliError>
+where
+    F: FnOnce(tonic::transport::Channel) -> Fut,
+    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+{
+    let (url, stop) = match addr {
+        Some(url) => (url, None),
+        None => {
+            let (url, server) = embedded(config()?).await?;
+            (url, Some(server))
         }
-        Ok(arbiter_rules::bughouse::loadgen::report(
-            &result, &cfg, &store,
-        ))
-    })
+    };
+    let channel = connect(&url).await?;
+    let result = work(channel)
+        .await
+        .map_err(|e| CliError(format!("bench failed: {e}")));
+    if let Some((tx, handle)) = stop {
+        let _ = tx.send(());
+        let _ = handle.await;
+    }
+    result
 }
 
 fn bench(target: BenchTarget) -> Result<String, CliError> {
-    let (addr, duration_secs, concurrency, streams) = match target {
+    match target {
         BenchTarget::Rules {
             addr,
             duration_secs,
             concurrency,
             streams,
-        } => (addr, duration_secs, concurrency, streams),
-        BenchTarget::Bughouse {
+        } => {
+            let cfg = arbiter_bench::rules::BenchConfig {
+                duration: std::time::Duration::from_secs_f64(duration_secs),
+                concurrency,
+                streams,
+            };
+            runtime()?.block_on(async {
+                let phases = against(
+                    addr,
+                    || Ok(Default::default()),
+                    |channel| {
+                        let cfg = cfg.clone();
+                        async move { arbiter_bench::rules::run(channel, &cfg).await }
+                    },
+                )
+                .await?;
+                Ok(arbiter_bench::rules::report(&phases, &cfg))
+            })
+        }
+        BenchTarget::Matches {
             addr,
             redis_url,
+            variant,
             matches,
             duration_secs,
-        } => return bench_bughouse(addr, redis_url, matches, duration_secs),
-    };
-    let cfg = arbiter_rules::loadgen::BenchConfig {
-        duration: std::time::Duration::from_secs_f64(duration_secs),
-        concurrency,
-        streams,
-    };
-    runtime()?.block_on(async {
-        let (url, stop) = match addr {
-            Some(url) => (url, None),
-            None => {
-                let (url, server) = embedded(Default::default()).await?;
-                (url, Some(server))
-            }
-        };
-        let channel = connect(&url).await?;
-        let phases = arbiter_rules::loadgen::run(channel, &cfg)
-            .await
-            .map_err(|e| CliError(format!("bench failed: {e}")))?;
-        if let Some((tx, handle)) = stop {
-            let _ = tx.send(());
-            let _ = handle.await;
+            platform_token,
+        } => {
+            let cfg = arbiter_bench::matches::MatchBenchConfig {
+                duration: std::time::Duration::from_secs_f64(duration_secs),
+                matches,
+                variant,
+                platform_token,
+            };
+            let store = match (&addr, &redis_url) {
+                (Some(_), _) => "remote",
+                (None, Some(_)) => "redis",
+                (None, None) => "in-process",
+            };
+            let config = || {
+                let mut config = arbiter_server::ServerConfig::default();
+                if let Some(url) = redis_url {
+                    config.matches.store = arbiter_server::StoreConfig::Redis(url);
+                }
+                Ok(config)
+            };
+            runtime()?.block_on(async {
+                let result = against(addr, config, |channel| {
+                    let cfg = cfg.clone();
+                    async move { arbiter_bench::matches::run(channel, &cfg).await }
+                })
+                .await?;
+                Ok(arbiter_bench::matches::report(&result, &cfg, store))
+            })
         }
-        Ok(arbiter_rules::loadgen::report(&phases, &cfg))
-    })
+    }
 }
 
 fn run(cli: Cli) -> Result<String, CliError> {
@@ -324,7 +339,12 @@ fn run(cli: Cli) -> Result<String, CliError> {
             let p = pos.load()?;
             arbiter_cli::status(p, &moves, locale.into())?
         }
-        Command::Show { pos, svg } => arbiter_cli::show(&pos.load()?, svg)?,
+        Command::Show {
+            pos,
+            svg,
+            locale,
+            moves,
+        } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
         Command::Serve { server } => serve(server)?,
         Command::Bench { target } => bench(target)?,
         Command::Bpgn { locale } => {

@@ -420,7 +420,20 @@ fn byzantine_through_the_cli() {
         None,
         "move 1 ('d2d4')",
     );
-    assert_fails(&["show", "--svg"], None, "no SVG rendering");
+    // Every variant draws SVG; the last move played first is highlighted.
+    let out = arbiter(
+        &[
+            "show", "--svg", "e4", "e5", "Qh5", "Nc6", "Bc4", "Nf6", "Qxf7#",
+        ],
+        None,
+    );
+    let svg = stdout(&out);
+    assert!(
+        svg.starts_with("<svg") && svg.contains("class=\"piece\""),
+        "{svg}"
+    );
+    assert_ne!(svg, stdout(&arbiter(&["show", "--svg"], None)));
+    assert_fails(&["show", "--svg", "e5"], None, "move 1 ('e5')");
     assert_fails(
         &[
             "moves",

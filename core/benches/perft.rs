@@ -9,7 +9,7 @@
 //! A second table puts the other variants' start positions next to standard chess (start
 //! position, depth 5) in the same run: Byzantine at depth 5, Glinski at depth 4.
 
-use arbiter_core::byzantine::ByzantineRules;
+use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant};
 use arbiter_core::{Byzantine, Chess, Glinski, perft};
 use shakmaty::CastlingMode;
 use shakmaty::fen::Fen;
@@ -76,7 +76,7 @@ fn main() {
 
     // Variants next to standard chess, all measured in this run, alternating.
     let chess = Chess::new();
-    let byz = Byzantine::start(false, ByzantineRules::default());
+    let byz = Byzantine::start(ByzantineVariant::Plain, ByzantineRules::default());
     let glinski = Glinski::new();
     let d = |depth: u32| if quick { depth - 1 } else { depth };
     type Run<'a> = (&'a str, u32, Box<dyn Fn() -> u64 + 'a>);

@@ -5,19 +5,19 @@
 //! Adding a variant means adding one arm to [`AnyPosition`] and [`AnyMove`] and to the
 //! `dispatch!` macro below; callers do not change.
 
-use crate::byzantine::{ByzMove, Byzantine, ByzantineRules, ByzantineTextError};
+use crate::byzantine::{ByzMove, Byzantine, ByzantineRules, ByzantineVariant};
 use crate::chess::{self, Chess};
-use crate::crazyhouse::Crazyhouse;
-use crate::glinski::{Glinski, GlinskiTextError, HexMove};
+use crate::crazyhouse::{Crazyhouse, HouseRules};
+use crate::glinski::{Glinski, HexMove};
 use crate::outcome::Outcome;
 use crate::position::{DrawRules, Locale, MoveError, Notation, PerftBudgetExceeded, Position};
+use crate::position_text::PositionTextError;
 use crate::types::Color;
 use crate::variant::Variant;
 use std::fmt;
 
 /// A position of any implemented variant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum AnyPosition {
     /// Standard chess.
     Chess(Chess),
@@ -31,7 +31,6 @@ pub enum AnyPosition {
 
 /// A move of any implemented variant (it belongs to positions of the same variant).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum AnyMove {
     /// A move on the 8×8 board: chess, crazyhouse and bughouse (drops included).
     Chess(chess::Move),
@@ -39,100 +38,6 @@ pub enum AnyMove {
     Byzantine(ByzMove),
     /// A Glinski move.
     Glinski(HexMove),
-}
-
-/// A position text could not be turned into a position.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PositionTextError {
-    /// The variant is known but not implemented yet.
-    UnsupportedVariant(Variant),
-    /// The text cannot be parsed.
-    Syntax {
-        /// The part of the position string that is wrong (`placement`, `castling`, …).
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// The text parses but the position cannot occur.
-    Illegal {
-        /// The part of the position string that is wrong.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl PositionTextError {
-    /// The position-string field the error is about (`variant` when unsupported).
-    pub fn field(&self) -> &'static str {
-        match self {
-            PositionTextError::UnsupportedVariant(_) => "variant",
-            PositionTextError::Syntax { field, .. } | PositionTextError::Illegal { field, .. } => {
-                field
-            }
-        }
-    }
-}
-
-impl fmt::Display for PositionTextError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PositionTextError::UnsupportedVariant(v) => {
-                write!(f, "variant '{v}' is not implemented yet")
-            }
-            PositionTextError::Syntax { message, .. } => {
-                write!(f, "invalid position string: {message}")
-            }
-            PositionTextError::Illegal { message, .. } => {
-                write!(f, "impossible position: {message}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for PositionTextError {}
-
-impl From<chess::fen::FenPositionError> for PositionTextError {
-    fn from(e: chess::fen::FenPositionError) -> Self {
-        match e {
-            chess::fen::FenPositionError::Fen(e) => PositionTextError::Syntax {
-                field: e.field(),
-                message: e.to_string(),
-            },
-            chess::fen::FenPositionError::Position(e) => PositionTextError::Illegal {
-                field: e.field(),
-                message: e.to_string(),
-            },
-        }
-    }
-}
-
-impl From<ByzantineTextError> for PositionTextError {
-    fn from(e: ByzantineTextError) -> Self {
-        match e {
-            ByzantineTextError::Syntax { field, message } => {
-                PositionTextError::Syntax { field, message }
-            }
-            ByzantineTextError::Illegal { message } => PositionTextError::Illegal {
-                field: "placement",
-                message,
-            },
-        }
-    }
-}
-
-impl From<GlinskiTextError> for PositionTextError {
-    fn from(e: GlinskiTextError) -> Self {
-        match e {
-            GlinskiTextError::Syntax { field, message } => {
-                PositionTextError::Syntax { field, message }
-            }
-            GlinskiTextError::Illegal { field, message } => {
-                PositionTextError::Illegal { field, message }
-            }
-        }
-    }
 }
 
 /// A rule option (`name=value`) that the variant does not have or does not accept.
@@ -189,6 +94,37 @@ impl RuleOptions {
     }
 }
 
+fn chess_svg_options(m: Option<AnyMove>, check: bool) -> crate::chess::render::SvgOptions {
+    match m {
+        Some(AnyMove::Chess(m)) => crate::chess::render::SvgOptions::after(m, check),
+        _ => crate::chess::render::SvgOptions {
+            check,
+            ..Default::default()
+        },
+    }
+}
+
+/// Perft split by first move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerftDivide {
+    /// Each legal move in coordinate notation with the leaf count below it, sorted by the text.
+    pub moves: Vec<(String, u64)>,
+    /// The leaf count of the whole tree (1 at depth 0, where no move is made).
+    pub total: u64,
+}
+
+impl PerftDivide {
+    fn new(depth: u32, mut moves: Vec<(String, u64)>) -> PerftDivide {
+        moves.sort();
+        let total = if depth == 0 {
+            1
+        } else {
+            moves.iter().map(|(_, n)| n).sum()
+        };
+        PerftDivide { moves, total }
+    }
+}
+
 /// Runs `$body` with `$p` bound to the concrete position, whatever the variant.
 macro_rules! dispatch {
     ($self:expr, $p:ident => $body:expr) => {
@@ -212,31 +148,6 @@ macro_rules! with_move {
             _ => $mismatch,
         }
     };
-}
-
-/// The 8×8 board as text, with the reserves (crazyhouse, bughouse) under it.
-fn square_board_diagram(
-    board: &chess::Board,
-    turn: Color,
-    reserves: Option<&crate::crazyhouse::Reserves>,
-) -> String {
-    let mailbox = board.mailbox();
-    let mut out = String::new();
-    for rank in (0..8).rev() {
-        out.push(char::from(b'1' + rank as u8));
-        for file in 0..8 {
-            let sq = crate::Square::from_coords(file, rank).expect("on board");
-            out.push(' ');
-            out.push(mailbox[sq.index()].map_or('.', |pc| pc.char()));
-        }
-        out.push('\n');
-    }
-    out.push_str("  a b c d e f g h\n");
-    if let Some(r) = reserves {
-        out.push_str(&format!("in hand: [{}]\n", r.to_fen()));
-    }
-    out.push_str(&format!("{turn} to move\n"));
-    out
 }
 
 impl AnyPosition {
@@ -270,18 +181,26 @@ impl AnyPosition {
             }
             Variant::Byzantine | Variant::ByzantineCitadel => {
                 let rules = options.byzantine().map_err(bad_option)?;
-                let citadel = variant == Variant::ByzantineCitadel;
+                let board = if variant == Variant::ByzantineCitadel {
+                    ByzantineVariant::Citadel
+                } else {
+                    ByzantineVariant::Plain
+                };
                 Ok(AnyPosition::Byzantine(match text {
-                    None => Byzantine::start(citadel, rules),
-                    Some(t) => Byzantine::from_text(t, citadel, rules)?,
+                    None => Byzantine::start(board, rules),
+                    Some(t) => Byzantine::from_text(t, board, rules)?,
                 }))
             }
             Variant::Crazyhouse | Variant::Bughouse => {
                 options.none_for(variant).map_err(bad_option)?;
-                let bughouse = variant == Variant::Bughouse;
+                let rules = if variant == Variant::Bughouse {
+                    HouseRules::Bughouse
+                } else {
+                    HouseRules::Crazyhouse
+                };
                 Ok(AnyPosition::Crazyhouse(match text {
-                    None => Crazyhouse::new(bughouse),
-                    Some(t) => Crazyhouse::from_fen(t, bughouse)?,
+                    None => Crazyhouse::new(rules),
+                    Some(t) => Crazyhouse::from_fen(t, rules)?,
                 }))
             }
             Variant::Glinski => {
@@ -304,22 +223,53 @@ impl AnyPosition {
 
     /// The board as text for humans (a diagram; not a position string).
     pub fn render_text(&self) -> String {
+        use crate::chess::render::to_text;
         match self {
-            AnyPosition::Chess(p) => square_board_diagram(p.board(), p.turn(), None),
-            AnyPosition::Crazyhouse(p) => {
-                square_board_diagram(p.chess().board(), p.turn(), Some(p.reserves()))
-            }
+            AnyPosition::Chess(p) => to_text(p.board(), p.turn(), None),
+            AnyPosition::Crazyhouse(p) => to_text(p.chess().board(), p.turn(), Some(p.reserves())),
             AnyPosition::Byzantine(p) => crate::byzantine::render::to_text(p),
             AnyPosition::Glinski(p) => crate::glinski::render::to_text(p),
         }
     }
 
-    /// An SVG picture of the board, for the variants that have one (Byzantine and Glinski).
-    pub fn render_svg(&self) -> Option<String> {
-        match self {
-            AnyPosition::Chess(_) | AnyPosition::Crazyhouse(_) => None,
-            AnyPosition::Byzantine(p) => Some(crate::byzantine::render::to_svg(p)),
-            AnyPosition::Glinski(p) => Some(crate::glinski::render::to_svg(p)),
+    /// An SVG picture of the board with its pieces as figures (crazyhouse and bughouse with the
+    /// reserves), the king of the side to move marked when in check, and `last_move` (the move
+    /// that led here, if known) highlighted.
+    pub fn render_svg(&self, last_move: Option<AnyMove>) -> String {
+        let check = self.is_check();
+        match (self, last_move) {
+            (AnyPosition::Chess(p), m) => {
+                let options = chess_svg_options(m, check);
+                crate::chess::render::to_svg_with(p, &options)
+            }
+            (AnyPosition::Crazyhouse(p), m) => {
+                let options = chess_svg_options(m, check);
+                crate::chess::render::crazyhouse_to_svg_with(p, &options)
+            }
+            (AnyPosition::Byzantine(p), m) => {
+                let options = match m {
+                    Some(AnyMove::Byzantine(m)) => {
+                        crate::byzantine::render::SvgOptions::after(m, check)
+                    }
+                    _ => crate::byzantine::render::SvgOptions {
+                        check,
+                        ..Default::default()
+                    },
+                };
+                crate::byzantine::render::to_svg_with(p, &options)
+            }
+            (AnyPosition::Glinski(p), m) => {
+                let options = match m {
+                    Some(AnyMove::Glinski(m)) => {
+                        crate::glinski::render::SvgOptions::after(m, check)
+                    }
+                    _ => crate::glinski::render::SvgOptions {
+                        check,
+                        ..Default::default()
+                    },
+                };
+                crate::glinski::render::to_svg_with(p, &options)
+            }
         }
     }
 
@@ -329,18 +279,7 @@ impl AnyPosition {
             AnyPosition::Chess(_) | AnyPosition::Crazyhouse(_) | AnyPosition::Glinski(_) => {
                 RuleOptions::default()
             }
-            AnyPosition::Byzantine(p) => {
-                let rules = p.rules();
-                let defaults = ByzantineRules::default();
-                let mut out = Vec::new();
-                if rules.stalemate != defaults.stalemate {
-                    out.push(("stalemate".to_owned(), "loses".to_owned()));
-                }
-                if rules.facing_pawns != defaults.facing_pawns {
-                    out.push(("facing_pawns".to_owned(), "off".to_owned()));
-                }
-                RuleOptions(out)
-            }
+            AnyPosition::Byzantine(p) => RuleOptions(p.rules().to_options()),
         }
     }
 
@@ -361,13 +300,16 @@ impl AnyPosition {
         dispatch!(self, p => crate::position::perft(p, depth))
     }
 
-    /// Perft split by first move: each legal move in UCI with its leaf count, statically
-    /// dispatched.
-    pub fn perft_divide(&self, depth: u32) -> Vec<(String, u64)> {
-        dispatch!(self, p => crate::position::perft_divide(p, depth)
-            .into_iter()
-            .map(|(m, n)| (p.move_to_uci(m), n))
-            .collect())
+    /// Perft split by first move, statically dispatched: each legal move in UCI with its leaf
+    /// count, sorted by the UCI text, and the total.
+    pub fn perft_divide(&self, depth: u32) -> PerftDivide {
+        PerftDivide::new(
+            depth,
+            dispatch!(self, p => crate::position::perft_divide(p, depth)
+                .into_iter()
+                .map(|(m, n)| (p.move_to_uci(m), n))
+                .collect()),
+        )
     }
 
     /// [`perft`](crate::perft) within a node budget, statically dispatched.
@@ -375,16 +317,17 @@ impl AnyPosition {
         dispatch!(self, p => crate::position::perft_bounded(p, depth, budget))
     }
 
-    /// Perft split by first move (UCI, leaf count) within a node budget for the whole tree.
+    /// [`AnyPosition::perft_divide`] within a node budget for the whole tree.
     pub fn perft_divide_bounded(
         &self,
         depth: u32,
         budget: u64,
-    ) -> Result<Vec<(String, u64)>, PerftBudgetExceeded> {
-        dispatch!(self, p => Ok(crate::position::perft_divide_bounded(p, depth, budget)?
+    ) -> Result<PerftDivide, PerftBudgetExceeded> {
+        let moves = dispatch!(self, p => crate::position::perft_divide_bounded(p, depth, budget)?
             .into_iter()
             .map(|(m, n)| (p.move_to_uci(m), n))
-            .collect()))
+            .collect());
+        Ok(PerftDivide::new(depth, moves))
     }
 
     /// This position with `m` played, or `None` if `m` is not legal here.
@@ -395,6 +338,17 @@ impl AnyPosition {
         let mut next = self.clone();
         next.play_unchecked(m);
         Some(next)
+    }
+}
+
+/// The move in coordinate notation (`e2e4`, `N@f3`, `f10f11q`, `d10e3`).
+impl fmt::Display for AnyMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnyMove::Chess(m) => m.fmt(f),
+            AnyMove::Byzantine(m) => m.fmt(f),
+            AnyMove::Glinski(m) => m.fmt(f),
+        }
     }
 }
 

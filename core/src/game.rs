@@ -5,7 +5,11 @@
 //! ([`Position::draw_rules`]): claimable at the lower threshold (threefold, fifty moves),
 //! automatic at the higher (fivefold, seventy-five moves). Players end games by resignation,
 //! agreement, a claim, or a flag fall.
-
+//!
+//! [`GameState`] is a game as it stands: the position, the repetition keys since the last
+//! irreversible move, and an ending the players declared. It is all the rules need to judge the
+//! next move or claim, and small enough to store between requests (a hosted game keeps it in
+//! its record). [`Game`] adds the start position and the moves, for replays and PGN.
 use crate::outcome::{DrawClaim, EndReason, Outcome, Score};
 use crate::position::{IllegalReason, Locale, MoveError, Notation, Position};
 use crate::types::Color;
@@ -40,34 +44,44 @@ impl From<MoveError> for GameError {
     }
 }
 
-/// A position with its history.
-#[derive(Clone, Debug)]
-pub struct Game<P: Position> {
-    start: P,
+/// A game as it stands: the current position, the repetition history since the last
+/// irreversible move, and any ending the players declared (resignation, agreement, claim, flag).
+///
+/// Repetition keys ([`Position::repetition_key`]) are stable across processes and builds of the
+/// same variant (pinned by tests), so a stored history stays valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GameState<P: Position> {
     position: P,
-    moves: Vec<P::Move>,
-    /// Repetition key of the position before the first move and after each move.
+    /// Repetition key of each position since the last irreversible move; the current one last.
     keys: Vec<u64>,
-    /// An ending decided by the players (resignation, agreement, claim, flag).
+    /// An ending decided by the players.
     declared: Option<Outcome>,
 }
 
-impl<P: Position> Game<P> {
-    /// A game starting at `start`.
-    pub fn new(start: P) -> Game<P> {
-        let key = start.repetition_key();
-        Game {
-            position: start.clone(),
-            start,
-            moves: Vec::new(),
+impl<P: Position> GameState<P> {
+    /// A game starting (or taken up without history) at `position`.
+    pub fn new(position: P) -> GameState<P> {
+        let key = position.repetition_key();
+        GameState {
+            position,
             keys: vec![key],
             declared: None,
         }
     }
 
-    /// The start position.
-    pub fn start(&self) -> &P {
-        &self.start
+    /// A game taken up from stored parts: the position, the repetition keys of the positions
+    /// since the last irreversible move in order (the key of `position` itself may be left out;
+    /// it is added when missing), and the declared ending if any.
+    pub fn resume(position: P, mut history: Vec<u64>, declared: Option<Outcome>) -> GameState<P> {
+        let key = position.repetition_key();
+        if history.last() != Some(&key) {
+            history.push(key);
+        }
+        GameState {
+            position,
+            keys: history,
+            declared,
+        }
     }
 
     /// The current position.
@@ -75,14 +89,30 @@ impl<P: Position> Game<P> {
         &self.position
     }
 
-    /// The moves played so far.
-    pub fn moves(&self) -> &[P::Move] {
-        &self.moves
+    /// The repetition keys since the last irreversible move, the current position's last (what
+    /// [`GameState::resume`] takes back).
+    pub fn history(&self) -> &[u64] {
+        &self.keys
     }
 
-    /// Plies played.
-    pub fn ply(&self) -> usize {
-        self.moves.len()
+    /// The ending the players declared, if any (see [`GameState::outcome`] for every ending).
+    pub fn declared(&self) -> Option<Outcome> {
+        self.declared
+    }
+
+    /// Reads a move in `notation` and checks it, without playing it. In a game that is over the
+    /// answer is [`GameError::GameOver`], whatever the text; a text that is not a legal move
+    /// otherwise gets the position's [`MoveError`].
+    pub fn check_text(
+        &self,
+        text: &str,
+        notation: Notation,
+        locale: Locale,
+    ) -> Result<P::Move, GameError> {
+        if let Some(o) = self.outcome() {
+            return Err(GameError::GameOver(o));
+        }
+        Ok(self.position.parse_move(text, notation, locale)?)
     }
 
     /// Plays a move, refusing it if the game is over or the move is illegal.
@@ -101,11 +131,9 @@ impl<P: Position> Game<P> {
         Ok(())
     }
 
-    /// Records a move already known to be legal in a game that is not over.
-    fn push(&mut self, m: P::Move) {
-        self.position.play_unchecked(m);
-        self.moves.push(m);
-        self.keys.push(self.position.repetition_key());
+    /// Plays a move that [`GameState::check_text`] accepted on this unchanged state.
+    pub fn play_checked(&mut self, m: P::Move) {
+        self.push(m);
     }
 
     /// Reads a move in `notation` and plays it; returns the move.
@@ -115,13 +143,19 @@ impl<P: Position> Game<P> {
         notation: Notation,
         locale: Locale,
     ) -> Result<P::Move, GameError> {
-        if let Some(o) = self.outcome() {
-            return Err(GameError::GameOver(o));
-        }
-        // `parse_move` only returns legal moves and the game is not over: no second check.
-        let m = self.position.parse_move(text, notation, locale)?;
+        let m = self.check_text(text, notation, locale)?;
         self.push(m);
         Ok(m)
+    }
+
+    /// Records a move known to be legal in a game that is not over.
+    fn push(&mut self, m: P::Move) {
+        self.position.play_unchecked(m);
+        if self.position.halfmove_clock() == 0 {
+            // An irreversible move: no earlier position can occur again.
+            self.keys.clear();
+        }
+        self.keys.push(self.position.repetition_key());
     }
 
     /// How often the current position has occurred (1 the first time), counting only positions
@@ -163,7 +197,7 @@ impl<P: Position> Game<P> {
         self.declared.or_else(|| self.automatic_outcome())
     }
 
-    /// The draws the side to move (or either player, per the Laws) may claim right now.
+    /// The draws either player may claim right now (none once the game is over).
     pub fn claimable_draws(&self) -> Vec<DrawClaim> {
         if self.outcome().is_some() {
             return Vec::new();
@@ -183,6 +217,20 @@ impl<P: Position> Game<P> {
             claims.push(DrawClaim::FiftyMoveRule);
         }
         claims
+    }
+
+    /// One line for people: the result and reason (`1-0 checkmate`), or `ongoing`, with the
+    /// draws that can be claimed (`ongoing; claimable: threefold-repetition`).
+    pub fn summary(&self) -> String {
+        if let Some(o) = self.outcome() {
+            return o.to_string();
+        }
+        let claims = self.claimable_draws();
+        if claims.is_empty() {
+            return "ongoing".to_owned();
+        }
+        let names: Vec<&str> = claims.iter().map(|c| c.name()).collect();
+        format!("ongoing; claimable: {}", names.join(", "))
     }
 
     fn declare(&mut self, outcome: Outcome) -> Result<Outcome, GameError> {
@@ -231,6 +279,123 @@ impl<P: Position> Game<P> {
         reason: EndReason,
     ) -> Result<Outcome, GameError> {
         self.declare(Outcome { score, reason })
+    }
+}
+
+/// A position with its history: the start, the moves, and the [`GameState`] they lead to.
+#[derive(Clone, Debug)]
+pub struct Game<P: Position> {
+    start: P,
+    moves: Vec<P::Move>,
+    state: GameState<P>,
+}
+
+impl<P: Position> Game<P> {
+    /// A game starting at `start`.
+    pub fn new(start: P) -> Game<P> {
+        Game {
+            state: GameState::new(start.clone()),
+            start,
+            moves: Vec::new(),
+        }
+    }
+
+    /// The start position.
+    pub fn start(&self) -> &P {
+        &self.start
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &P {
+        self.state.position()
+    }
+
+    /// The game as it stands (what the rules judge the next move by).
+    pub fn state(&self) -> &GameState<P> {
+        &self.state
+    }
+
+    /// The moves played so far.
+    pub fn moves(&self) -> &[P::Move] {
+        &self.moves
+    }
+
+    /// Plies played.
+    pub fn ply(&self) -> usize {
+        self.moves.len()
+    }
+
+    /// Plays a move, refusing it if the game is over or the move is illegal.
+    pub fn play(&mut self, m: P::Move) -> Result<(), GameError> {
+        self.state.play(m)?;
+        self.moves.push(m);
+        Ok(())
+    }
+
+    /// Reads a move in `notation` and plays it; returns the move.
+    pub fn play_text(
+        &mut self,
+        text: &str,
+        notation: Notation,
+        locale: Locale,
+    ) -> Result<P::Move, GameError> {
+        let m = self.state.play_text(text, notation, locale)?;
+        self.moves.push(m);
+        Ok(m)
+    }
+
+    /// How often the current position has occurred (1 the first time).
+    pub fn repetition_count(&self) -> u32 {
+        self.state.repetition_count()
+    }
+
+    /// The ending the rules impose by themselves, if any.
+    pub fn automatic_outcome(&self) -> Option<Outcome> {
+        self.state.automatic_outcome()
+    }
+
+    /// The result: a declared ending or an automatic one.
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.state.outcome()
+    }
+
+    /// The draws either player may claim right now.
+    pub fn claimable_draws(&self) -> Vec<DrawClaim> {
+        self.state.claimable_draws()
+    }
+
+    /// One line for people: see [`GameState::summary`].
+    pub fn summary(&self) -> String {
+        self.state.summary()
+    }
+
+    /// Ends the game with a claimed draw, if the claim is valid now.
+    pub fn claim_draw(&mut self, claim: DrawClaim) -> Result<Outcome, GameError> {
+        self.state.claim_draw(claim)
+    }
+
+    /// `color` resigns.
+    pub fn resign(&mut self, color: Color) -> Result<Outcome, GameError> {
+        self.state.resign(color)
+    }
+
+    /// The players agree a draw.
+    pub fn agree_draw(&mut self) -> Result<Outcome, GameError> {
+        self.state.agree_draw()
+    }
+
+    /// `color`'s flag fell: a loss, unless the opponent cannot possibly mate (a draw).
+    pub fn flag_fall(&mut self, color: Color) -> Result<Outcome, GameError> {
+        self.state.flag_fall(color)
+    }
+
+    /// Records an ending decided elsewhere (e.g. a PGN result tag), if the game is not over.
+    pub fn declare_result(
+        &mut self,
+        score: Score,
+        reason: EndReason,
+    ) -> Result<Outcome, GameError> {
+        self.state.declare_result(score, reason)
     }
 }
 
@@ -382,5 +547,93 @@ mod tests {
         assert!(g.agree_draw().is_err());
         let mut g = Game::new(Chess::new());
         assert_eq!(g.agree_draw().unwrap().reason, EndReason::Agreement);
+    }
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+    use crate::chess::Chess;
+    use crate::{AnyPosition, Variant};
+
+    fn play_all<P: Position>(s: &mut GameState<P>, moves: &str) {
+        for m in moves.split_whitespace() {
+            s.play_text(m, Notation::Auto, Locale::English)
+                .unwrap_or_else(|e| panic!("{m}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_resumed_state_judges_like_the_original() {
+        let mut g = GameState::new(Chess::new());
+        play_all(&mut g, "e4 e5 Nf3 Nc6 Ng1 Nb8 Nf3 Nc6 Ng1 Nb8");
+        assert_eq!(g.claimable_draws(), vec![DrawClaim::ThreefoldRepetition]);
+        // Only the positions since the last pawn move are kept.
+        assert_eq!(g.history().len(), 9);
+        let resumed = GameState::resume(*g.position(), g.history().to_vec(), None);
+        assert_eq!(resumed, g);
+        // The current key may be left out of the stored history.
+        let mut short = g.history().to_vec();
+        short.pop();
+        assert_eq!(GameState::resume(*g.position(), short, None), g);
+        let mut r = resumed;
+        play_all(&mut r, "Nf3 Nc6 Ng1 Nb8");
+        assert_eq!(r.outcome(), None);
+        play_all(&mut r, "Nf3 Nc6 Ng1 Nb8");
+        assert_eq!(
+            r.outcome(),
+            Some(Outcome::draw(EndReason::FivefoldRepetition))
+        );
+        assert_eq!(r.summary(), "1/2-1/2 fivefold-repetition");
+    }
+
+    #[test]
+    fn a_finished_game_refuses_every_move_as_game_over() {
+        let mut g = GameState::new(Chess::new());
+        play_all(&mut g, "f3 e5 g4 Qh4#");
+        for text in ["e4", "Ke2", "zz"] {
+            assert!(
+                matches!(
+                    g.check_text(text, Notation::Auto, Locale::English),
+                    Err(GameError::GameOver(_))
+                ),
+                "{text}"
+            );
+        }
+        // A dead position ends the game although moves exist.
+        let dead = GameState::new(Chess::from_fen("8/8/4k3/8/8/3K4/8/8 w - - 0 1").unwrap());
+        assert!(matches!(
+            dead.check_text("Ke2", Notation::Auto, Locale::English),
+            Err(GameError::GameOver(_))
+        ));
+        // A declared ending too.
+        let mut resigned = GameState::new(Chess::new());
+        resigned.resign(Color::Black).unwrap();
+        let back = GameState::resume(*resigned.position(), vec![], resigned.declared());
+        assert_eq!(
+            back.outcome(),
+            Some(Outcome::win(Color::White, EndReason::Resignation))
+        );
+        assert_eq!(back.summary(), "1-0 resignation");
+    }
+
+    /// Stored hosted games keep repetition keys, so the keys must not change between builds.
+    /// A change here needs a migration of stored histories (or clearing them).
+    #[test]
+    fn repetition_keys_are_stable() {
+        let keys: Vec<(Variant, u64)> = Variant::ALL
+            .into_iter()
+            .map(|v| (v, AnyPosition::start(v).unwrap().repetition_key()))
+            .collect();
+        let expected: Vec<(Variant, u64)> = vec![
+            (Variant::Chess, 0x8351_7133_94a4_ddd5),
+            // Empty reserves add nothing: the crazyhouse start shares chess's key.
+            (Variant::Crazyhouse, 0x8351_7133_94a4_ddd5),
+            (Variant::Bughouse, 0x8351_7133_94a4_ddd5),
+            (Variant::Glinski, 15_921_280_074_988_302_477),
+            (Variant::Byzantine, 8_833_276_265_196_659_556),
+            (Variant::ByzantineCitadel, 14_557_679_208_456_325_988),
+        ];
+        assert_eq!(keys, expected, "{keys:#x?}");
     }
 }

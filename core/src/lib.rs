@@ -20,24 +20,27 @@ pub mod bughouse;
 pub mod byzantine;
 pub mod chess;
 pub mod crazyhouse;
+pub mod figures;
 pub mod game;
 pub mod glinski;
 pub mod outcome;
 pub mod pgn;
 pub mod position;
+pub mod position_text;
 pub mod types;
 pub mod variant;
 
-pub use any::{AnyMove, AnyPosition, PositionTextError, RuleOptionError, RuleOptions};
+pub use any::{AnyMove, AnyPosition, PerftDivide, RuleOptionError, RuleOptions};
 pub use byzantine::Byzantine;
 pub use chess::Chess;
 pub use crazyhouse::Crazyhouse;
-pub use game::{Game, GameError};
+pub use game::{Game, GameError, GameState};
 pub use glinski::Glinski;
 pub use outcome::{DrawClaim, EndReason, Outcome, Score};
 pub use position::{
     DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, PerftBudgetExceeded,
     Position, perft, perft_bounded, perft_divide, perft_divide_bounded,
 };
+pub use position_text::PositionTextError;
 pub use types::{Color, Piece, Role, Square};
 pub use variant::{UnknownVariant, Variant};

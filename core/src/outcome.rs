@@ -135,7 +135,6 @@ impl FromStr for Score {
 
 /// Why a game ended. Names from [`EndReason::name`] are stable (kebab-case).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum EndReason {
     /// The side to move is checkmated.
     Checkmate,

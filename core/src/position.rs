@@ -87,7 +87,6 @@ pub struct DrawRules {
 
 /// Why a move that could be read is not legal here.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum IllegalReason {
     /// There is no piece on the origin square.
     NoPiece {

@@ -6,7 +6,6 @@ use std::str::FromStr;
 /// A game Arbiter implements. The names returned by [`Variant::name`] are stable: they appear in
 /// the CLI (`--variant`), in the gRPC API and in stored data, and never change meaning.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
 pub enum Variant {
     /// Standard chess under the FIDE Laws (`chess`).
     Chess,

@@ -3,7 +3,7 @@
 //! generating every enemy move), on thousands of random positions of both variants and both
 //! settings of each rule option.
 
-use arbiter_core::byzantine::{ByzantineRules, StalemateRule};
+use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant, StalemateRule};
 use arbiter_core::{AnyPosition, Byzantine, Locale, Notation, Position, RuleOptions, Variant};
 use std::collections::BTreeSet;
 
@@ -281,7 +281,12 @@ fn legal_moves_agree_with_a_naive_generator() {
             },
             facing_pawns: game % 8 < 4,
         };
-        let mut pos = Byzantine::start(citadel, rules);
+        let board = if citadel {
+            ByzantineVariant::Citadel
+        } else {
+            ByzantineVariant::Plain
+        };
+        let mut pos = Byzantine::start(board, rules);
         for _ in 0..120 {
             let text = pos.to_text();
             let naive = parse(&text, citadel, rules.facing_pawns);
@@ -318,7 +323,7 @@ fn legal_moves_agree_with_a_naive_generator() {
             }
             pos.play_unchecked(moves[(next() % moves.len() as u64) as usize]);
             assert_eq!(
-                Byzantine::from_text(&pos.to_text(), citadel, rules).unwrap(),
+                Byzantine::from_text(&pos.to_text(), board, rules).unwrap(),
                 pos
             );
         }

@@ -2,6 +2,7 @@
 //! dev-dependency): legal move sets on thousands of positions from random games, and the FEN of
 //! every position read back into the same position (reserves and promoted pieces included).
 
+use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{Crazyhouse, Position};
 use shakmaty::fen::Fen;
 use shakmaty::variant::Crazyhouse as Theirs;
@@ -28,7 +29,8 @@ fn agrees_with_shakmaty_on_random_crazyhouse_games() {
     let mut positions = 0;
     let mut with_drops = 0;
     for game in 0..60 {
-        let mut pos = Crazyhouse::from_fen(STARTS[game % STARTS.len()], false).unwrap();
+        let mut pos =
+            Crazyhouse::from_fen(STARTS[game % STARTS.len()], HouseRules::Crazyhouse).unwrap();
         for _ in 0..80 {
             let fen = pos.to_fen();
             let reference = theirs(&fen);
@@ -47,7 +49,7 @@ fn agrees_with_shakmaty_on_random_crazyhouse_games() {
             assert_eq!(ours, expected, "{fen}");
             let their_fen = Fen::from_position(&reference, EnPassantMode::PseudoLegal).to_string();
             assert_eq!(
-                Crazyhouse::from_fen(&their_fen, false).unwrap(),
+                Crazyhouse::from_fen(&their_fen, HouseRules::Crazyhouse).unwrap(),
                 pos,
                 "{fen} vs {their_fen}"
             );

@@ -3,7 +3,7 @@
 //! trips for every legal move, and agreement with an independent move generator (`shakmaty`);
 //! the same properties for Byzantine and Glinski positions.
 
-use arbiter_core::byzantine::{ByzantineRules, StalemateRule};
+use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant, StalemateRule};
 use arbiter_core::chess::san::{parse_san, write_san};
 use arbiter_core::chess::uci::{Uci, parse_legal};
 use arbiter_core::glinski::Glinski;
@@ -107,8 +107,15 @@ proptest! {
 }
 
 /// The positions of a random Byzantine game (either variant, any rule options).
-fn random_byzantine_game(flags: u8, selectors: &[u16]) -> (Vec<Byzantine>, bool, ByzantineRules) {
-    let citadel = flags & 1 != 0;
+fn random_byzantine_game(
+    flags: u8,
+    selectors: &[u16],
+) -> (Vec<Byzantine>, ByzantineVariant, ByzantineRules) {
+    let citadel = if flags & 1 != 0 {
+        ByzantineVariant::Citadel
+    } else {
+        ByzantineVariant::Plain
+    };
     let rules = ByzantineRules {
         stalemate: if flags & 2 != 0 {
             StalemateRule::StalematedLoses

@@ -23,3 +23,11 @@ pub mod rules {
         tonic::include_proto!("arbiter.rules.v1");
     }
 }
+
+/// `arbiter.matches.v1`: hosted games of every variant and bughouse matches.
+pub mod matches {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("arbiter.matches.v1");
+    }
+}

@@ -1,7 +1,7 @@
 //! Byzantine position strings and moves: never panics; an accepted position round-trips and
 //! every move it lists parses back to itself.
 #![no_main]
-use arbiter_core::byzantine::ByzantineRules;
+use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant};
 use arbiter_core::{Byzantine, Locale, Notation, Position};
 use libfuzzer_sys::fuzz_target;
 
@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    let citadel = flags & 1 != 0;
+    let citadel = if flags & 1 != 0 {
+        ByzantineVariant::Citadel
+    } else {
+        ByzantineVariant::Plain
+    };
     let rules = ByzantineRules {
         facing_pawns: flags & 2 == 0,
         ..ByzantineRules::default()

@@ -1,6 +1,7 @@
 //! Crazyhouse and bughouse FEN (with reserves and `~`) and moves, drops included: never panics;
 //! an accepted position round-trips, and every legal move reads back from UCI and SAN.
 #![no_main]
+use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{Crazyhouse, Locale, Notation, Position};
 use libfuzzer_sys::fuzz_target;
 
@@ -11,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    let bughouse = flags & 1 != 0;
+    let bughouse = if flags & 1 != 0 {
+        HouseRules::Bughouse
+    } else {
+        HouseRules::Crazyhouse
+    };
     let locale = if flags & 2 == 0 {
         Locale::English
     } else {

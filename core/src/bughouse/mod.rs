@@ -14,11 +14,13 @@ mod bpgn;
 
 pub use bpgn::{BpgnError, BpgnGame, BpgnMove, read_bpgn};
 
+use crate::chess;
 use crate::crazyhouse::Crazyhouse;
+use crate::crazyhouse::HouseRules;
 use crate::outcome::{EndReason, Outcome, Score};
 use crate::position::{Locale, MoveError, Notation, Position};
-use crate::types::Color;
-use crate::{PositionTextError, chess};
+use crate::position_text::PositionTextError;
+use crate::types::{Color, Role};
 use std::fmt;
 
 /// One of the two boards.
@@ -176,6 +178,30 @@ pub enum MatchEvent {
     End(MatchOutcome),
 }
 
+/// A move as a match played it, with its effects beyond the board's placement: what left the
+/// mover's reserve and what went to the partner's. A store applies these as deltas, so a
+/// concurrent move on the other board (which can only add to this board's reserves) is never
+/// overwritten.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Played {
+    /// Who moved (and so on which board).
+    pub seat: Seat,
+    /// The board's ply after the move (1 for the first move).
+    pub ply: u32,
+    /// The move in UCI (`e2e4`, `N@f3`).
+    pub uci: String,
+    /// The move in SAN.
+    pub san: String,
+    /// The board's FEN after the move, with the reserves as this match held them.
+    pub fen: String,
+    /// The piece a drop took from the mover's reserve.
+    pub dropped: Option<Role>,
+    /// A capture's unit (a promoted piece counts as a pawn) and the partner's seat it went to.
+    pub sent: Option<(Seat, Role)>,
+    /// The match outcome, when the move ended the match.
+    pub outcome: Option<MatchOutcome>,
+}
+
 /// A match action was refused; the match is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MatchError {
@@ -246,7 +272,10 @@ impl Match {
     /// Both boards at the start position, reserves empty.
     pub fn new() -> Match {
         Match {
-            boards: [Crazyhouse::new(true), Crazyhouse::new(true)],
+            boards: [
+                Crazyhouse::new(HouseRules::Bughouse),
+                Crazyhouse::new(HouseRules::Bughouse),
+            ],
             plies: [0, 0],
             outcome: None,
         }
@@ -262,8 +291,8 @@ impl Match {
             })?;
         let m = Match {
             boards: [
-                Crazyhouse::from_fen(a.trim(), true)?,
-                Crazyhouse::from_fen(b.trim(), true)?,
+                Crazyhouse::from_fen(a.trim(), HouseRules::Bughouse)?,
+                Crazyhouse::from_fen(b.trim(), HouseRules::Bughouse)?,
             ],
             plies: [0, 0],
             outcome: None,
@@ -333,7 +362,8 @@ impl Match {
         locale: Locale,
     ) -> Result<Vec<MatchEvent>, MatchError> {
         let m = self.check(seat, text, expected_ply, locale)?;
-        Ok(self.play_checked(seat, m, locale))
+        let played = self.play_checked(seat, m, locale);
+        Ok(self.events_of(&played))
     }
 
     /// The move `text` would be for `seat` if its board is at `expected_ply`, without playing
@@ -377,45 +407,71 @@ impl Match {
     }
 
     /// Plays a move that [`Match::check`] accepted for `seat` on this unchanged match, and
-    /// returns the events in order.
-    pub fn play_checked(&mut self, seat: Seat, m: chess::Move, locale: Locale) -> Vec<MatchEvent> {
+    /// returns what it did, reserve effects included (what a store commits).
+    pub fn play_checked(&mut self, seat: Seat, m: chess::Move, locale: Locale) -> Played {
         let i = seat.board.index();
-        let mut events = Vec::with_capacity(3);
         let pos = self.boards[i];
         let san = pos.move_to_san(m, locale);
         let captured = pos.captured_unit(m);
         self.boards[i].play_unchecked(m);
         self.plies[i] += 1;
-        events.push(MatchEvent::Move {
-            board: seat.board,
+        let dropped = match m.kind() {
+            chess::MoveKind::Drop(role) => Some(role),
+            _ => None,
+        };
+        let sent = captured.map(|role| {
+            // The captured piece has the opponent's colour, which is the partner's colour;
+            // `check` made sure the reserve has room.
+            let partner = seat.partner();
+            self.boards[partner.board.index()]
+                .add_to_reserve(partner.color, role)
+                .expect("checked before the move");
+            (partner, role)
+        });
+        let outcome = self.boards[i].terminal().map(|o| {
+            let o = MatchOutcome::from_board(seat.board, o);
+            self.outcome = Some(o);
+            o
+        });
+        Played {
+            seat,
             ply: self.plies[i],
             uci: pos.move_to_uci(m),
             san,
             fen: self.boards[i].to_fen(),
+            dropped,
+            sent,
+            outcome,
+        }
+    }
+
+    /// The events of a move this match has just played, in order: the move, the mover's reserve
+    /// after a drop, the partner's reserve after a capture, the end.
+    pub fn events_of(&self, played: &Played) -> Vec<MatchEvent> {
+        let seat = played.seat;
+        let mut events = Vec::with_capacity(4);
+        events.push(MatchEvent::Move {
+            board: seat.board,
+            ply: played.ply,
+            uci: played.uci.clone(),
+            san: played.san.clone(),
+            fen: played.fen.clone(),
         });
-        if let chess::MoveKind::Drop(_) = m.kind() {
+        if played.dropped.is_some() {
             events.push(MatchEvent::Reserve {
                 board: seat.board,
                 color: seat.color,
                 pieces: self.reserve(seat),
             });
         }
-        if let Some(role) = captured {
-            let partner = seat.partner();
-            // The captured piece has the opponent's colour, which is the partner's colour; `play`
-            // checked that the reserve has room.
-            self.boards[partner.board.index()]
-                .add_to_reserve(partner.color, role)
-                .expect("checked before the move");
+        if let Some((partner, _)) = played.sent {
             events.push(MatchEvent::Reserve {
                 board: partner.board,
                 color: partner.color,
                 pieces: self.reserve(partner),
             });
         }
-        if let Some(outcome) = self.boards[i].terminal() {
-            let o = MatchOutcome::from_board(seat.board, outcome);
-            self.outcome = Some(o);
+        if let Some(o) = played.outcome {
             events.push(MatchEvent::End(o));
         }
         events

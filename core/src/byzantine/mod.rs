@@ -12,8 +12,6 @@
 pub mod render;
 mod text;
 
-pub use text::ByzantineTextError;
-
 use crate::outcome::{EndReason, Outcome};
 use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position};
 use crate::types::Color;
@@ -96,6 +94,25 @@ impl Default for ByzantineRules {
 }
 
 impl ByzantineRules {
+    /// The options that differ from the defaults, as `name=value` pairs that [`set`](Self::set)
+    /// reads back (empty for the default rules).
+    pub fn to_options(&self) -> Vec<(String, String)> {
+        let defaults = ByzantineRules::default();
+        let mut out = Vec::new();
+        if self.stalemate != defaults.stalemate {
+            let value = match self.stalemate {
+                StalemateRule::StalematedWins => "wins",
+                StalemateRule::StalematedLoses => "loses",
+            };
+            out.push(("stalemate".to_owned(), value.to_owned()));
+        }
+        if self.facing_pawns != defaults.facing_pawns {
+            let value = if self.facing_pawns { "on" } else { "off" };
+            out.push(("facing_pawns".to_owned(), value.to_owned()));
+        }
+        out
+    }
+
     /// Applies one `name=value` option (`stalemate=wins|loses`, `facing_pawns=on|off`).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         match (name, value) {
@@ -238,9 +255,16 @@ pub struct ByzMove {
     pub to: Cell,
 }
 
-impl fmt::Debug for ByzMove {
+/// The move in coordinate notation (what `move_to_uci` returns).
+impl fmt::Display for ByzMove {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{}", cell_name(self.from), cell_name(self.to))
+    }
+}
+
+impl fmt::Debug for ByzMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -306,6 +330,16 @@ const fn keys() -> Keys {
 
 static KEYS: Keys = keys();
 
+/// Which of the two boards a [`Byzantine`] position is played on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ByzantineVariant {
+    /// Byzantine chess (`byzantine`): kings on the inner ring, an empty centre.
+    Plain,
+    /// The Citadel variant (`byzantine-citadel`): kings on the outer ring and four citadel cells
+    /// in the centre.
+    Citadel,
+}
+
 /// A Byzantine (or Byzantine Citadel) position with its rule options.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct Byzantine {
@@ -336,10 +370,22 @@ pub const CITADEL_START: &str =
     "KP+4p-fkp+4P-F/EP+4p-eep+4P-E/NP+4p-nnp+4P-N/RP+4p-rrp+4P-R/4 w 0 1";
 
 impl Byzantine {
-    /// The start position of `byzantine` (or `byzantine-citadel` when `citadel`) under `rules`.
-    pub fn start(citadel: bool, rules: ByzantineRules) -> Byzantine {
-        let text = if citadel { CITADEL_START } else { START };
-        Byzantine::from_text(text, citadel, rules).expect("start position is valid")
+    /// The start position of `board`'s variant under `rules`.
+    pub fn start(board: ByzantineVariant, rules: ByzantineRules) -> Byzantine {
+        let text = match board {
+            ByzantineVariant::Plain => START,
+            ByzantineVariant::Citadel => CITADEL_START,
+        };
+        Byzantine::from_text(text, board, rules).expect("start position is valid")
+    }
+
+    /// Which board this position is played on.
+    pub fn board_variant(&self) -> ByzantineVariant {
+        if self.citadel_variant {
+            ByzantineVariant::Citadel
+        } else {
+            ByzantineVariant::Plain
+        }
     }
 
     /// The variant: [`Variant::Byzantine`] or [`Variant::ByzantineCitadel`].
@@ -721,12 +767,12 @@ impl Position for Byzantine {
     }
 
     fn move_to_uci(&self, m: ByzMove) -> String {
-        format!("{m:?}")
+        m.to_string()
     }
 
     /// Byzantine chess has only the coordinate notation of the spec (`d2d3`, `d10e3`).
     fn move_to_san(&self, m: ByzMove, _locale: Locale) -> String {
-        format!("{m:?}")
+        m.to_string()
     }
 
     fn parse_move(

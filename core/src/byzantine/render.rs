@@ -1,7 +1,8 @@
 //! Human views of a Byzantine position: a text table of the rings and an SVG of the circular
 //! board (for platforms, and to check the geometry by eye).
 
-use super::{ByzRole, Byzantine, CITADEL_BASE, Cell, piece_label};
+use super::{ByzMove, ByzRole, Byzantine, CITADEL_BASE, Cell, piece_label};
+use crate::figures::{Figure, LAST_MOVE_FILL, check_glow, piece_svg};
 use crate::types::Color;
 use std::f64::consts::PI;
 use std::fmt::Write as _;
@@ -41,10 +42,34 @@ pub fn to_text(pos: &Byzantine) -> String {
     out
 }
 
+/// Highlights for [`to_svg_with`]; the default has none.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SvgOptions {
+    /// The last move's origin and destination cells (a citadel entry ends on `64..68`), tinted.
+    pub last_move: Option<(Cell, Cell)>,
+    /// Whether to mark the side to move's king (the one that can be in check) with a red glow.
+    pub check: bool,
+}
+
+impl SvgOptions {
+    /// The highlights after `m` was played, with the side to move's king marked when `check`.
+    pub fn after(m: ByzMove, check: bool) -> SvgOptions {
+        SvgOptions {
+            last_move: Some((m.from, m.to)),
+            check,
+        }
+    }
+}
+
 const SIZE: f64 = 640.0;
 const CENTRE: f64 = SIZE / 2.0;
 /// Outer radius of ring a, b, c, d, then the inner edge of d (the centre's radius).
-const RADII: [f64; 5] = [290.0, 230.0, 170.0, 110.0, 50.0];
+const RADII: [f64; 5] = [294.0, 238.0, 182.0, 126.0, 68.0];
+/// The side of a piece figure's square on the rings, and in a citadel.
+const FIGURE: f64 = 42.0;
+const CITADEL_FIGURE: f64 = 38.0;
+/// How far from the centre a citadel's piece stands.
+const CITADEL_PIECE_RADIUS: f64 = 0.52 * RADII[4];
 
 /// Angle of the start of cell `n0` (0-based): cell 1 sits at the bottom, numbers grow
 /// counter-clockwise as seen on screen.
@@ -56,34 +81,135 @@ fn point(r: f64, a: f64) -> (f64, f64) {
     (CENTRE + r * a.cos(), CENTRE + r * a.sin())
 }
 
-fn sector(out: &mut String, r_out: f64, r_in: f64, a0: f64, a1: f64, fill: &str) {
+/// The outline of `cell`: its outer and inner radius and its start and end angle.
+fn bounds(cell: Cell) -> (f64, f64, f64, f64) {
+    if cell >= CITADEL_BASE {
+        let k = f64::from(cell - CITADEL_BASE);
+        (RADII[4], 0.001, angle(4.0 * k), angle(4.0 * k + 4.0))
+    } else {
+        let (ring, n) = (usize::from(cell / 16), f64::from(cell % 16));
+        (RADII[ring], RADII[ring + 1], angle(n), angle(n + 1.0))
+    }
+}
+
+/// The centre of `cell`'s piece, and the angle its ring runs at there.
+fn cell_centre(cell: Cell) -> (f64, f64, f64) {
+    let (r_out, r_in, a0, a1) = bounds(cell);
+    let r = if cell >= CITADEL_BASE {
+        CITADEL_PIECE_RADIUS
+    } else {
+        (r_out + r_in) / 2.0
+    };
+    let a = (a0 + a1) / 2.0;
+    let (x, y) = point(r, a);
+    (x, y, a)
+}
+
+/// A sector path `d` attribute from `r_out` to `r_in` between angles `a0` and `a1`.
+fn sector_path(r_out: f64, r_in: f64, a0: f64, a1: f64) -> String {
     let (x0, y0) = point(r_out, a0);
     let (x1, y1) = point(r_out, a1);
     let (x2, y2) = point(r_in, a1);
     let (x3, y3) = point(r_in, a0);
+    format!(
+        "M{x0:.1},{y0:.1} A{r_out},{r_out} 0 0 0 {x1:.1},{y1:.1} L{x2:.1},{y2:.1} A{r_in},{r_in} 0 0 1 {x3:.1},{y3:.1} Z"
+    )
+}
+
+fn sector(out: &mut String, r_out: f64, r_in: f64, a0: f64, a1: f64, fill: &str) {
     let _ = writeln!(
         out,
-        r##"<path d="M{x0:.1},{y0:.1} A{r_out},{r_out} 0 0 0 {x1:.1},{y1:.1} L{x2:.1},{y2:.1} A{r_in},{r_in} 0 0 1 {x3:.1},{y3:.1} Z" fill="{fill}" stroke="#555" stroke-width="1"/>"##
+        r##"<path d="{}" fill="{fill}" stroke="#555" stroke-width="1"/>"##,
+        sector_path(r_out, r_in, a0, a1)
     );
 }
 
-fn piece_text(out: &mut String, x: f64, y: f64, piece: Option<(Color, ByzRole, bool)>) {
-    let Some((color, _, _)) = piece else { return };
-    let (fill, stroke) = match color {
-        Color::White => ("#ffffff", "#000000"),
-        Color::Black => ("#000000", "#ffffff"),
+fn figure(role: ByzRole) -> Figure {
+    match role {
+        ByzRole::Pawn => Figure::Pawn,
+        ByzRole::Knight => Figure::Knight,
+        ByzRole::Elephant => Figure::Elephant,
+        ByzRole::Rook => Figure::Rook,
+        ByzRole::Counselor => Figure::Counselor,
+        ByzRole::King => Figure::King,
+    }
+}
+
+/// The unit vector along the ring at angle `a`, pointing the way a pawn travels: towards higher
+/// cell numbers (counter-clockwise on screen) when `up`.
+fn travel(a: f64, up: bool) -> (f64, f64) {
+    // Cell numbers grow as the angle shrinks: d(point)/d(number) points along (sin a, -cos a).
+    let sign = if up { 1.0 } else { -1.0 };
+    (sign * a.sin(), -sign * a.cos())
+}
+
+/// A pawn's direction mark: a dart-shaped arrowhead centred on (`x`, `y`) pointing along `t`.
+fn direction_mark(out: &mut String, x: f64, y: f64, t: (f64, f64), size: f64, up: bool) {
+    let (tx, ty) = t;
+    // The tip, one back corner, the notch between them, the other back corner.
+    let at = |along: f64, across: f64| {
+        (
+            x + (tx * along - ty * across) * size,
+            y + (ty * along + tx * across) * size,
+        )
     };
+    let (tip, left, notch, right) = (
+        at(0.13, 0.0),
+        at(-0.11, 0.12),
+        at(-0.04, 0.0),
+        at(-0.11, -0.12),
+    );
     let _ = writeln!(
         out,
-        r#"<text x="{x:.1}" y="{y:.1}" font-family="sans-serif" font-size="22" font-weight="bold" text-anchor="middle" dominant-baseline="central" fill="{fill}" stroke="{stroke}" stroke-width="0.8">{}</text>"#,
-        label(piece)
+        r##"<path class="pawn-direction" data-direction="{}" d="M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="#1c64c8" stroke="#ffffff" stroke-width="{:.1}" stroke-linejoin="round"/>"##,
+        if up { "+" } else { "-" },
+        tip.0,
+        tip.1,
+        left.0,
+        left.1,
+        notch.0,
+        notch.1,
+        right.0,
+        right.1,
+        0.04 * size,
     );
+}
+
+fn draw_piece(out: &mut String, cell: Cell, piece: Option<(Color, ByzRole, bool)>) {
+    let Some((color, role, up)) = piece else {
+        return;
+    };
+    let (x, y, a) = cell_centre(cell);
+    let size = if cell >= CITADEL_BASE {
+        CITADEL_FIGURE
+    } else {
+        FIGURE
+    };
+    let white = color == Color::White;
+    if role == ByzRole::Pawn {
+        // The pawn steps back a little and its direction mark stands in front of it.
+        let (tx, ty) = travel(a, up);
+        let (px, py) = (x - tx * 0.1 * size, y - ty * 0.1 * size);
+        out.push_str(&piece_svg(Figure::Pawn, white, px, py, 0.9 * size));
+        out.push('\n');
+        let (mx, my) = (x + tx * 0.3 * size, y + ty * 0.3 * size - 0.04 * size);
+        direction_mark(out, mx, my, (tx, ty), size, up);
+    } else {
+        out.push_str(&piece_svg(figure(role), white, x, y, size));
+        out.push('\n');
+    }
+}
+
+/// An SVG picture of the position, without highlights.
+pub fn to_svg(pos: &Byzantine) -> String {
+    to_svg_with(pos, &SvgOptions::default())
 }
 
 /// An SVG picture of the circular board: four rings of sixteen cells (`a` outermost), cell
-/// numbers around the outside, pieces as letters (pawns with their direction), and for the
-/// Citadel variant the four citadels in the centre.
-pub fn to_svg(pos: &Byzantine) -> String {
+/// numbers around the outside, pieces as [figures](crate::figures) (pawns with a chevron
+/// pointing the way they travel), for the Citadel variant the four citadels in the centre, and
+/// the highlights of `options` (tinted last-move cells, a red glow under a king in check).
+pub fn to_svg_with(pos: &Byzantine, options: &SvgOptions) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -102,25 +228,12 @@ pub fn to_svg(pos: &Byzantine) -> String {
             };
             let (a0, a1) = (angle(n as f64), angle(n as f64 + 1.0));
             sector(&mut out, RADII[ring], RADII[ring + 1], a0, a1, fill);
-            let (x, y) = point((RADII[ring] + RADII[ring + 1]) / 2.0, (a0 + a1) / 2.0);
-            piece_text(&mut out, x, y, pos.piece_at((ring * 16 + n) as Cell));
         }
     }
     if pos.citadel_variant {
-        for k in 0..4usize {
-            let (a0, a1) = (angle(4.0 * k as f64), angle(4.0 * k as f64 + 4.0));
-            sector(&mut out, RADII[4], 0.001, a0, a1, "#9fb8a0");
-            let (x, y) = point(RADII[4] / 2.0, (a0 + a1) / 2.0);
-            let piece = pos.piece_at(CITADEL_BASE + k as Cell);
-            if piece.is_some() {
-                piece_text(&mut out, x, y, piece);
-            } else {
-                let _ = writeln!(
-                    out,
-                    r##"<text x="{x:.1}" y="{y:.1}" font-family="sans-serif" font-size="11" text-anchor="middle" dominant-baseline="central" fill="#333">e{}</text>"##,
-                    k + 1
-                );
-            }
+        for k in 0..4u8 {
+            let (r_out, r_in, a0, a1) = bounds(CITADEL_BASE + k);
+            sector(&mut out, r_out, r_in, a0, a1, "#9fb8a0");
         }
     } else {
         let _ = writeln!(
@@ -129,8 +242,51 @@ pub fn to_svg(pos: &Byzantine) -> String {
             RADII[4]
         );
     }
+    if let Some((from, to)) = options.last_move {
+        for cell in [from, to] {
+            let (r_out, r_in, a0, a1) = bounds(cell);
+            let _ = writeln!(
+                out,
+                r#"<path class="last-move" d="{}" {LAST_MOVE_FILL}/>"#,
+                sector_path(r_out, r_in, a0, a1)
+            );
+        }
+    }
+    let cells = if pos.citadel_variant {
+        CITADEL_BASE + 4
+    } else {
+        CITADEL_BASE
+    };
+    if options.check
+        && let Some(king) = (0..cells).find(
+            |&c| matches!(pos.piece_at(c), Some((color, ByzRole::King, _)) if color == pos.turn),
+        )
+    {
+        let (x, y, _) = cell_centre(king);
+        out.push_str(&check_glow(x, y, 0.62 * FIGURE));
+        out.push('\n');
+    }
+    for cell in 0..CITADEL_BASE {
+        draw_piece(&mut out, cell, pos.piece_at(cell));
+    }
+    if pos.citadel_variant {
+        for k in 0..4u8 {
+            let cell = CITADEL_BASE + k;
+            let piece = pos.piece_at(cell);
+            if piece.is_some() {
+                draw_piece(&mut out, cell, piece);
+            } else {
+                let (x, y, _) = cell_centre(cell);
+                let _ = writeln!(
+                    out,
+                    r##"<text x="{x:.1}" y="{y:.1}" font-family="sans-serif" font-size="11" text-anchor="middle" dominant-baseline="central" fill="#333">e{}</text>"##,
+                    k + 1
+                );
+            }
+        }
+    }
     for n in 0..16 {
-        let (x, y) = point(RADII[0] + 16.0, angle(n as f64 + 0.5));
+        let (x, y) = point(RADII[0] + 14.0, angle(n as f64 + 0.5));
         let _ = writeln!(
             out,
             r##"<text x="{x:.1}" y="{y:.1}" font-family="sans-serif" font-size="13" text-anchor="middle" dominant-baseline="central" fill="#333">{}</text>"##,
@@ -138,7 +294,9 @@ pub fn to_svg(pos: &Byzantine) -> String {
         );
     }
     for ring in 0..4 {
-        let (x, y) = point((RADII[ring] + RADII[ring + 1]) / 2.0, angle(0.0));
+        // On the line between cells 16 and 1, near the ring's inner edge (where figures are
+        // narrowest).
+        let (x, y) = point(RADII[ring + 1] + 9.0, angle(0.0));
         let _ = writeln!(
             out,
             r##"<text x="{x:.1}" y="{y:.1}" font-family="sans-serif" font-size="12" text-anchor="middle" dominant-baseline="central" fill="#1d3557">{}</text>"##,
@@ -152,11 +310,24 @@ pub fn to_svg(pos: &Byzantine) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::byzantine::ByzantineRules;
+    use crate::{AnyPosition, Variant};
+
+    fn start(variant: Variant) -> Byzantine {
+        match AnyPosition::start(variant).expect("start") {
+            AnyPosition::Byzantine(p) => p,
+            other => panic!("not Byzantine: {other:?}"),
+        }
+    }
+
+    fn well_formed(svg: &str) {
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<g").count(), svg.matches("</g>").count());
+    }
 
     #[test]
     fn text_and_svg_show_every_piece() {
-        let pos = Byzantine::start(true, ByzantineRules::default());
+        let pos = start(Variant::ByzantineCitadel);
         let text = to_text(&pos);
         assert_eq!(text.lines().count(), 7);
         assert!(
@@ -164,9 +335,113 @@ mod tests {
             "{text}"
         );
         let svg = to_svg(&pos);
-        assert!(svg.starts_with("<svg"));
-        assert_eq!(svg.matches("<path").count(), 64 + 4);
-        // 32 pieces, 4 empty citadel labels, 16 numbers, 4 ring letters.
-        assert_eq!(svg.matches("<text").count(), 32 + 4 + 16 + 4);
+        well_formed(&svg);
+        // 64 cells and 4 citadels, then the figures' own paths.
+        assert_eq!(
+            svg.matches(r#"<path d="M"#).count() - figure_paths(&svg),
+            64 + 4
+        );
+        assert_eq!(svg.matches(r#"class="piece""#).count(), 32);
+        assert_eq!(svg.matches(r#"data-figure="counselor""#).count(), 2);
+        assert_eq!(svg.matches(r#"data-figure="elephant""#).count(), 4);
+        assert_eq!(svg.matches(r#"class="pawn-direction""#).count(), 16);
+        // 4 empty citadel labels, 16 numbers, 4 ring letters; no piece letters.
+        assert_eq!(svg.matches("<text").count(), 4 + 16 + 4);
+        assert!(!svg.contains("last-move") && !svg.contains(r#"class="check""#));
+        let plain = to_svg(&start(Variant::Byzantine));
+        well_formed(&plain);
+        assert_eq!(plain.matches(r#"class="piece""#).count(), 32);
+        assert_eq!(plain.matches("<text").count(), 16 + 4);
+    }
+
+    /// How many `<path d="M` the piece figures hold.
+    fn figure_paths(svg: &str) -> usize {
+        svg.lines()
+            .filter(|l| l.starts_with(r#"<g class="piece""#))
+            .map(|l| l.matches(r#"<path d="M"#).count())
+            .sum()
+    }
+
+    #[test]
+    fn pawn_direction_marks_differ() {
+        let pos = start(Variant::Byzantine);
+        let svg = to_svg(&pos);
+        let marks: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with(r#"<path class="pawn-direction""#))
+            .collect();
+        assert_eq!(marks.len(), 16);
+        let up = marks
+            .iter()
+            .filter(|l| l.contains(r#"data-direction="+""#))
+            .count();
+        let down = marks
+            .iter()
+            .filter(|l| l.contains(r#"data-direction="-""#))
+            .count();
+        assert_eq!((up, down), (8, 8));
+        // The same cell with a `+` and a `-` pawn: the darts point opposite ways.
+        let mut a = String::new();
+        let mut b = String::new();
+        direction_mark(&mut a, 100.0, 100.0, travel(0.3, true), FIGURE, true);
+        direction_mark(&mut b, 100.0, 100.0, travel(0.3, false), FIGURE, false);
+        assert_ne!(a, b);
+        // The tip: the path's first point.
+        let tip = |s: &str| -> (f64, f64) {
+            let d = s.split(r#" d="M"#).nth(1).unwrap();
+            let (x, rest) = d.split_once(',').unwrap();
+            let y = rest.split(' ').next().unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        };
+        let ((xa, ya), (xb, yb)) = (tip(&a), tip(&b));
+        let centre = (100.0, 100.0);
+        assert!(((xa - centre.0) + (xb - centre.0)).abs() < 0.2);
+        assert!(((ya - centre.1) + (yb - centre.1)).abs() < 0.2);
+        // At the bottom (cell 1), `+` points right on screen: towards cell 2.
+        let mut bottom = String::new();
+        direction_mark(&mut bottom, 0.0, 0.0, travel(PI / 2.0, true), FIGURE, true);
+        assert!(tip(&bottom).0 > 0.0);
+        assert!(tip(&bottom).1.abs() < 0.1);
+        // Drawn on the board, the `+` pawn of a2 and the `-` pawn of a15 face each other's
+        // ways: a2's mark lies right of its cell centre at the bottom, a15's left of its own.
+        let mark = |cell: Cell| -> String {
+            let mut out = String::new();
+            draw_piece(&mut out, cell, pos.piece_at(cell));
+            out
+        };
+        let (a2, a15) = (mark(1), mark(14));
+        assert!(a2.contains(r#"data-direction="+""#) && a15.contains(r#"data-direction="-""#));
+        let mark_tip = |s: &str| tip(s.lines().nth(1).unwrap());
+        assert!(mark_tip(&a2).0 > cell_centre(1).0);
+        assert!(mark_tip(&a15).0 < cell_centre(14).0);
+    }
+
+    #[test]
+    fn svg_highlights_only_when_asked() {
+        let pos = start(Variant::ByzantineCitadel);
+        let plain = to_svg_with(&pos, &SvgOptions::default());
+        assert_eq!(plain, to_svg(&pos));
+        let moved = SvgOptions::after(ByzMove { from: 1, to: 2 }, false);
+        let svg = to_svg_with(&pos, &moved);
+        well_formed(&svg);
+        assert_eq!(svg.matches(r#"class="last-move""#).count(), 2);
+        assert!(!svg.contains(r#"class="check""#));
+        // A citadel can be tinted too.
+        let entry = SvgOptions {
+            last_move: Some((48, CITADEL_BASE)),
+            check: true,
+        };
+        let svg = to_svg_with(&pos, &entry);
+        well_formed(&svg);
+        let (r_out, r_in, a0, a1) = bounds(CITADEL_BASE);
+        assert!(svg.contains(&format!(
+            r#"class="last-move" d="{}""#,
+            sector_path(r_out, r_in, a0, a1)
+        )));
+        assert_eq!(svg.matches(r#"class="check""#).count(), 1);
+        // White to move: the glow is under the white king, on a1 in the Citadel variant.
+        let (x, y, _) = cell_centre(0);
+        assert!(svg.contains(&format!(r#"class="check" cx="{x:.1}" cy="{y:.1}""#)));
+        assert!(svg.find(r#"class="check""#) < svg.find(r#"class="piece""#));
     }
 }

@@ -3,11 +3,11 @@ use crate::game::Game;
 use crate::position::perft;
 
 fn pos(text: &str) -> Byzantine {
-    Byzantine::from_text(text, false, ByzantineRules::default()).unwrap()
+    Byzantine::from_text(text, ByzantineVariant::Plain, ByzantineRules::default()).unwrap()
 }
 
 fn citadel(text: &str) -> Byzantine {
-    Byzantine::from_text(text, true, ByzantineRules::default()).unwrap()
+    Byzantine::from_text(text, ByzantineVariant::Citadel, ByzantineRules::default()).unwrap()
 }
 
 fn play(p: &Byzantine, mv: &str) -> Byzantine {
@@ -28,12 +28,15 @@ fn reason(p: &Byzantine, mv: &str) -> IllegalReason {
 
 #[test]
 fn start_position_round_trips() {
-    for (text, cit) in [(START, false), (CITADEL_START, true)] {
+    for (text, cit) in [
+        (START, ByzantineVariant::Plain),
+        (CITADEL_START, ByzantineVariant::Citadel),
+    ] {
         let p = Byzantine::from_text(text, cit, ByzantineRules::default()).unwrap();
         assert_eq!(p.to_text(), text);
         assert_eq!(p.zobrist(), p.compute_hash());
     }
-    let p = Byzantine::start(false, ByzantineRules::default());
+    let p = Byzantine::start(ByzantineVariant::Plain, ByzantineRules::default());
     assert_eq!(p.piece_at(48), Some((Color::White, ByzRole::King, false))); // d1
     assert_eq!(p.piece_at(56), Some((Color::Black, ByzRole::King, false))); // d9
     assert_eq!(p.piece_at(1), Some((Color::White, ByzRole::Pawn, true))); // a2 P+
@@ -41,14 +44,14 @@ fn start_position_round_trips() {
 
 #[test]
 fn perft_spec_vectors() {
-    let p = Byzantine::start(false, ByzantineRules::default());
+    let p = Byzantine::start(ByzantineVariant::Plain, ByzantineRules::default());
     assert_eq!(perft(&p, 1), 14);
     assert_eq!(perft(&p, 2), 196);
     assert_eq!(perft(&p, 3), 2912);
     // The options cannot matter this early: no stalemate, and no two pawns can face each other
     // before the fourth ply.
     let other = Byzantine::start(
-        false,
+        ByzantineVariant::Plain,
         ByzantineRules {
             stalemate: StalemateRule::StalematedLoses,
             facing_pawns: false,
@@ -95,7 +98,7 @@ fn stalemate_under_both_options() {
     );
     let loses = Byzantine::from_text(
         text,
-        false,
+        ByzantineVariant::Plain,
         ByzantineRules {
             stalemate: StalemateRule::StalematedLoses,
             ..ByzantineRules::default()
@@ -144,7 +147,7 @@ fn facing_pawns_are_removed() {
     assert_eq!(after.zobrist(), after.compute_hash());
     let off = Byzantine::from_text(
         "2P+1p-11/16/k15/8K7 w 0 1",
-        false,
+        ByzantineVariant::Plain,
         ByzantineRules {
             facing_pawns: false,
             ..ByzantineRules::default()
@@ -163,7 +166,7 @@ fn removal_that_exposes_the_king_is_illegal() {
     assert_eq!(reason(&p, "a2a3"), IllegalReason::LeavesKingInCheck);
     let off = Byzantine::from_text(
         text,
-        false,
+        ByzantineVariant::Plain,
         ByzantineRules {
             facing_pawns: false,
             ..ByzantineRules::default()
@@ -227,30 +230,36 @@ fn repetition_through_game() {
 #[test]
 fn text_errors() {
     for (text, cit) in [
-        ("16/16/16 w 0 1", false),
-        ("k15/16/16/8K7 x 0 1", false),
-        ("k15/16/16/8K8 w 0 1", false),
-        ("k14/16/16/8K7 w 0 1", false),
-        ("kP15/16/16/8K7 w 0 1", false),
-        ("kR+14/16/16/8K7 w 0 1", false),
-        ("kX14/16/16/8K7 w 0 1", false),
-        ("16/16/16/8K7 w 0 1", false),
-        ("k15/16/16/8K7 w 0 1", true),
-        ("k15/16/16/7/R3 w 0 1", true),
-        ("k15/16/16/16/K3 w 0 1", true),
-        ("k15/16/16/8K7 w 0 0", false),
-        ("k15/16/16/0K15 w 0 1", false),
-        ("kR14/16/16/8K7 w 0 1", false),
+        ("16/16/16 w 0 1", ByzantineVariant::Plain),
+        ("k15/16/16/8K7 x 0 1", ByzantineVariant::Plain),
+        ("k15/16/16/8K8 w 0 1", ByzantineVariant::Plain),
+        ("k14/16/16/8K7 w 0 1", ByzantineVariant::Plain),
+        ("kP15/16/16/8K7 w 0 1", ByzantineVariant::Plain),
+        ("kR+14/16/16/8K7 w 0 1", ByzantineVariant::Plain),
+        ("kX14/16/16/8K7 w 0 1", ByzantineVariant::Plain),
+        ("16/16/16/8K7 w 0 1", ByzantineVariant::Plain),
+        ("k15/16/16/8K7 w 0 1", ByzantineVariant::Citadel),
+        ("k15/16/16/7/R3 w 0 1", ByzantineVariant::Citadel),
+        ("k15/16/16/16/K3 w 0 1", ByzantineVariant::Citadel),
+        ("k15/16/16/8K7 w 0 0", ByzantineVariant::Plain),
+        ("k15/16/16/0K15 w 0 1", ByzantineVariant::Plain),
+        ("kR14/16/16/8K7 w 0 1", ByzantineVariant::Plain),
         // Found by the `byzantine` fuzz target: a run length near usize::MAX overflowed.
-        ("k18446744073709551615/16/16/8K7 w 0 1", false),
-        ("k15/16/16/8K7/18446744073709551615 w 0 1", true),
+        (
+            "k18446744073709551615/16/16/8K7 w 0 1",
+            ByzantineVariant::Plain,
+        ),
+        (
+            "k15/16/16/8K7/18446744073709551615 w 0 1",
+            ByzantineVariant::Citadel,
+        ),
     ] {
         assert!(
             Byzantine::from_text(text, cit, ByzantineRules::default()).is_err(),
             "{text}"
         );
     }
-    let p = Byzantine::start(false, ByzantineRules::default());
+    let p = Byzantine::start(ByzantineVariant::Plain, ByzantineRules::default());
     for bad in ["d2", "d2d", "x1x2", "d17d3", "d0d1", "e1d1", "d2d3d4"] {
         assert!(
             matches!(

@@ -6,50 +6,18 @@
 //! then side to move, halfmove clock and fullmove number.
 
 use super::{
-    ByzRole, Byzantine, ByzantineRules, CITADEL_BASE, Cell, cell_name, far_citadel, piece_label,
+    ByzRole, Byzantine, ByzantineRules, ByzantineVariant, CITADEL_BASE, Cell, cell_name,
+    far_citadel, piece_label,
 };
+use crate::position_text::PositionTextError;
 use crate::types::Color;
-use std::fmt;
 
-/// A Byzantine position string cannot be read, or describes an impossible position.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ByzantineTextError {
-    /// The text cannot be parsed; `field` names the part.
-    Syntax {
-        /// `placement`, `turn`, `halfmove_clock`, `fullmove_number` or `fen`.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// The text parses but the position cannot occur.
-    Illegal {
-        /// What is wrong.
-        message: String,
-    },
+fn syntax(field: &'static str, message: impl Into<String>) -> PositionTextError {
+    PositionTextError::syntax(field, message)
 }
 
-impl fmt::Display for ByzantineTextError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ByzantineTextError::Syntax { message, .. }
-            | ByzantineTextError::Illegal { message } => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for ByzantineTextError {}
-
-fn syntax(field: &'static str, message: impl Into<String>) -> ByzantineTextError {
-    ByzantineTextError::Syntax {
-        field,
-        message: message.into(),
-    }
-}
-
-fn illegal(message: impl Into<String>) -> ByzantineTextError {
-    ByzantineTextError::Illegal {
-        message: message.into(),
-    }
+fn illegal(message: impl Into<String>) -> PositionTextError {
+    PositionTextError::illegal("placement", message)
 }
 
 /// Reads one field of `cells` cells: pieces (pawns with `+`/`-`) and runs of empty cells.
@@ -58,8 +26,8 @@ fn read_cells(
     text: &str,
     cells: usize,
     name: &str,
-    mut place: impl FnMut(usize, Color, ByzRole, bool) -> Result<(), ByzantineTextError>,
-) -> Result<(), ByzantineTextError> {
+    mut place: impl FnMut(usize, Color, ByzRole, bool) -> Result<(), PositionTextError>,
+) -> Result<(), PositionTextError> {
     let bytes = text.as_bytes();
     let mut i = 0;
     let mut cell = 0;
@@ -149,9 +117,10 @@ impl Byzantine {
     /// Parses a position string of `byzantine` (or `byzantine-citadel` when `citadel`).
     pub fn from_text(
         text: &str,
-        citadel: bool,
+        board: ByzantineVariant,
         rules: ByzantineRules,
-    ) -> Result<Byzantine, ByzantineTextError> {
+    ) -> Result<Byzantine, PositionTextError> {
+        let citadel = board == ByzantineVariant::Citadel;
         let fields: Vec<&str> = text.split_whitespace().collect();
         if fields.len() != 4 {
             return Err(syntax(

@@ -6,6 +6,7 @@
 
 use super::{Board, CastlingRights, Chess};
 use crate::bitboard::{Bitboard, attacks};
+use crate::position_text::PositionTextError;
 use crate::types::{Color, Piece, Role, Square};
 use std::fmt;
 use std::str::FromStr;
@@ -48,7 +49,6 @@ impl From<Chess> for Setup {
 
 /// The FEN text cannot be parsed. Each variant names the field and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum FenError {
     /// A FEN has 4 to 6 space-separated fields.
     FieldCount {
@@ -161,7 +161,6 @@ impl std::error::Error for FenError {}
 
 /// The setup parses but cannot occur in a game.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum PositionError {
     /// A side has no king.
     MissingKing(Color),
@@ -223,47 +222,17 @@ impl fmt::Display for PositionError {
 
 impl std::error::Error for PositionError {}
 
-/// Either kind of FEN problem, for callers that go from text to position in one step.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum FenPositionError {
-    /// Cannot parse.
-    Fen(FenError),
-    /// Parses, but the position is impossible.
-    Position(PositionError),
-}
-
-impl FenPositionError {
-    /// The FEN field the error is about.
-    pub fn field(&self) -> &'static str {
-        match self {
-            FenPositionError::Fen(e) => e.field(),
-            FenPositionError::Position(e) => e.field(),
-        }
-    }
-}
-
-impl From<FenError> for FenPositionError {
+impl From<FenError> for PositionTextError {
     fn from(e: FenError) -> Self {
-        FenPositionError::Fen(e)
+        PositionTextError::syntax(e.field(), e.to_string())
     }
 }
 
-impl From<PositionError> for FenPositionError {
+impl From<PositionError> for PositionTextError {
     fn from(e: PositionError) -> Self {
-        FenPositionError::Position(e)
+        PositionTextError::illegal(e.field(), e.to_string())
     }
 }
-
-impl fmt::Display for FenPositionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FenPositionError::Fen(e) => write!(f, "invalid FEN: {e}"),
-            FenPositionError::Position(e) => write!(f, "impossible position: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for FenPositionError {}
 
 /// Parses a FEN placement field. `~` after a piece marks it promoted (collected into the
 /// returned set, for crazyhouse); plain chess callers ignore it.
@@ -590,8 +559,12 @@ impl Chess {
 mod tests {
     use super::*;
 
-    fn err(fen: &str) -> FenPositionError {
-        Chess::from_fen(fen).unwrap_err()
+    fn syntax_err(fen: &str) -> FenError {
+        fen.parse::<Setup>().unwrap_err()
+    }
+
+    fn position_err(fen: &str) -> PositionError {
+        Chess::from_setup(fen.parse().expect("parses")).unwrap_err()
     }
 
     #[test]
@@ -604,10 +577,7 @@ mod tests {
     #[test]
     fn syntax_errors_name_the_problem() {
         use FenError::*;
-        let f = |s| match err(s) {
-            FenPositionError::Fen(e) => e,
-            other => panic!("expected a syntax error, got {other}"),
-        };
+        let f = syntax_err;
         assert_eq!(f("8/8/8/8/8/8/8/8"), FieldCount { found: 1 });
         assert_eq!(f("8/8/8/8/8/8/8 w - - 0 1"), RankCount { found: 7 });
         assert_eq!(f("9/8/8/8/8/8/8/8 w - - 0 1"), BadPiece { found: '9' });
@@ -643,10 +613,7 @@ mod tests {
     #[test]
     fn impossible_positions_name_the_problem() {
         use PositionError::*;
-        let p = |s| match err(s) {
-            FenPositionError::Position(e) => e,
-            other => panic!("expected a position error, got {other}"),
-        };
+        let p = position_err;
         assert_eq!(p("8/8/8/8/8/8/8/4K3 w - - 0 1"), MissingKing(Color::Black));
         assert_eq!(
             p("4k3/8/8/8/8/8/8/3KK3 w - - 0 1"),

@@ -7,6 +7,7 @@
 mod board;
 pub mod fen;
 mod movegen;
+pub mod render;
 pub mod san;
 pub mod uci;
 pub(crate) mod zobrist;
@@ -17,6 +18,7 @@ pub use fen::{FenError, PositionError, Setup};
 use crate::bitboard::{Bitboard, attacks};
 use crate::outcome::{EndReason, Outcome};
 use crate::position::{DrawRules, Locale, MoveError, Notation, Position};
+use crate::position_text::PositionTextError;
 use crate::types::{Color, Piece, Role, Square};
 use crate::variant::Variant;
 use arrayvec::ArrayVec;
@@ -134,9 +136,16 @@ impl Move {
     }
 }
 
-impl fmt::Debug for Move {
+/// The move in coordinate notation (what `move_to_uci` returns).
+impl fmt::Display for Move {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&uci::Uci::from_move(*self).to_string())
+    }
+}
+
+impl fmt::Debug for Move {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -262,7 +271,7 @@ impl Chess {
     }
 
     /// Parses and validates a FEN.
-    pub fn from_fen(fen: &str) -> Result<Chess, fen::FenPositionError> {
+    pub fn from_fen(fen: &str) -> Result<Chess, PositionTextError> {
         let setup: Setup = fen.parse()?;
         Ok(Chess::from_setup(setup)?)
     }

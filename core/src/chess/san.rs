@@ -264,7 +264,7 @@ pub fn parse_san(pos: &Chess, text: &str, locale: Locale) -> Result<Move, MoveEr
         }
         many => Err(MoveError::Ambiguous {
             input: text.to_owned(),
-            candidates: many.iter().map(|m| format!("{m:?}")).collect(),
+            candidates: many.iter().map(|m| m.to_string()).collect(),
         }),
     }
 }

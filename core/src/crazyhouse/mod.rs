@@ -112,13 +112,23 @@ impl Reserves {
 /// on every empty square; the worst case stays under 540).
 pub type ZhMoveList = ArrayVec<Move, 640>;
 
+/// Which of the two games a [`Crazyhouse`] position plays.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HouseRules {
+    /// Crazyhouse: captures join the capturer's reserve; ordinary mate and stalemate.
+    Crazyhouse,
+    /// One board of a bughouse match: captures leave for the partner's reserve, mate only when
+    /// no drop could ever block, and a player without a move waits.
+    Bughouse,
+}
+
 /// A crazyhouse position, or one board of a bughouse match.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct Crazyhouse {
     chess: Chess,
     promoted: Bitboard,
     reserves: Reserves,
-    bughouse: bool,
+    rules: HouseRules,
     /// The Zobrist keys of the reserves and the promoted set (the chess hash has the rest).
     extra_hash: u64,
 }
@@ -134,22 +144,22 @@ fn reserve_key(color: Color, role: Role, n: u8) -> u64 {
 }
 
 impl Crazyhouse {
-    /// The start position with empty reserves (`bughouse`: a bughouse board).
-    pub fn new(bughouse: bool) -> Crazyhouse {
-        Crazyhouse::from_parts(Chess::new(), Bitboard::EMPTY, Reserves::EMPTY, bughouse)
+    /// The start position with empty reserves, under `rules`.
+    pub fn new(rules: HouseRules) -> Crazyhouse {
+        Crazyhouse::from_parts(Chess::new(), Bitboard::EMPTY, Reserves::EMPTY, rules)
     }
 
     pub(crate) fn from_parts(
         chess: Chess,
         promoted: Bitboard,
         reserves: Reserves,
-        bughouse: bool,
+        rules: HouseRules,
     ) -> Crazyhouse {
         let mut pos = Crazyhouse {
             chess,
             promoted,
             reserves,
-            bughouse,
+            rules,
             extra_hash: 0,
         };
         pos.extra_hash = pos.compute_extra_hash();
@@ -189,9 +199,14 @@ impl Crazyhouse {
         self.promoted
     }
 
+    /// Which game this position plays.
+    pub fn rules(&self) -> HouseRules {
+        self.rules
+    }
+
     /// Whether this is a bughouse board (else crazyhouse).
     pub fn is_bughouse(&self) -> bool {
-        self.bughouse
+        self.rules == HouseRules::Bughouse
     }
 
     /// Adds a piece to `color`'s reserve (bughouse: a piece sent by the partner).
@@ -305,7 +320,7 @@ impl Crazyhouse {
         }
         self.chess.play_unchecked(m);
         if let Some(role) = captured
-            && !self.bughouse
+            && !self.is_bughouse()
         {
             // A reserve of one kind cannot exceed 16 with 32 units in a crazyhouse game.
             let _ = self.add_to_reserve(us, role);
@@ -330,7 +345,7 @@ impl Crazyhouse {
         let us = self.chess.turn();
         if self.legal_moves().is_empty() {
             let in_check = self.chess.checkers().any();
-            return match (in_check, self.bughouse) {
+            return match (in_check, self.is_bughouse()) {
                 (true, false) => Some(Outcome::win(!us, EndReason::Checkmate)),
                 (true, true) => self
                     .is_bughouse_mate()
@@ -339,7 +354,7 @@ impl Crazyhouse {
                 (false, true) => None,
             };
         }
-        if !self.bughouse && !self.can_possibly_mate(Color::White) {
+        if !self.is_bughouse() && !self.can_possibly_mate(Color::White) {
             return Some(Outcome::draw(EndReason::DeadPosition));
         }
         None
@@ -349,7 +364,7 @@ impl Crazyhouse {
     /// can still capture and drop it). Bughouse: always, since material may arrive from the
     /// other board.
     pub fn can_possibly_mate(&self, _color: Color) -> bool {
-        if self.bughouse {
+        if self.is_bughouse() {
             return true;
         }
         let b = self.chess.board();
@@ -399,7 +414,7 @@ impl Position for Crazyhouse {
     type MoveList = ZhMoveList;
 
     fn variant(&self) -> Variant {
-        if self.bughouse {
+        if self.is_bughouse() {
             Variant::Bughouse
         } else {
             Variant::Crazyhouse
@@ -457,7 +472,7 @@ impl Position for Crazyhouse {
     /// Bughouse: neither (repetition on a board is off by default).
     fn draw_rules(&self) -> DrawRules {
         DrawRules {
-            repetition: (!self.bughouse).then_some((3, 5)),
+            repetition: (!self.is_bughouse()).then_some((3, 5)),
             move_rule_plies: None,
         }
     }

@@ -2,11 +2,11 @@ use super::*;
 use crate::position::perft;
 
 fn zh(fen: &str) -> Crazyhouse {
-    Crazyhouse::from_fen(fen, false).unwrap_or_else(|e| panic!("{fen}: {e}"))
+    Crazyhouse::from_fen(fen, HouseRules::Crazyhouse).unwrap_or_else(|e| panic!("{fen}: {e}"))
 }
 
 fn bug(fen: &str) -> Crazyhouse {
-    Crazyhouse::from_fen(fen, true).unwrap_or_else(|e| panic!("{fen}: {e}"))
+    Crazyhouse::from_fen(fen, HouseRules::Bughouse).unwrap_or_else(|e| panic!("{fen}: {e}"))
 }
 
 fn play(pos: &Crazyhouse, moves: &[&str]) -> Crazyhouse {
@@ -36,7 +36,7 @@ fn fen_with_reserves_and_promoted_pieces_round_trips() {
         "4k3/1Q~6/8/8/4b3/8/Kpp5/8[] b - - 0 1"
     );
     assert_eq!(
-        Crazyhouse::new(false).to_fen(),
+        Crazyhouse::new(HouseRules::Crazyhouse).to_fen(),
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
     );
     // More than 16 pieces a side is fine in bughouse.
@@ -49,7 +49,7 @@ fn fen_with_reserves_and_promoted_pieces_round_trips() {
         ("k7/8/8/8/8/8/8/4K3[PPPPPPPPPPPPPPPPP] w - - 0 1", "reserve"),
         ("k7/8/8/8/8/8/8/4K3[] x - - 0 1", "turn"),
     ] {
-        let err = Crazyhouse::from_fen(fen, false).expect_err(fen);
+        let err = Crazyhouse::from_fen(fen, HouseRules::Crazyhouse).expect_err(fen);
         assert_eq!(err.field(), field, "{fen}: {err}");
     }
 }
@@ -195,16 +195,20 @@ fn bughouse_mate_is_stricter_than_chess_mate() {
 
 #[test]
 fn perft_start_and_random_games_keep_the_hash_and_fen() {
-    let start = Crazyhouse::new(false);
+    let start = Crazyhouse::new(HouseRules::Crazyhouse);
     assert_eq!(perft(&start, 3), 8902);
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     for game in 0..40 {
-        let mut pos = Crazyhouse::new(game % 2 == 1);
+        let mut pos = Crazyhouse::new(if game % 2 == 1 {
+            HouseRules::Bughouse
+        } else {
+            HouseRules::Crazyhouse
+        });
         for _ in 0..120 {
             assert_eq!(pos.zobrist(), pos.compute_hash(), "{pos:?}");
             let fen = pos.to_fen();
             assert_eq!(
-                Crazyhouse::from_fen(&fen, pos.is_bughouse()).unwrap(),
+                Crazyhouse::from_fen(&fen, pos.rules()).unwrap(),
                 pos,
                 "{fen}"
             );

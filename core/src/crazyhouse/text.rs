@@ -2,12 +2,12 @@
 //! as lichess and python-chess write it; the reserve as a ninth `/` field is accepted too) and
 //! drop notation (`N@f3`, `@e4` for a pawn).
 
-use super::{Crazyhouse, Reserves};
-use crate::PositionTextError;
+use super::{Crazyhouse, HouseRules, Reserves};
 use crate::chess::Chess;
-use crate::chess::fen::{FenPositionError, Setup};
+use crate::chess::fen::Setup;
 use crate::chess::san::role_from_letter;
 use crate::position::Locale;
+use crate::position_text::PositionTextError;
 use crate::types::{Piece, Role, Square};
 use std::fmt;
 
@@ -50,11 +50,11 @@ fn syntax(field: &'static str, message: impl Into<String>) -> PositionTextError 
 }
 
 impl Crazyhouse {
-    /// Parses and validates a crazyhouse FEN (`bughouse`: a bughouse board). The counts of
+    /// Parses and validates a crazyhouse FEN, for a game under `rules`. The counts of
     /// standard chess (16 pieces, 8 pawns) do not apply; kings, back-rank pawns, castling, en
     /// passant and the side not to move being in check are checked as in chess, and `~` may mark
     /// only pieces other than pawns and kings.
-    pub fn from_fen(fen: &str, bughouse: bool) -> Result<Crazyhouse, PositionTextError> {
+    pub fn from_fen(fen: &str, rules: HouseRules) -> Result<Crazyhouse, PositionTextError> {
         let fen = fen.trim();
         let (first, rest) = fen.split_once(char::is_whitespace).unwrap_or((fen, ""));
         let (placement, reserve) = if let Some(open) = first.find('[') {
@@ -69,9 +69,8 @@ impl Crazyhouse {
         };
         let reserves = Reserves::parse(reserve).map_err(|e| syntax("reserve", e.0))?;
         let (setup, promoted) = Setup::parse_with_promoted(&format!("{placement} {rest}"))
-            .map_err(|e| PositionTextError::from(FenPositionError::Fen(e)))?;
-        let chess = Chess::from_setup_counting(setup, false)
-            .map_err(|e| PositionTextError::from(FenPositionError::Position(e)))?;
+            .map_err(PositionTextError::from)?;
+        let chess = Chess::from_setup_counting(setup, false).map_err(PositionTextError::from)?;
         let board = chess.board();
         let bad = promoted & (board.by_role(Role::Pawn) | board.by_role(Role::King));
         if let Some(sq) = bad.first() {
@@ -80,7 +79,7 @@ impl Crazyhouse {
                 message: format!("the piece on {sq} cannot be marked promoted ('~')"),
             });
         }
-        Ok(Crazyhouse::from_parts(chess, promoted, reserves, bughouse))
+        Ok(Crazyhouse::from_parts(chess, promoted, reserves, rules))
     }
 }
 

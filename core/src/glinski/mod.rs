@@ -15,7 +15,6 @@ pub mod render;
 mod text;
 
 pub use geometry::{Bitboard, Cell, cell_name, parse_cell};
-pub use text::GlinskiTextError;
 
 use crate::chess::san::role_letter;
 use crate::outcome::{EndReason, Outcome, Score};
@@ -41,7 +40,8 @@ pub struct HexMove {
     pub promotion: Option<Role>,
 }
 
-impl fmt::Debug for HexMove {
+/// The move in coordinate notation (what `move_to_uci` returns).
+impl fmt::Display for HexMove {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&cell_name(self.from))?;
         f.write_str(&cell_name(self.to))?;
@@ -49,6 +49,12 @@ impl fmt::Debug for HexMove {
             write!(f, "{}", p.char())?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Debug for HexMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -739,7 +745,7 @@ impl Position for Glinski {
     }
 
     fn move_to_uci(&self, m: HexMove) -> String {
-        format!("{m:?}")
+        m.to_string()
     }
 
     /// The record notation (`Qe1-c3`, `e4xf5`, `f10-f11=Q+`).

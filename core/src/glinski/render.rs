@@ -5,9 +5,10 @@
 //! file half a cell higher than its outer neighbour, `f1` the bottom corner and `f11` the top.
 //! With axial coordinates a cell's height in half-cells is `2r + q`.
 
-use super::Glinski;
-use super::geometry::{Cells, FILES, VALID, at, cell_name, colour_class, coords};
-use crate::types::Color;
+use super::geometry::{Cell, Cells, FILES, VALID, at, cell_name, colour_class, coords};
+use super::{Glinski, HexMove};
+use crate::figures::{Figure, LAST_MOVE_FILL, check_glow, piece_svg};
+use crate::types::{Color, Role};
 use std::fmt::Write as _;
 
 /// A text diagram: one line per half-cell of height (21 lines), each cell as its piece letter
@@ -45,11 +46,32 @@ pub fn to_text(pos: &Glinski) -> String {
     out
 }
 
+/// Highlights for [`to_svg_with`]; the default has none.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SvgOptions {
+    /// The last move's origin and destination cells, tinted.
+    pub last_move: Option<(Cell, Cell)>,
+    /// Whether to mark the side to move's king (the one that can be in check) with a red glow.
+    pub check: bool,
+}
+
+impl SvgOptions {
+    /// The highlights after `m` was played, with the side to move's king marked when `check`.
+    pub fn after(m: HexMove, check: bool) -> SvgOptions {
+        SvgOptions {
+            last_move: Some((m.from, m.to)),
+            check,
+        }
+    }
+}
+
 /// Hexagon circumradius in SVG units.
 const R: f64 = 30.0;
 const SQRT3: f64 = 1.732_050_807_568_877_2;
 const WIDTH: f64 = 20.0 * R;
 const HEIGHT: f64 = 12.0 * SQRT3 * R;
+/// The side of a piece figure's square.
+const FIGURE: f64 = 1.55 * R;
 
 /// The three cell colours (class 0 holds the centre `f6`).
 const FILLS: [&str; 3] = ["#d2a56d", "#f0d9b5", "#a77b4f"];
@@ -61,10 +83,31 @@ fn centre(q: i32, r: i32) -> (f64, f64) {
     )
 }
 
-/// An SVG picture: 91 flat-topped hexagons in the three colours, pieces as letters (white
-/// letters outlined in black, black letters outlined in white), cell names in empty cells and
-/// file letters along the bottom.
+fn cell_centre(c: Cell) -> (f64, f64) {
+    let (q, r) = coords(c);
+    centre(q, r)
+}
+
+/// The corners of the flat-topped hexagon around (`x`, `y`), as a `points` attribute.
+fn hexagon(x: f64, y: f64) -> String {
+    let mut points = String::new();
+    for k in 0..6 {
+        let a = std::f64::consts::PI / 3.0 * f64::from(k);
+        let _ = write!(points, "{:.1},{:.1} ", x + R * a.cos(), y + R * a.sin());
+    }
+    points.truncate(points.trim_end().len());
+    points
+}
+
+/// An SVG picture of the position, without highlights.
 pub fn to_svg(pos: &Glinski) -> String {
+    to_svg_with(pos, &SvgOptions::default())
+}
+
+/// An SVG picture: 91 flat-topped hexagons in the three colours, pieces as
+/// [figures](crate::figures), cell names in empty cells, file letters along the bottom, and the
+/// highlights of `options` (tinted last-move cells, a red glow under a king in check).
+pub fn to_svg_with(pos: &Glinski, options: &SvgOptions) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -75,30 +118,43 @@ pub fn to_svg(pos: &Glinski) -> String {
         r##"<rect width="{WIDTH}" height="{HEIGHT:.0}" fill="#f4f1ea"/>"##
     );
     for c in Cells(VALID) {
-        let (q, r) = coords(c);
-        let (x, y) = centre(q, r);
-        let mut points = String::new();
-        for k in 0..6 {
-            let a = std::f64::consts::PI / 3.0 * f64::from(k);
-            let _ = write!(points, "{:.1},{:.1} ", x + R * a.cos(), y + R * a.sin());
-        }
+        let (x, y) = cell_centre(c);
         let _ = writeln!(
             out,
             r##"<polygon points="{}" fill="{}" stroke="#555" stroke-width="1"/>"##,
-            points.trim_end(),
+            hexagon(x, y),
             FILLS[colour_class(c) as usize]
         );
+    }
+    if let Some((from, to)) = options.last_move {
+        for c in [from, to] {
+            let (x, y) = cell_centre(c);
+            let _ = writeln!(
+                out,
+                r#"<polygon class="last-move" points="{}" {LAST_MOVE_FILL}/>"#,
+                hexagon(x, y)
+            );
+        }
+    }
+    if options.check
+        && let Some(king) = Cells(pos.pieces(pos.turn, Role::King)).next()
+    {
+        let (x, y) = cell_centre(king);
+        out.push_str(&check_glow(x, y, R * 0.95));
+        out.push('\n');
+    }
+    for c in Cells(VALID) {
+        let (x, y) = cell_centre(c);
         match pos.piece_at(c) {
             Some(p) => {
-                let (fill, stroke) = match p.color {
-                    Color::White => ("#ffffff", "#000000"),
-                    Color::Black => ("#000000", "#ffffff"),
-                };
-                let _ = writeln!(
-                    out,
-                    r#"<text x="{x:.1}" y="{y:.1}" font-family="sans-serif" font-size="24" font-weight="bold" text-anchor="middle" dominant-baseline="central" fill="{fill}" stroke="{stroke}" stroke-width="0.8">{}</text>"#,
-                    p.char().to_ascii_uppercase()
-                );
+                out.push_str(&piece_svg(
+                    Figure::from_role(p.role),
+                    p.color == Color::White,
+                    x,
+                    y,
+                    FIGURE,
+                ));
+                out.push('\n');
             }
             None => {
                 let _ = writeln!(
@@ -128,10 +184,11 @@ pub fn to_svg(pos: &Glinski) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::glinski::parse_cell;
 
     #[test]
     fn text_diagram_of_the_start() {
-        let text = to_text(&Glinski::new());
+        let text = to_text(&start());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 23);
         // f11 (a black bishop) alone on the top line, in the f column.
@@ -150,15 +207,76 @@ mod tests {
         assert_eq!(lines[22], "white to move");
     }
 
+    fn start() -> Glinski {
+        match crate::AnyPosition::start(crate::Variant::Glinski).expect("start") {
+            crate::AnyPosition::Glinski(p) => p,
+            other => panic!("not Glinski: {other:?}"),
+        }
+    }
+
+    fn well_formed(svg: &str) {
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<g").count(), svg.matches("</g>").count());
+    }
+
     #[test]
     fn svg_shows_every_cell_and_piece() {
-        let svg = to_svg(&Glinski::new());
-        assert!(svg.starts_with("<svg"));
+        let svg = to_svg(&start());
+        well_formed(&svg);
         assert_eq!(svg.matches("<polygon").count(), 91);
-        // 36 pieces, 55 empty-cell names, 11 file letters.
-        assert_eq!(svg.matches("<text").count(), 36 + 55 + 11);
+        // Every piece of the start as a figure: 9 pawns, 3 bishops, 2 knights, 2 rooks, a
+        // queen and a king a side.
+        assert_eq!(svg.matches(r#"class="piece""#).count(), 36);
+        assert_eq!(svg.matches(r#"data-figure="pawn""#).count(), 18);
+        assert_eq!(svg.matches(r#"data-figure="bishop""#).count(), 6);
+        assert_eq!(svg.matches(r#"data-color="black""#).count(), 18);
+        // 55 empty-cell names, 11 file letters, no piece letters.
+        assert_eq!(svg.matches("<text").count(), 55 + 11);
+        assert!(svg.contains(">f6</text>"));
         for fill in FILLS {
             assert!(svg.contains(fill));
         }
+        assert!(!svg.contains("last-move") && !svg.contains(r#"class="check""#));
+    }
+
+    #[test]
+    fn svg_highlights_only_when_asked() {
+        let pos = start();
+        let (from, to) = (
+            parse_cell("f5").expect("cell"),
+            parse_cell("f7").expect("cell"),
+        );
+        let moved = SvgOptions {
+            last_move: Some((from, to)),
+            check: false,
+        };
+        let svg = to_svg_with(&pos, &moved);
+        well_formed(&svg);
+        assert_eq!(svg.matches(r#"class="last-move""#).count(), 2);
+        assert!(!svg.contains(r#"class="check""#));
+        let (x, y) = cell_centre(to);
+        assert!(svg.contains(&format!(r#"class="last-move" points="{}""#, hexagon(x, y))));
+        let svg = to_svg_with(
+            &pos,
+            &SvgOptions::after(
+                HexMove {
+                    from,
+                    to,
+                    promotion: None,
+                },
+                true,
+            ),
+        );
+        well_formed(&svg);
+        assert_eq!(svg.matches(r#"class="last-move""#).count(), 2);
+        assert_eq!(svg.matches(r#"class="check""#).count(), 1);
+        // White is to move: the glow sits on the white king's cell, g1, under the pieces.
+        let (x, y) = cell_centre(parse_cell("g1").expect("cell"));
+        assert!(svg.contains(&format!(r#"class="check" cx="{x:.1}" cy="{y:.1}""#)));
+        assert!(svg.find(r#"class="check""#) < svg.find(r#"class="piece""#));
+        let plain = to_svg_with(&pos, &SvgOptions::default());
+        assert_eq!(plain, to_svg(&pos));
+        assert!(!plain.contains("last-move") && !plain.contains(r#"class="check""#));
     }
 }

@@ -15,63 +15,15 @@ use super::geometry::{
 use super::{Glinski, KEYS, bit};
 use crate::chess::san::role_from_letter;
 use crate::position::Locale;
+use crate::position_text::PositionTextError;
 use crate::types::{Color, Piece, Role};
-use std::fmt;
 
-/// A Glinski position string cannot be read, or describes a position that cannot occur.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GlinskiTextError {
-    /// The text cannot be parsed.
-    Syntax {
-        /// `position`, `placement`, `turn`, `en_passant`, `halfmove_clock` or
-        /// `fullmove_number`.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// The text parses but the position cannot occur.
-    Illegal {
-        /// `placement` or `en_passant`.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
+fn syntax(field: &'static str, message: impl Into<String>) -> PositionTextError {
+    PositionTextError::syntax(field, message)
 }
 
-impl GlinskiTextError {
-    /// The part of the position string the error is about.
-    pub fn field(&self) -> &'static str {
-        match self {
-            GlinskiTextError::Syntax { field, .. } | GlinskiTextError::Illegal { field, .. } => {
-                field
-            }
-        }
-    }
-}
-
-impl fmt::Display for GlinskiTextError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GlinskiTextError::Syntax { message, .. }
-            | GlinskiTextError::Illegal { message, .. } => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for GlinskiTextError {}
-
-fn syntax(field: &'static str, message: impl Into<String>) -> GlinskiTextError {
-    GlinskiTextError::Syntax {
-        field,
-        message: message.into(),
-    }
-}
-
-fn illegal(field: &'static str, message: impl Into<String>) -> GlinskiTextError {
-    GlinskiTextError::Illegal {
-        field,
-        message: message.into(),
-    }
+fn illegal(field: &'static str, message: impl Into<String>) -> PositionTextError {
+    PositionTextError::illegal(field, message)
 }
 
 /// The files (0..11) that have a cell on `rank`, in order from `a`.
@@ -79,7 +31,7 @@ fn files_on_rank(rank: u8) -> impl Iterator<Item = u8> {
     (0..11u8).filter(move |&f| FILE_LENGTH[f as usize] >= rank)
 }
 
-fn read_rank(pos: &mut Glinski, rank: u8, field: &str) -> Result<(), GlinskiTextError> {
+fn read_rank(pos: &mut Glinski, rank: u8, field: &str) -> Result<(), PositionTextError> {
     let files: Vec<u8> = files_on_rank(rank).collect();
     let width = files.len();
     let bytes = field.as_bytes();
@@ -143,7 +95,7 @@ impl Glinski {
     /// most 9 pawns and 18 pieces a side with no more promoted pieces than missing pawns, no
     /// pawn on its own last cell, the side not to move not in check, and an en passant cell
     /// that follows a double step (dropped when no pawn can capture there).
-    pub fn from_text(text: &str) -> Result<Glinski, GlinskiTextError> {
+    pub fn from_text(text: &str) -> Result<Glinski, PositionTextError> {
         let fields: Vec<&str> = text.split_whitespace().collect();
         if !(2..=5).contains(&fields.len()) {
             return Err(syntax(
@@ -223,7 +175,7 @@ impl Glinski {
     }
 }
 
-fn validate_material(pos: &Glinski) -> Result<(), GlinskiTextError> {
+fn validate_material(pos: &Glinski) -> Result<(), PositionTextError> {
     for color in Color::ALL {
         let count = |role| pos.pieces(color, role).count_ones();
         let kings = count(Role::King);
@@ -263,7 +215,7 @@ fn validate_material(pos: &Glinski) -> Result<(), GlinskiTextError> {
 
 /// The en passant cell must be the empty cell skipped by a double step the side not to move
 /// just made: its pawn one step beyond, its start cell empty.
-fn validate_ep(pos: &Glinski, ep: Cell) -> Result<(), GlinskiTextError> {
+fn validate_ep(pos: &Glinski, ep: Cell) -> Result<(), PositionTextError> {
     let mover = !pos.turn;
     let origin = PAWN_STEP[side(pos.turn)][ep as usize];
     let landing = PAWN_STEP[side(mover)][ep as usize];

@@ -10,7 +10,7 @@ use prost::Message;
 use std::hint::black_box;
 use std::time::Instant;
 
-use arbiter_rules::loadgen::WORK;
+use arbiter_bench::rules::WORK;
 
 fn per_op(name: &str, iters: u32, mut f: impl FnMut(usize)) -> f64 {
     let start = Instant::now();

@@ -1,9 +1,9 @@
 //! `arbiter-rules`: the rules service as its own process, for deployment. Configuration comes
 //! from flags and the environment (see `--help`), read here and nowhere else.
 
-use arbiter_rules::{ServerArgs, serve, shutdown_signal};
+use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
+use arbiter_rules::RulesArgs;
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -13,17 +13,21 @@ use tracing_subscriber::EnvFilter;
 )]
 struct Args {
     #[command(flatten)]
-    server: ServerArgs,
+    serve: ServeArgs,
+    #[command(flatten)]
+    rules: RulesArgs,
 }
 
 #[tokio::main]
-async fn main() -> Result<(), arbiter_rules::ServeError> {
+async fn main() -> Result<(), arbiter_kit::ServeError> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
-    let listener = tokio::net::TcpListener::bind(args.server.listen).await?;
-    serve(listener, args.server.config(), shutdown_signal()).await
+    init_tracing();
+    let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
+    arbiter_rules::serve(
+        listener,
+        args.serve.config(),
+        args.rules.limits(),
+        shutdown_signal(),
+    )
+    .await
 }

@@ -3,50 +3,78 @@
 //! directly and the tonic handlers stay one line each.
 
 use crate::config::Limits;
-use crate::convert::{
-    claim_to_proto, illegal_to_proto, locale, notation, outcome_to_proto, position,
-    position_to_proto,
+use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_with};
+use arbiter_core::{
+    AnyPosition, EndReason, Game, GameError, GameState, IllegalReason, Locale, MoveError, Notation,
+    Position,
 };
-use crate::error::RulesError;
-use arbiter_core::pgn::{PgnGame, read_games};
-use arbiter_core::{AnyPosition, EndReason, Game, Locale, Notation, Position};
+use arbiter_kit::ApiError;
+use arbiter_kit::convert::{
+    claim_to_proto, locale, move_to_proto, notation, outcome_to_proto, position, position_to_proto,
+};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::rules::v1 as rules;
 use rules::validate_move_response::Result as Verdict;
 
-fn move_to_proto(pos: &AnyPosition, m: arbiter_core::AnyMove, locale: Locale) -> common::Move {
-    common::Move {
-        uci: pos.move_to_uci(m),
-        san: pos.move_to_san(m, locale),
+/// Encodes why a move text is not a legal move.
+pub fn illegal_to_proto(e: &MoveError) -> rules::IllegalMove {
+    let (reason, candidates) = match e {
+        MoveError::Syntax { .. } => (rules::IllegalReason::Unparseable, Vec::new()),
+        MoveError::Ambiguous { candidates, .. } => {
+            (rules::IllegalReason::Ambiguous, candidates.clone())
+        }
+        MoveError::Illegal { reason, .. } => (
+            match reason {
+                IllegalReason::NoPiece { .. } => rules::IllegalReason::NoPiece,
+                IllegalReason::WrongSide { .. } => rules::IllegalReason::WrongSide,
+                IllegalReason::CannotReach => rules::IllegalReason::CannotReach,
+                IllegalReason::Blocked => rules::IllegalReason::Blocked,
+                IllegalReason::LeavesKingInCheck => rules::IllegalReason::LeavesKingInCheck,
+                IllegalReason::PromotionRequired => rules::IllegalReason::PromotionRequired,
+                IllegalReason::BadPromotion => rules::IllegalReason::BadPromotion,
+                IllegalReason::CastlingNotAllowed => rules::IllegalReason::CastlingNotAllowed,
+                IllegalReason::NoMatchingMove => rules::IllegalReason::NoMatchingMove,
+                IllegalReason::GameOver => rules::IllegalReason::GameOver,
+                IllegalReason::NotInReserve { .. } => rules::IllegalReason::NotInReserve,
+            },
+            Vec::new(),
+        ),
+    };
+    rules::IllegalMove {
+        reason: reason as i32,
+        message: e.to_string(),
+        candidates,
     }
 }
 
 /// ValidateMove: a verdict for one move.
 pub fn validate_move(
     req: &rules::ValidateMoveRequest,
-) -> Result<rules::ValidateMoveResponse, RulesError> {
+) -> Result<rules::ValidateMoveResponse, ApiError> {
     let pos = position(req.position.as_ref(), "position")?;
     let locale = locale(req.locale);
-    let verdict = match pos.parse_move(&req.r#move, notation(req.notation), locale) {
+    // The core judges the move in the game as it stands: a finished game refuses every move.
+    let state = GameState::new(pos);
+    let verdict = match state.check_text(&req.r#move, notation(req.notation), locale) {
         Ok(m) => {
+            let pos = state.position();
             let mut after = pos.clone();
             after.play_unchecked(m);
             let outcome = after.terminal();
             Verdict::Legal(rules::LegalMove {
-                r#move: Some(move_to_proto(&pos, m, locale)),
+                r#move: Some(move_to_proto(pos, m, locale)),
                 position_after: Some(position_to_proto(&after)),
                 check: after.is_check(),
                 checkmate: outcome.is_some_and(|o| o.reason == EndReason::Checkmate),
                 outcome: outcome.map(outcome_to_proto),
             })
         }
-        Err(e) => {
-            let mut illegal = illegal_to_proto(&e);
-            if pos.legal_moves().is_empty() {
-                illegal.reason = rules::IllegalReason::GameOver as i32;
-                illegal.message = format!("illegal move '{}': the game is over", req.r#move);
-            }
-            Verdict::Illegal(illegal)
+        Err(GameError::Move(e)) => Verdict::Illegal(illegal_to_proto(&e)),
+        Err(GameError::GameOver(_) | GameError::NotClaimable(_)) => {
+            Verdict::Illegal(illegal_to_proto(&MoveError::Illegal {
+                input: req.r#move.clone(),
+                reason: IllegalReason::GameOver,
+            }))
         }
     };
     Ok(rules::ValidateMoveResponse {
@@ -59,7 +87,7 @@ pub fn validate_move(
 pub fn validate_move_in_stream(req: &rules::ValidateMoveRequest) -> rules::ValidateMoveResponse {
     validate_move(req).unwrap_or_else(|e| rules::ValidateMoveResponse {
         result: Some(Verdict::Error(rules::RequestError {
-            field: e.field().to_owned(),
+            field: e.field().unwrap_or_default().to_owned(),
             message: e.description().to_owned(),
         })),
         request_id: req.request_id.clone(),
@@ -69,7 +97,7 @@ pub fn validate_move_in_stream(req: &rules::ValidateMoveRequest) -> rules::Valid
 /// ListLegalMoves.
 pub fn list_legal_moves(
     req: &rules::ListLegalMovesRequest,
-) -> Result<rules::ListLegalMovesResponse, RulesError> {
+) -> Result<rules::ListLegalMovesResponse, ApiError> {
     let pos = position(req.position.as_ref(), "position")?;
     let locale = locale(req.locale);
     let mut moves: Vec<common::Move> = pos
@@ -84,9 +112,9 @@ pub fn list_legal_moves(
     })
 }
 
-fn check_move_count(count: usize, limits: &Limits) -> Result<(), RulesError> {
+fn check_move_count(count: usize, limits: &Limits) -> Result<(), ApiError> {
     if count > limits.max_moves {
-        return Err(RulesError::exhausted(
+        return Err(ApiError::exhausted(
             "moves",
             format!(
                 "{count} moves exceed the limit of {} per request",
@@ -105,41 +133,31 @@ fn replay(
     locale: Locale,
     limits: &Limits,
     mut each: impl FnMut(&AnyPosition, arbiter_core::AnyMove, &AnyPosition),
-) -> Result<Game<AnyPosition>, RulesError> {
+) -> Result<Game<AnyPosition>, ApiError> {
     check_move_count(moves.len(), limits)?;
     let mut game = Game::new(start);
     for (i, text) in moves.iter().enumerate() {
         let before = game.position().clone();
         let m = game
             .play_text(text, notation, locale)
-            .map_err(|e| RulesError::invalid(format!("moves[{i}]"), e.to_string()))?;
+            .map_err(|e| ApiError::invalid(format!("moves[{i}]"), e.to_string()))?;
         each(&before, m, game.position());
     }
     Ok(game)
 }
 
 fn status_of(game: &Game<AnyPosition>) -> rules::GameStatus {
-    let outcome = game.outcome();
-    let claims = game.claimable_draws();
-    let summary = match outcome {
-        Some(o) => o.to_string(),
-        None if claims.is_empty() => "ongoing".to_owned(),
-        None => format!(
-            "ongoing; claimable: {}",
-            claims
-                .iter()
-                .map(|c| c.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
     rules::GameStatus {
-        outcome: outcome.map(outcome_to_proto),
-        claimable_draws: claims.into_iter().map(claim_to_proto).collect(),
+        outcome: game.outcome().map(outcome_to_proto),
+        claimable_draws: game
+            .claimable_draws()
+            .into_iter()
+            .map(claim_to_proto)
+            .collect(),
         check: game.position().is_check(),
         repetition_count: game.repetition_count(),
         halfmove_clock: game.position().halfmove_clock(),
-        summary,
+        summary: game.summary(),
     }
 }
 
@@ -147,7 +165,7 @@ fn status_of(game: &Game<AnyPosition>) -> rules::GameStatus {
 pub fn apply_moves(
     req: &rules::ApplyMovesRequest,
     limits: &Limits,
-) -> Result<rules::ApplyMovesResponse, RulesError> {
+) -> Result<rules::ApplyMovesResponse, ApiError> {
     let start = position(req.start.as_ref(), "start")?;
     let locale = locale(req.locale);
     let mut applied = Vec::with_capacity(req.moves.len());
@@ -179,7 +197,7 @@ pub fn apply_moves(
 pub fn game_status(
     req: &rules::GetGameStatusRequest,
     limits: &Limits,
-) -> Result<rules::GetGameStatusResponse, RulesError> {
+) -> Result<rules::GetGameStatusResponse, ApiError> {
     let start = position(req.start.as_ref(), "start")?;
     let game = replay(
         start,
@@ -198,7 +216,7 @@ pub fn game_status(
 /// ConvertMove.
 pub fn convert_move(
     req: &rules::ConvertMoveRequest,
-) -> Result<rules::ConvertMoveResponse, RulesError> {
+) -> Result<rules::ConvertMoveResponse, ApiError> {
     let pos = position(req.position.as_ref(), "position")?;
     let m = pos
         .parse_move(
@@ -206,7 +224,7 @@ pub fn convert_move(
             notation(req.notation),
             locale(req.input_locale),
         )
-        .map_err(|e| RulesError::invalid("move", e.to_string()))?;
+        .map_err(|e| ApiError::invalid("move", e.to_string()))?;
     Ok(rules::ConvertMoveResponse {
         r#move: Some(move_to_proto(&pos, m, locale(req.output_locale))),
     })
@@ -225,9 +243,9 @@ fn tags_to_proto(tags: &[(String, String)]) -> Vec<rules::Tag> {
 pub fn import_pgn(
     req: &rules::ImportPgnRequest,
     limits: &Limits,
-) -> Result<rules::ImportPgnResponse, RulesError> {
+) -> Result<rules::ImportPgnResponse, ApiError> {
     if req.pgn.len() > limits.max_pgn_bytes {
-        return Err(RulesError::exhausted(
+        return Err(ApiError::exhausted(
             "pgn",
             format!(
                 "{} bytes exceed the limit of {} bytes",
@@ -236,13 +254,20 @@ pub fn import_pgn(
             ),
         ));
     }
-    let mut games = read_games(&req.pgn).map_err(|e| RulesError::invalid("pgn", e.to_string()))?;
+    let read_limits = PgnLimits {
+        max_plies_per_game: limits.max_moves,
+        ..PgnLimits::default()
+    };
+    let mut games = read_games_with(&req.pgn, &read_limits).map_err(|e| match e.limit {
+        Some(_) => ApiError::exhausted("pgn", e.to_string()),
+        None => ApiError::invalid("pgn", e.to_string()),
+    })?;
     let (read, write) = (locale(req.input_locale), locale(req.output_locale));
     let mut out = Vec::with_capacity(games.len());
     for (i, pgn) in games.iter_mut().enumerate() {
         let game = pgn
             .validate(read, write)
-            .map_err(|e| RulesError::invalid("pgn", format!("game {}: {e}", i + 1)))?;
+            .map_err(|e| ApiError::invalid("pgn", format!("game {}: {e}", i + 1)))?;
         check_move_count(game.ply(), limits)?;
         let mut pos = game.start().clone();
         let mut moves = Vec::with_capacity(game.ply());
@@ -266,7 +291,7 @@ pub fn import_pgn(
 pub fn export_pgn(
     req: &rules::ExportPgnRequest,
     limits: &Limits,
-) -> Result<rules::ExportPgnResponse, RulesError> {
+) -> Result<rules::ExportPgnResponse, ApiError> {
     let start = position(req.start.as_ref(), "start")?;
     let locale = locale(req.locale);
     let game = replay(
@@ -284,7 +309,7 @@ pub fn export_pgn(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
-            return Err(RulesError::invalid(
+            return Err(ApiError::invalid(
                 format!("tags[{i}].name"),
                 "a tag name is letters, digits and '_'",
             ));
@@ -302,13 +327,10 @@ pub fn export_pgn(
 
 /// Perft, bounded by the request's and the server's node budget. CPU-heavy: the handler runs it
 /// on the blocking pool.
-pub fn perft(
-    req: &rules::PerftRequest,
-    limits: &Limits,
-) -> Result<rules::PerftResponse, RulesError> {
+pub fn perft(req: &rules::PerftRequest, limits: &Limits) -> Result<rules::PerftResponse, ApiError> {
     let pos = position(req.position.as_ref(), "position")?;
     if req.depth > limits.max_perft_depth {
-        return Err(RulesError::invalid(
+        return Err(ApiError::invalid(
             "depth",
             format!(
                 "depth {} is over the maximum of {}",
@@ -321,20 +343,15 @@ pub fn perft(
         n => n.min(limits.max_perft_nodes),
     };
     let exhausted =
-        |e: arbiter_core::PerftBudgetExceeded| RulesError::exhausted("node_budget", e.to_string());
+        |e: arbiter_core::PerftBudgetExceeded| ApiError::exhausted("node_budget", e.to_string());
     if req.divide {
-        let mut split = pos
+        let split = pos
             .perft_divide_bounded(req.depth, budget)
             .map_err(exhausted)?;
-        split.sort();
-        let nodes = if req.depth == 0 {
-            1
-        } else {
-            split.iter().map(|(_, n)| n).sum()
-        };
         Ok(rules::PerftResponse {
-            nodes,
+            nodes: split.total,
             divide: split
+                .moves
                 .into_iter()
                 .map(|(uci, nodes)| rules::PerftDivide { uci, nodes })
                 .collect(),

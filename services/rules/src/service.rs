@@ -1,5 +1,5 @@
 //! The tonic handlers: each decodes nothing itself, calls one function of [`crate::ops`], and
-//! turns a [`RulesError`](crate::error::RulesError) into a `Status` through its `From` impl.
+//! turns a refusal into a `Status` through `arbiter-kit`'s one map.
 
 use crate::config::Limits;
 use crate::ops;
@@ -27,18 +27,15 @@ impl Rules {
         }
     }
 
-    /// The tonic server for this service, with the message size limits applied.
-    pub fn into_server(self) -> RulesServiceServer<Rules> {
-        let max = self.limits.max_message_bytes;
+    /// The tonic server for this service, with the message size limit `max` (bytes) applied.
+    pub fn into_server(self, max: usize) -> RulesServiceServer<Rules> {
         RulesServiceServer::new(self)
             .max_decoding_message_size(max)
             .max_encoding_message_size(max)
     }
 }
 
-fn reply<T>(r: Result<T, crate::error::RulesError>) -> Reply<T> {
-    r.map(Response::new).map_err(Status::from)
-}
+use arbiter_kit::reply;
 
 #[tonic::async_trait]
 impl RulesService for Rules {

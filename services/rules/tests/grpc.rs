@@ -1,9 +1,10 @@
 //! The rules service over real gRPC: a server on 127.0.0.1:0 per test, the generated client,
 //! every RPC, every error path, health, reflection, limits and graceful shutdown.
 
+use arbiter_kit::{ServeConfig, ServeError};
 use arbiter_proto::common::v1::{self as common, Variant};
 use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
-use arbiter_rules::{Limits, ServerConfig, serve};
+use arbiter_rules::{Limits, serve};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -15,18 +16,18 @@ struct Server {
     client: RulesServiceClient<Channel>,
     channel: Channel,
     stop: Option<oneshot::Sender<()>>,
-    handle: JoinHandle<Result<(), arbiter_rules::ServeError>>,
+    handle: JoinHandle<Result<(), ServeError>>,
 }
 
-async fn start_with(limits: Limits) -> Server {
+async fn start_with(limits: Limits, max_message_bytes: usize) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let config = ServerConfig {
-        limits,
-        ..ServerConfig::default()
+    let config = ServeConfig {
+        max_message_bytes,
+        ..ServeConfig::default()
     };
-    let handle = tokio::spawn(serve(listener, config, async {
+    let handle = tokio::spawn(serve(listener, config, limits, async {
         let _ = stopped.await;
     }));
     let channel = Channel::from_shared(format!("http://{addr}"))
@@ -43,13 +44,15 @@ async fn start_with(limits: Limits) -> Server {
 }
 
 async fn start() -> Server {
-    start_with(Limits {
-        max_moves: 64,
-        max_pgn_bytes: 4096,
-        max_perft_nodes: 1_000_000,
-        max_message_bytes: 64 * 1024,
-        ..Limits::default()
-    })
+    start_with(
+        Limits {
+            max_moves: 64,
+            max_pgn_bytes: 4096,
+            max_perft_nodes: 1_000_000,
+            ..Limits::default()
+        },
+        64 * 1024,
+    )
     .await
 }
 
@@ -545,7 +548,7 @@ async fn health_and_reflection() {
 
 #[tokio::test]
 async fn shutdown_completes_in_flight_requests() {
-    let s = start_with(Limits::default()).await;
+    let s = start_with(Limits::default(), ServeConfig::default().max_message_bytes).await;
     let mut client = s.client.clone();
     // Long enough (about a second in either build) to still be running at shutdown.
     let (depth, nodes) = if cfg!(debug_assertions) {
@@ -1030,171 +1033,5 @@ async fn crazyhouse_and_bughouse_boards() {
         .await
         .unwrap_err();
     assert_field_error(status, Code::InvalidArgument, "position.text");
-    s.stop().await;
-}
-
-/// A bughouse match over gRPC (in-process store): create, moves on both boards with reserves
-/// flowing, a retry answered as a duplicate, every refusal with its code and detail, two
-/// watchers following the events to the end.
-#[tokio::test]
-async fn bughouse_match_over_grpc() {
-    use arbiter_proto::rules::v1::bughouse_service_client::BughouseServiceClient;
-    let s = start().await;
-    let mut c = BughouseServiceClient::new(s.channel.clone());
-    let players = rules::Players {
-        white_a: "wa".into(),
-        black_a: "ba".into(),
-        white_b: "wb".into(),
-        black_b: "bb".into(),
-    };
-    let state = c
-        .create_match(rules::CreateMatchRequest {
-            players: Some(players.clone()),
-            time_control: "180+0".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .state
-        .unwrap();
-    let id = state.match_id.clone();
-    assert_eq!(state.board_a.unwrap().ply, 0);
-
-    let mut watchers = Vec::new();
-    for _ in 0..2 {
-        watchers.push(
-            c.watch_match(rules::WatchMatchRequest {
-                match_id: id.clone(),
-                after_seq: 0,
-            })
-            .await
-            .unwrap()
-            .into_inner(),
-        );
-    }
-
-    let mv = |player: &str, board: rules::Board, m: &str, ply: u32| rules::MakeMoveRequest {
-        match_id: id.clone(),
-        player_id: player.into(),
-        board: board as i32,
-        r#move: m.into(),
-        expected_ply: ply,
-        ..Default::default()
-    };
-    for (player, board, m, ply) in [
-        ("wa", rules::Board::A, "e4", 0),
-        ("ba", rules::Board::A, "d5", 1),
-        ("wa", rules::Board::A, "exd5", 2),
-        ("wb", rules::Board::B, "Nf3", 0),
-    ] {
-        c.make_move(mv(player, board, m, ply)).await.unwrap();
-    }
-    let r = c
-        .make_move(mv("bb", rules::Board::B, "P@e4", 1))
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(r.r#move.unwrap().r#move.unwrap().uci, "P@e4");
-    let st = r.state.unwrap();
-    assert_eq!(st.board_b.as_ref().unwrap().black_reserve, "");
-    assert!(st.bfen.contains(" | "));
-    // The same request again: a duplicate, nothing applied.
-    let again = c
-        .make_move(mv("bb", rules::Board::B, "P@e4", 1))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(again.duplicate);
-    assert_eq!(again.state.unwrap().board_b.unwrap().ply, 2);
-
-    // Refusals.
-    let field_of = |status: &Status| {
-        status
-            .get_details_bad_request()
-            .map(|b| b.field_violations[0].field.clone())
-    };
-    for (req, code, field) in [
-        (
-            mv("wa", rules::Board::A, "Ke2", 3),
-            Code::FailedPrecondition,
-            None,
-        ),
-        (
-            mv("ba", rules::Board::A, "Q@d4", 3),
-            Code::InvalidArgument,
-            Some("move"),
-        ),
-        (
-            mv("ba", rules::Board::B, "e5", 3),
-            Code::InvalidArgument,
-            Some("board"),
-        ),
-        (
-            mv("zz", rules::Board::A, "e5", 3),
-            Code::InvalidArgument,
-            Some("player_id"),
-        ),
-        (
-            mv("ba", rules::Board::Unspecified, "e5", 3),
-            Code::InvalidArgument,
-            Some("board"),
-        ),
-        (
-            mv("ba", rules::Board::A, "e5", 1),
-            Code::FailedPrecondition,
-            None,
-        ),
-    ] {
-        let status = c.make_move(req.clone()).await.unwrap_err();
-        assert_eq!(status.code(), code, "{req:?}: {status:?}");
-        assert_eq!(field_of(&status).as_deref(), field, "{req:?}");
-    }
-    let status = c
-        .make_move(mv("ba", rules::Board::A, "e5", 1))
-        .await
-        .unwrap_err();
-    assert_eq!(status.get_details_error_info().unwrap().reason, "STALE_PLY");
-    let status = c
-        .get_match(rules::GetMatchRequest {
-            match_id: "nope".into(),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::NotFound);
-
-    // Resignation ends the match; the watchers see every event and then the end.
-    let st = c
-        .resign(rules::ResignRequest {
-            match_id: id.clone(),
-            player_id: "ba".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .state
-        .unwrap();
-    let outcome = st.outcome.unwrap();
-    assert_eq!(
-        (outcome.winning_team, outcome.reason_name.as_str()),
-        (1, "resignation")
-    );
-    for mut w in watchers {
-        let mut seen = Vec::new();
-        while let Some(e) = w.message().await.unwrap() {
-            seen.push(e);
-        }
-        assert_eq!(seen.len() as u64, st.last_seq);
-        assert!(seen.windows(2).all(|p| p[1].seq == p[0].seq + 1));
-        assert!(matches!(
-            seen.last().unwrap().event,
-            Some(rules::match_event::Event::End(_))
-        ));
-    }
-    let status = c
-        .make_move(mv("ba", rules::Board::A, "e5", 3))
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::FailedPrecondition);
     s.stop().await;
 }

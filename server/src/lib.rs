@@ -1,0 +1,99 @@
+//! # arbiter-server
+//!
+//! The composition root: the only crate that knows every service. It assembles them on one
+//! port in one process (what `arbiter serve` runs: the embedded default, with matches kept in
+//! process unless `--redis-url` is given) and holds the flags they share. No service crate
+//! depends on it; each service also runs alone from its own binary (`arbiter-rules`,
+//! `arbiter-matches`).
+//!
+//! Services that need one another will be given a trait implementation here (calling the other
+//! in process) or a generated gRPC client (calling it over the network): they never import each
+//! other's crates.
+#![warn(missing_docs)]
+
+pub use arbiter_matches::StoreConfig;
+
+use arbiter_kit::auth::{PlatformArgs, PlatformAuth};
+use arbiter_kit::{Host, ServeArgs, ServeConfig, ServeError};
+use arbiter_matches::{MatchesArgs, MatchesConfig};
+use arbiter_rules::{Limits, RulesArgs};
+use std::future::Future;
+use tokio::net::TcpListener;
+
+/// The fully-qualified names of the gRPC services [`serve`] exposes, besides reflection.
+pub const SERVICE_NAMES: [&str; 3] = [
+    "grpc.health.v1.Health",
+    arbiter_rules::SERVICE_NAME,
+    arbiter_matches::SERVICE_NAME,
+];
+
+/// Everything the whole server is configured with.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// How the process serves (deadline, message size, reflection).
+    pub serve: ServeConfig,
+    /// The rules service's request limits.
+    pub rules: Limits,
+    /// The match service.
+    pub matches: MatchesConfig,
+    /// Who may make platform calls.
+    pub platform: PlatformAuth,
+}
+
+impl Default for ServerConfig {
+    /// The embedded default: matches in process, a fresh seat key, platform calls from loopback.
+    fn default() -> ServerConfig {
+        ServerConfig {
+            serve: ServeConfig::default(),
+            rules: Limits::default(),
+            matches: MatchesConfig::default(),
+            platform: PlatformAuth::loopback_only(),
+        }
+    }
+}
+
+/// The flags of the whole server (each also readable from the environment).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Serving.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// The rules service.
+    #[command(flatten)]
+    pub rules: RulesArgs,
+    /// The match service.
+    #[command(flatten)]
+    pub matches: MatchesArgs,
+    /// The platform credential.
+    #[command(flatten)]
+    pub platform: PlatformArgs,
+}
+
+impl ServerArgs {
+    /// The configuration these flags describe (reads the key and token files). Call it from
+    /// `main`.
+    pub fn load(&self) -> Result<ServerConfig, String> {
+        Ok(ServerConfig {
+            serve: self.serve.config(),
+            rules: self.rules.limits(),
+            matches: self.matches.load()?,
+            platform: self.platform.load()?,
+        })
+    }
+}
+
+/// Serves every Arbiter service on `listener` until `shutdown` completes; in-flight requests are
+/// finished before returning.
+pub async fn serve<F>(
+    listener: TcpListener,
+    config: ServerConfig,
+    shutdown: F,
+) -> Result<(), ServeError>
+where
+    F: Future<Output = ()> + Send,
+{
+    let mut host = Host::new(config.serve);
+    arbiter_rules::mount(&mut host, config.rules).await;
+    arbiter_matches::mount(&mut host, config.matches, config.platform).await?;
+    host.serve(listener, shutdown).await
+}

@@ -1,0 +1,30 @@
+//! # arbiter-kit
+//!
+//! What every Arbiter service shares, so that each service crate holds only its own domain:
+//!
+//! - [`serving`]: the [`Host`](serving::Host) scaffold (health, reflection, tracing spans,
+//!   limits, the oversize → `RESOURCE_EXHAUSTED` layer, graceful shutdown) and the flags every
+//!   server binary shares;
+//! - [`error`]: [`ApiError`], the one map from a refusal to a `tonic::Status` with its
+//!   field violation or reason;
+//! - [`auth`]: bearer tokens, constant-time comparison, and the platform credential;
+//! - [`convert`]: `arbiter-core` values to and from `arbiter.common.v1` messages.
+//!
+//! Services never depend on one another; they depend on this crate, the core and the generated
+//! protocol code.
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod convert;
+pub mod error;
+pub mod serving;
+
+pub use error::ApiError;
+pub use serving::{Host, ServeArgs, ServeConfig, ServeError, init_tracing, shutdown_signal};
+
+/// Turns a domain result into a gRPC reply: the value in a `Response`, the refusal through
+/// [`ApiError`]'s one `Status` map.
+pub fn reply<T, E: Into<ApiError>>(r: Result<T, E>) -> Result<tonic::Response<T>, tonic::Status> {
+    r.map(tonic::Response::new)
+        .map_err(|e| tonic::Status::from(e.into()))
+}

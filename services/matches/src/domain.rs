@@ -1,0 +1,955 @@
+//! The match host's operations, independent of gRPC: create, read, move, resign, offer and
+//! claim draws, read events, for single-board games of every variant and bughouse matches.
+//!
+//! Each change is judged by the core on a snapshot of the stored record (the position, its
+//! repetition history, the bughouse match with its reserves) and committed by the store in one
+//! guarded step. A guard that fails (the board moved on, the snapshot was older than the store)
+//! brings back the current record, on which the request is judged again; a request is refused
+//! only on current data. A bughouse move commits reserve *deltas* (what left the mover's
+//! reserve, what went to the partner's), which the core's match returns, so a concurrent move on
+//! the other board, which can only add to this board's reserves, is never overwritten.
+
+use crate::error::{MatchError, NOT_CLAIMABLE, NOT_YOUR_TURN, STALE_PLY};
+use crate::record::{BoardRecord, LastMove, Record, StoredEvent, pack};
+use crate::seats::{SeatKey, random_hex};
+use crate::store::{
+    ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
+    OfferCommit, ReserveDelta,
+};
+use arbiter_core::bughouse::{self, BoardId, Match, MatchOutcome, Seat, Team};
+use arbiter_core::crazyhouse::HouseRules;
+use arbiter_core::{
+    AnyPosition, Color, Crazyhouse, DrawClaim, EndReason, GameError, GameState, Locale, Notation,
+    Outcome, Position, RuleOptions, Score, Variant,
+};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Longest player id, in bytes.
+pub const MAX_PLAYER_BYTES: usize = 128;
+/// Longest time control reference, in bytes.
+pub const MAX_TIME_CONTROL_BYTES: usize = 64;
+/// Longest match id, in bytes.
+pub const MAX_MATCH_ID_BYTES: usize = 64;
+/// Longest creation request id, in bytes.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
+/// Longest move text, in bytes.
+pub const MAX_MOVE_BYTES: usize = 32;
+/// Longest start position string, in bytes (a BFEN of two crowded boards is under 200).
+pub const MAX_START_BYTES: usize = 512;
+
+/// How often a change is judged again on fresh data before the request is refused.
+const ATTEMPTS: usize = 4;
+
+/// A new match, as the platform describes it.
+#[derive(Clone, Debug, Default)]
+pub struct Creation {
+    /// The idempotency key (may be empty).
+    pub request_id: String,
+    /// A chosen id (may be empty).
+    pub match_id: String,
+    /// The game (`Bughouse` for a two-board match).
+    pub variant: Option<Variant>,
+    /// The start position string (empty: the variant's start).
+    pub start: String,
+    /// Rule options.
+    pub rules: RuleOptions,
+    /// Player ids by seat.
+    pub players: Vec<String>,
+    /// The time control reference.
+    pub time_control: String,
+}
+
+/// A created (or found again) match with its seat tokens.
+#[derive(Clone, Debug)]
+pub struct Created {
+    /// The match.
+    pub record: Arc<Record>,
+    /// Each seat with its token, in creation order.
+    pub seats: Vec<(Seat, String)>,
+    /// False for a retried creation.
+    pub created: bool,
+}
+
+/// A seat as a request names it: the board (unset for a single-board game) and the colour.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SeatRef {
+    /// The board, if named.
+    pub board: Option<BoardId>,
+    /// The colour, if named.
+    pub color: Option<Color>,
+}
+
+/// A move as played.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlayedMove {
+    /// The board.
+    pub board: BoardId,
+    /// The board's ply after it.
+    pub ply: u32,
+    /// Who moved.
+    pub side: Color,
+    /// Coordinate notation.
+    pub uci: String,
+    /// SAN.
+    pub san: String,
+    /// The board's position string now (bughouse: with the reserves now).
+    pub position: String,
+}
+
+/// The answer to a move.
+#[derive(Clone, Debug)]
+pub struct MoveAnswer {
+    /// The move.
+    pub played: PlayedMove,
+    /// The match after it.
+    pub record: Arc<Record>,
+    /// True when the request repeated a move already applied.
+    pub duplicate: bool,
+}
+
+/// What the rules say about a board beyond its record: check and the draws that can be claimed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoardStatus {
+    /// The side to move.
+    pub turn: Color,
+    /// Whether the side to move is in check.
+    pub check: bool,
+    /// Draws either player may claim now.
+    pub claims: Vec<DrawClaim>,
+}
+
+/// The seats of a match, in creation order.
+pub fn seats_of(record: &Record) -> &'static [Seat] {
+    if record.is_bughouse() {
+        &Seat::ALL
+    } else {
+        &Seat::ALL[..2]
+    }
+}
+
+fn printable(text: &str) -> bool {
+    !text.chars().any(char::is_control)
+}
+
+fn check_text(field: &'static str, text: &str, max: usize) -> Result<(), MatchError> {
+    if text.len() > max {
+        return Err(MatchError::invalid(
+            field,
+            format!("at most {max} bytes (found {})", text.len()),
+        ));
+    }
+    if !printable(text) {
+        return Err(MatchError::invalid(
+            field,
+            "control characters are not allowed",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a match id named by a client.
+pub fn check_match_id(id: &str) -> Result<(), MatchError> {
+    if id.is_empty() {
+        return Err(MatchError::invalid("match_id", "match_id is required"));
+    }
+    if id.len() > MAX_MATCH_ID_BYTES
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(MatchError::invalid(
+            "match_id",
+            format!("use at most {MAX_MATCH_ID_BYTES} letters, digits, '-' or '_'"),
+        ));
+    }
+    Ok(())
+}
+
+fn corrupt(what: impl std::fmt::Display) -> MatchError {
+    MatchError::Store(crate::store::StoreError::Corrupt(format!(
+        "corrupt match record: {what}"
+    )))
+}
+
+/// The single board of `record` as a game state (position, history).
+fn single_state(record: &Record) -> Result<GameState<AnyPosition>, MatchError> {
+    let board = &record.boards[0];
+    let pos = AnyPosition::with_rules(record.variant, Some(&board.position), &record.rules)
+        .map_err(corrupt)?;
+    Ok(GameState::resume(pos, board.history.clone(), None))
+}
+
+/// The bughouse match of `record`, as the core plays it.
+fn bughouse_match(record: &Record) -> Result<Match, MatchError> {
+    let board = |i: usize| {
+        Crazyhouse::from_fen(&record.boards[i].full_position(true), HouseRules::Bughouse)
+            .map_err(corrupt)
+    };
+    Ok(Match::restore(
+        [board(0)?, board(1)?],
+        [record.boards[0].ply, record.boards[1].ply],
+        record.outcome,
+    ))
+}
+
+/// Check and claimable draws of every board of `record`.
+pub fn board_status(record: &Record) -> Result<Vec<BoardStatus>, MatchError> {
+    if record.is_bughouse() {
+        let m = bughouse_match(record)?;
+        Ok(BoardId::BOTH
+            .into_iter()
+            .map(|b| {
+                let pos = m.board(b);
+                BoardStatus {
+                    turn: pos.turn(),
+                    check: pos.is_check(),
+                    claims: Vec::new(),
+                }
+            })
+            .collect())
+    } else {
+        let state = single_state(record)?;
+        Ok(vec![BoardStatus {
+            turn: state.position().turn(),
+            check: state.position().is_check(),
+            claims: if record.outcome.is_some() {
+                Vec::new()
+            } else {
+                state.claimable_draws()
+            },
+        }])
+    }
+}
+
+/// A single-board outcome as stored (no board; White's score).
+fn single_outcome(o: Outcome) -> MatchOutcome {
+    MatchOutcome {
+        score: o.score,
+        board: None,
+        reason: o.reason,
+    }
+}
+
+/// The side of the match a seat belongs to: its colour, or in bughouse its team (White for
+/// team 1), as scores and draw offers count them.
+fn match_side(record: &Record, seat: Seat) -> Color {
+    if record.is_bughouse() {
+        match seat.team() {
+            Team::One => Color::White,
+            Team::Two => Color::Black,
+        }
+    } else {
+        seat.color
+    }
+}
+
+/// What a planned move commits, and how to answer it.
+struct Plan {
+    commit: MoveCommit,
+    played: PlayedMove,
+}
+
+/// Why a move cannot be planned on a record.
+enum Refusal {
+    /// The board is at another ply (a retry, a race, or a stale snapshot).
+    Stale { actual: u32 },
+    /// Refused for good on this record.
+    Refused(MatchError),
+}
+
+impl From<MatchError> for Refusal {
+    fn from(e: MatchError) -> Self {
+        Refusal::Refused(e)
+    }
+}
+
+fn game_error(e: GameError) -> MatchError {
+    match e {
+        GameError::GameOver(_) => MatchError::over(),
+        GameError::Move(m) => MatchError::invalid("move", m.to_string()),
+        GameError::NotClaimable(c) => {
+            MatchError::precondition(NOT_CLAIMABLE, format!("a {c} draw cannot be claimed now"))
+        }
+    }
+}
+
+fn plan_single(
+    record: &Record,
+    seat: Seat,
+    text: &str,
+    expected_ply: u32,
+    locale: Locale,
+) -> Result<Plan, Refusal> {
+    if record.outcome.is_some() {
+        return Err(MatchError::over().into());
+    }
+    let board = &record.boards[0];
+    if board.ply != expected_ply {
+        return Err(Refusal::Stale { actual: board.ply });
+    }
+    let mut state = single_state(record)?;
+    if state.position().turn() != seat.color {
+        return Err(MatchError::precondition(
+            NOT_YOUR_TURN,
+            format!("it is {}'s turn", state.position().turn()),
+        )
+        .into());
+    }
+    let m = state
+        .check_text(text, Notation::Auto, locale)
+        .map_err(game_error)?;
+    let san = state.position().move_to_san(m, locale);
+    let uci = m.to_string();
+    state.play_checked(m);
+    let after = state.position();
+    let key = after.repetition_key();
+    let history = if after.halfmove_clock() == 0 {
+        HistoryUpdate::Reset(key)
+    } else {
+        HistoryUpdate::Append(key)
+    };
+    let ply = board.ply + 1;
+    let position = after.to_text();
+    Ok(Plan {
+        commit: MoveCommit {
+            nonce: record.nonce.clone(),
+            board: BoardId::A,
+            expected_ply,
+            position: position.clone(),
+            history: Some(history),
+            take: None,
+            give: None,
+            last: LastMove {
+                ply,
+                side: seat.color,
+                text: text.to_owned(),
+                uci: uci.clone(),
+                san: san.clone(),
+            },
+            move_event: move_event_prefix(BoardId::A, ply, seat.color, &uci, &san),
+            end: state.automatic_outcome().map(single_outcome),
+        },
+        played: PlayedMove {
+            board: BoardId::A,
+            ply,
+            side: seat.color,
+            uci,
+            san,
+            position,
+        },
+    })
+}
+
+fn move_event_prefix(board: BoardId, ply: u32, side: Color, uci: &str, san: &str) -> String {
+    let full = StoredEvent::Move {
+        board,
+        ply,
+        side,
+        uci: uci.to_owned(),
+        san: san.to_owned(),
+        position: String::new(),
+    }
+    .encode();
+    // The store appends the position; drop the empty one encoded here ("0:").
+    full[..full.len() - 2].to_owned()
+}
+
+fn plan_bughouse(
+    record: &Record,
+    seat: Seat,
+    text: &str,
+    expected_ply: u32,
+    locale: Locale,
+) -> Result<Plan, Refusal> {
+    let mut m = bughouse_match(record)?;
+    let mv = match m.check(seat, text, expected_ply, locale) {
+        Ok(mv) => mv,
+        Err(bughouse::MatchError::StalePly { actual, .. }) => {
+            return Err(Refusal::Stale { actual });
+        }
+        Err(bughouse::MatchError::MatchOver) => return Err(MatchError::over().into()),
+        Err(e @ bughouse::MatchError::NotYourTurn { .. }) => {
+            return Err(MatchError::precondition(NOT_YOUR_TURN, e.to_string()).into());
+        }
+        Err(bughouse::MatchError::Move(e)) => {
+            return Err(MatchError::invalid("move", e.to_string()).into());
+        }
+        Err(e @ bughouse::MatchError::ReserveFull) => {
+            return Err(MatchError::invalid("move", e.to_string()).into());
+        }
+    };
+    let played = m.play_checked(seat, mv, locale);
+    let letter = |role: arbiter_core::Role| role.char().to_ascii_uppercase();
+    let position = {
+        // The board without its reserve part: the store keeps reserves apart.
+        let (placement, rest) = played.fen.split_once(' ').unwrap_or((&played.fen, ""));
+        let placement = placement.split('[').next().unwrap_or(placement);
+        format!("{placement} {rest}")
+    };
+    Ok(Plan {
+        commit: MoveCommit {
+            nonce: record.nonce.clone(),
+            board: seat.board,
+            expected_ply,
+            position,
+            history: None,
+            take: played.dropped.map(|role| ReserveDelta {
+                board: seat.board,
+                side: seat.color,
+                piece: letter(role),
+            }),
+            give: played.sent.map(|(partner, role)| ReserveDelta {
+                board: partner.board,
+                side: partner.color,
+                piece: letter(role),
+            }),
+            last: LastMove {
+                ply: played.ply,
+                side: seat.color,
+                text: text.to_owned(),
+                uci: played.uci.clone(),
+                san: played.san.clone(),
+            },
+            move_event: move_event_prefix(
+                seat.board,
+                played.ply,
+                seat.color,
+                &played.uci,
+                &played.san,
+            ),
+            end: played.outcome,
+        },
+        played: PlayedMove {
+            board: seat.board,
+            ply: played.ply,
+            side: seat.color,
+            uci: played.uci,
+            san: played.san,
+            position: played.fen,
+        },
+    })
+}
+
+/// The match host over a store.
+#[derive(Debug)]
+pub struct Matches<S> {
+    store: S,
+    key: SeatKey,
+    changed: Notify,
+}
+
+impl<S: MatchStore> Matches<S> {
+    /// Matches kept in `store`, seat tokens signed with `key`.
+    pub fn new(store: S, key: SeatKey) -> Matches<S> {
+        Matches {
+            store,
+            key,
+            changed: Notify::new(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Woken whenever this process changes a match (watchers also poll, for changes made by
+    /// other processes sharing the store).
+    pub fn changed(&self) -> &Notify {
+        &self.changed
+    }
+
+    /// The tokens of every seat of `record`.
+    pub fn tokens(&self, record: &Record) -> Vec<(Seat, String)> {
+        seats_of(record)
+            .iter()
+            .map(|&s| (s, self.key.token(&record.id, &record.nonce, s)))
+            .collect()
+    }
+
+    /// Creates a match (the caller has checked the platform credential). The same creation
+    /// again answers with the stored match and the same tokens.
+    pub async fn create(&self, c: Creation) -> Result<Created, MatchError> {
+        let variant = c
+            .variant
+            .ok_or_else(|| MatchError::invalid("variant", "variant is required"))?;
+        let bughouse = variant == Variant::Bughouse;
+        check_text("request_id", &c.request_id, MAX_REQUEST_ID_BYTES)?;
+        if !c.request_id.is_ascii() {
+            return Err(MatchError::invalid("request_id", "use printable ASCII"));
+        }
+        let time_control = c.time_control.trim();
+        check_text("time_control", time_control, MAX_TIME_CONTROL_BYTES)?;
+        let expected = if bughouse { 4 } else { 2 };
+        if c.players.len() != expected {
+            return Err(MatchError::invalid(
+                "players",
+                format!(
+                    "a {variant} match has {expected} players (found {})",
+                    c.players.len()
+                ),
+            ));
+        }
+        let mut players: Vec<String> = Vec::with_capacity(expected);
+        for (i, p) in c.players.iter().enumerate() {
+            let p = p.trim();
+            if p.is_empty() {
+                return Err(MatchError::invalid(
+                    "players",
+                    format!("player {} is empty", i + 1),
+                ));
+            }
+            if p.len() > MAX_PLAYER_BYTES || !printable(p) {
+                return Err(MatchError::invalid(
+                    "players",
+                    format!(
+                        "player {} must be at most {MAX_PLAYER_BYTES} bytes without control \
+                         characters",
+                        i + 1
+                    ),
+                ));
+            }
+            if players.iter().any(|q| q == p) {
+                return Err(MatchError::invalid(
+                    "players",
+                    format!("player {} appears twice", i + 1),
+                ));
+            }
+            players.push(p.to_owned());
+        }
+        if c.start.len() > MAX_START_BYTES {
+            return Err(MatchError::invalid(
+                "start.text",
+                format!("at most {MAX_START_BYTES} bytes"),
+            ));
+        }
+        let (start, boards, rules) = if bughouse {
+            if let Some((name, _)) = c.rules.0.first() {
+                return Err(MatchError::invalid(
+                    "start.rules",
+                    format!(
+                        "bughouse has no rule option '{}'",
+                        arbiter_kit::error::quote(name)
+                    ),
+                ));
+            }
+            let m = if c.start.trim().is_empty() {
+                Match::new()
+            } else {
+                Match::from_bfen(&c.start)
+                    .map_err(|e| MatchError::invalid("start.text", e.to_string()))?
+            };
+            if m.board(BoardId::A).terminal().is_some() || m.board(BoardId::B).terminal().is_some()
+            {
+                return Err(MatchError::invalid(
+                    "start.text",
+                    "a board of this position has already ended",
+                ));
+            }
+            let board = |b: BoardId| {
+                let pos = m.board(b);
+                let fen = pos.to_fen();
+                let (placement, rest) = fen.split_once(' ').unwrap_or((&fen, ""));
+                let placement = placement.split('[').next().unwrap_or(placement);
+                BoardRecord::new(
+                    format!("{placement} {rest}"),
+                    [
+                        pos.reserves().letters(Color::White),
+                        pos.reserves().letters(Color::Black).to_ascii_lowercase(),
+                    ],
+                    Vec::new(),
+                )
+            };
+            (
+                m.to_bfen(),
+                vec![board(BoardId::A), board(BoardId::B)],
+                RuleOptions::default(),
+            )
+        } else {
+            let pos =
+                arbiter_kit::convert::position_from_parts(variant, &c.start, &c.rules, "start")
+                    .map_err(|e| match e.field() {
+                        Some("start.rules") => MatchError::invalid("start.rules", e.description()),
+                        _ => MatchError::invalid("start.text", e.description()),
+                    })?;
+            let state = GameState::new(pos);
+            if let Some(o) = state.outcome() {
+                return Err(MatchError::invalid(
+                    "start.text",
+                    format!("the game has already ended in this position ({o})"),
+                ));
+            }
+            let pos = state.position();
+            (
+                pos.to_text(),
+                vec![BoardRecord::new(
+                    pos.to_text(),
+                    Default::default(),
+                    state.history().to_vec(),
+                )],
+                pos.rule_options(),
+            )
+        };
+        let spec = {
+            let rule_items: Vec<&str> = rules
+                .0
+                .iter()
+                .flat_map(|(n, v)| [n.as_str(), v.as_str()])
+                .collect();
+            let canonical = pack(&[
+                variant.name(),
+                &start,
+                &pack(&rule_items),
+                &pack(&players),
+                time_control,
+            ]);
+            Sha256::digest(canonical.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let id = if !c.match_id.is_empty() {
+            check_match_id(&c.match_id)?;
+            c.match_id.clone()
+        } else if !c.request_id.is_empty() {
+            self.key.derive_id(&c.request_id)
+        } else {
+            format!("m{}", random_hex())
+        };
+        let record = Record {
+            id: id.clone(),
+            nonce: random_hex(),
+            spec,
+            variant,
+            rules,
+            players,
+            time_control: time_control.to_owned(),
+            start,
+            boards,
+            outcome: None,
+            draw_offers: [false, false],
+            last_seq: 0,
+        };
+        let (stored, created) = match self.store.create(&record).await? {
+            CreateResult::Created(r) => (r, true),
+            CreateResult::Exists(r) if r.spec == record.spec => (r, false),
+            CreateResult::Exists(_) => return Err(MatchError::AlreadyExists(id)),
+        };
+        if created {
+            self.changed.notify_waiters();
+        }
+        Ok(Created {
+            seats: self.tokens(&stored),
+            record: stored,
+            created,
+        })
+    }
+
+    /// Reads a match as stored now.
+    pub async fn get(&self, id: &str) -> Result<Arc<Record>, MatchError> {
+        check_match_id(id)?;
+        self.store
+            .load(id)
+            .await?
+            .ok_or_else(|| MatchError::NotFound(id.to_owned()))
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<(Arc<Record>, bool), MatchError> {
+        check_match_id(id)?;
+        self.store
+            .snapshot(id)
+            .await?
+            .ok_or_else(|| MatchError::NotFound(id.to_owned()))
+    }
+
+    /// The seat `r` names in `record`, if the record has it.
+    fn seat(record: &Record, r: SeatRef) -> Result<Seat, MatchError> {
+        let color = r
+            .color
+            .ok_or_else(|| MatchError::invalid("side", "side is required"))?;
+        let board = match (record.is_bughouse(), r.board) {
+            (true, Some(b)) => b,
+            (true, None) => {
+                return Err(MatchError::invalid(
+                    "board",
+                    "a bughouse match needs the board (BOARD_A or BOARD_B)",
+                ));
+            }
+            (false, None | Some(BoardId::A)) => BoardId::A,
+            (false, Some(BoardId::B)) => {
+                return Err(MatchError::invalid(
+                    "board",
+                    "a single-board game has only board A",
+                ));
+            }
+        };
+        Ok(Seat::new(board, color))
+    }
+
+    /// Checks `token` for `seat` of `record`.
+    fn authorize(
+        &self,
+        record: &Record,
+        seat: Seat,
+        token: Option<&str>,
+    ) -> Result<(), MatchError> {
+        let token = token.ok_or_else(|| {
+            MatchError::Unauthenticated("this call needs the seat's bearer token".into())
+        })?;
+        if self.key.verify(&record.id, &record.nonce, seat, token) {
+            Ok(())
+        } else {
+            Err(MatchError::PermissionDenied(format!(
+                "the token is not that of {} on board {} in this match",
+                seat.color, seat.board
+            )))
+        }
+    }
+
+    /// Loads the record for an action of `seat_ref` with `token`: from the snapshot, and again
+    /// from the store when the snapshot refuses the token (it may predate a re-creation).
+    async fn authorized(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+    ) -> Result<(Arc<Record>, Seat, bool), MatchError> {
+        let (mut record, mut fresh) = self.snapshot(id).await?;
+        loop {
+            let seat = Self::seat(&record, seat_ref)?;
+            match self.authorize(&record, seat, token) {
+                Ok(()) => return Ok((record, seat, fresh)),
+                Err(MatchError::PermissionDenied(_)) if !fresh => {
+                    record = self.get(id).await?;
+                    fresh = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Plays `text` for the seat `seat_ref` (whose token is `token`) if its board is at
+    /// `expected_ply`.
+    pub async fn play(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+        text: &str,
+        expected_ply: u32,
+        locale: Locale,
+    ) -> Result<MoveAnswer, MatchError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(MatchError::invalid("move", "move is required"));
+        }
+        check_text("move", text, MAX_MOVE_BYTES)?;
+        let (mut record, seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
+        for _ in 0..ATTEMPTS {
+            let plan = if record.is_bughouse() {
+                plan_bughouse(&record, seat, text, expected_ply, locale)
+            } else {
+                plan_single(&record, seat, text, expected_ply, locale)
+            };
+            let plan = match plan {
+                Ok(plan) => plan,
+                Err(_) if !fresh => {
+                    // Judged on an old snapshot: judge again on the record as stored.
+                    record = self.get(id).await?;
+                    fresh = true;
+                    continue;
+                }
+                Err(Refusal::Stale { actual }) => {
+                    return self.duplicate_or_stale(&record, seat, text, expected_ply, actual);
+                }
+                Err(Refusal::Refused(e)) => return Err(e),
+            };
+            match self.store.commit_move(id, &plan.commit).await? {
+                MoveResult::Applied(after) => {
+                    self.changed.notify_waiters();
+                    let board = &after.boards[plan.played.board.index()];
+                    let played = PlayedMove {
+                        position: board.full_position(after.is_bughouse()),
+                        ..plan.played
+                    };
+                    return Ok(MoveAnswer {
+                        played,
+                        record: after,
+                        duplicate: false,
+                    });
+                }
+                MoveResult::Stale(now) | MoveResult::Over(now) => {
+                    record = now;
+                    fresh = true;
+                }
+                MoveResult::Missing => return Err(MatchError::NotFound(id.to_owned())),
+            }
+        }
+        Err(MatchError::precondition(
+            STALE_PLY,
+            "the board kept changing while the move was judged; read the match and retry",
+        ))
+    }
+
+    /// The answer to a move whose board is no longer at `expected_ply`: the same move already
+    /// applied by the same seat (a retry: answered as a duplicate, nothing changes), or
+    /// `STALE_PLY`.
+    fn duplicate_or_stale(
+        &self,
+        record: &Arc<Record>,
+        seat: Seat,
+        text: &str,
+        expected_ply: u32,
+        actual: u32,
+    ) -> Result<MoveAnswer, MatchError> {
+        let board = &record.boards[seat.board.index()];
+        if let Some(last) = &board.last
+            && actual == expected_ply + 1
+            && last.ply == actual
+            && last.side == seat.color
+            && (last.text == text || last.uci == text)
+        {
+            return Ok(MoveAnswer {
+                played: PlayedMove {
+                    board: seat.board,
+                    ply: last.ply,
+                    side: last.side,
+                    uci: last.uci.clone(),
+                    san: last.san.clone(),
+                    position: board.full_position(record.is_bughouse()),
+                },
+                record: Arc::clone(record),
+                duplicate: true,
+            });
+        }
+        Err(MatchError::precondition(
+            STALE_PLY,
+            format!(
+                "board {} is at ply {actual}, the request expected {expected_ply}",
+                seat.board
+            ),
+        ))
+    }
+
+    /// Resigns for the seat's side (in bughouse, its team).
+    pub async fn resign(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+    ) -> Result<Arc<Record>, MatchError> {
+        let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
+        let loss = Outcome::win(!seat.color, EndReason::Resignation);
+        let outcome = if record.is_bughouse() {
+            MatchOutcome::from_board(seat.board, loss)
+        } else {
+            single_outcome(loss)
+        };
+        let commit = EndCommit {
+            nonce: record.nonce.clone(),
+            guard: None,
+            outcome,
+        };
+        self.change(id, self.store.commit_end(id, &commit).await?)
+    }
+
+    /// Records the seat's side's draw offer; the match is drawn once both sides offer.
+    pub async fn offer_draw(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+    ) -> Result<Arc<Record>, MatchError> {
+        let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
+        let commit = OfferCommit {
+            nonce: record.nonce.clone(),
+            side: match_side(&record, seat),
+            agreed: MatchOutcome {
+                score: Score::DRAW,
+                board: None,
+                reason: EndReason::Agreement,
+            },
+        };
+        self.change(id, self.store.commit_offer(id, &commit).await?)
+    }
+
+    /// Ends the game with a draw the rules allow `seat_ref`'s side to claim now.
+    pub async fn claim_draw(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+        claim: DrawClaim,
+    ) -> Result<Arc<Record>, MatchError> {
+        let (mut record, _seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
+        for _ in 0..ATTEMPTS {
+            if record.is_bughouse() {
+                return Err(MatchError::precondition(
+                    NOT_CLAIMABLE,
+                    "bughouse boards have neither repetition nor a move-count rule",
+                ));
+            }
+            if record.outcome.is_some() {
+                return Err(MatchError::over());
+            }
+            let mut state = single_state(&record)?;
+            let outcome = match state.claim_draw(claim) {
+                Ok(o) => o,
+                Err(_) if !fresh => {
+                    record = self.get(id).await?;
+                    fresh = true;
+                    continue;
+                }
+                Err(e) => return Err(game_error(e)),
+            };
+            let commit = EndCommit {
+                nonce: record.nonce.clone(),
+                guard: Some((BoardId::A, record.boards[0].ply)),
+                outcome: single_outcome(outcome),
+            };
+            match self.store.commit_end(id, &commit).await? {
+                ChangeResult::Stale(now) => {
+                    record = now;
+                    fresh = true;
+                }
+                other => return self.change(id, other),
+            }
+        }
+        Err(MatchError::precondition(
+            STALE_PLY,
+            "the board kept changing while the claim was judged; read the match and retry",
+        ))
+    }
+
+    fn change(&self, id: &str, result: ChangeResult) -> Result<Arc<Record>, MatchError> {
+        match result {
+            ChangeResult::Applied(r) => {
+                self.changed.notify_waiters();
+                Ok(r)
+            }
+            ChangeResult::Over(_) => Err(MatchError::over()),
+            // Only a re-created match changes the nonce under a resignation or an offer.
+            ChangeResult::Stale(_) => Err(MatchError::PermissionDenied(
+                "the match was created again since; the token is not valid any more".into(),
+            )),
+            ChangeResult::Missing => Err(MatchError::NotFound(id.to_owned())),
+        }
+    }
+
+    /// The events after sequence number `after`.
+    pub async fn events(
+        &self,
+        id: &str,
+        after: u64,
+    ) -> Result<Vec<(u64, StoredEvent)>, MatchError> {
+        check_match_id(id)?;
+        self.store
+            .events(id, after)
+            .await?
+            .into_iter()
+            .map(|(seq, line)| Ok((seq, StoredEvent::decode(&line)?)))
+            .collect()
+    }
+}

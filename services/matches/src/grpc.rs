@@ -1,0 +1,421 @@
+//! The tonic handlers of `arbiter.matches.v1.MatchService`: decode the request and its
+//! credential, call [`Matches`], encode the answer. Refusals become a `Status` through
+//! `arbiter-kit`'s one map.
+
+use crate::domain::{BoardStatus, Creation, Matches, PlayedMove, SeatRef, board_status, seats_of};
+use crate::error::MatchError;
+use crate::record::{Record, StoredEvent};
+use crate::store::AnyStore;
+use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat, Team};
+use arbiter_core::{Color, Outcome, Variant};
+use arbiter_kit::auth::{PlatformAuth, bearer};
+use arbiter_kit::convert::{
+    claim, claim_to_proto, locale, outcome_to_proto, rule_options, rule_options_to_proto, variant,
+    variant_to_proto,
+};
+use arbiter_kit::{ApiError, reply};
+use arbiter_proto::common::v1 as common;
+use arbiter_proto::matches::v1 as pb;
+use arbiter_proto::matches::v1::match_service_server::{MatchService, MatchServiceServer};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+type Reply<T> = Result<Response<T>, Status>;
+
+/// How often a watcher reads the store when nothing in this process woke it (changes made by
+/// other processes sharing a Redis store).
+const WATCH_POLL: Duration = Duration::from_millis(250);
+
+/// The match service.
+#[derive(Debug, Clone)]
+pub struct MatchGrpc {
+    inner: Arc<Matches<AnyStore>>,
+    platform: PlatformAuth,
+}
+
+impl MatchGrpc {
+    /// The service over `matches`, with platform calls checked by `platform`.
+    pub fn new(matches: Arc<Matches<AnyStore>>, platform: PlatformAuth) -> MatchGrpc {
+        MatchGrpc {
+            inner: matches,
+            platform,
+        }
+    }
+
+    /// The tonic server, with the message size limit `max` (bytes).
+    pub fn into_server(self, max: usize) -> MatchServiceServer<MatchGrpc> {
+        MatchServiceServer::new(self)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max)
+    }
+}
+
+fn board_from(value: i32) -> Result<Option<BoardId>, MatchError> {
+    match pb::Board::try_from(value) {
+        Ok(pb::Board::Unspecified) => Ok(None),
+        Ok(pb::Board::A) => Ok(Some(BoardId::A)),
+        Ok(pb::Board::B) => Ok(Some(BoardId::B)),
+        Err(_) => Err(MatchError::invalid(
+            "board",
+            format!("unknown board value {value}"),
+        )),
+    }
+}
+
+fn side_from(value: i32) -> Result<Option<Color>, MatchError> {
+    match pb::Side::try_from(value) {
+        Ok(pb::Side::Unspecified) => Ok(None),
+        Ok(pb::Side::White) => Ok(Some(Color::White)),
+        Ok(pb::Side::Black) => Ok(Some(Color::Black)),
+        Err(_) => Err(MatchError::invalid(
+            "side",
+            format!("unknown side value {value}"),
+        )),
+    }
+}
+
+fn seat_ref(board: i32, side: i32) -> Result<SeatRef, MatchError> {
+    Ok(SeatRef {
+        board: board_from(board)?,
+        color: side_from(side)?,
+    })
+}
+
+fn board_to(b: BoardId) -> i32 {
+    (match b {
+        BoardId::A => pb::Board::A,
+        BoardId::B => pb::Board::B,
+    }) as i32
+}
+
+fn side_to(c: Color) -> i32 {
+    (match c {
+        Color::White => pb::Side::White,
+        Color::Black => pb::Side::Black,
+    }) as i32
+}
+
+fn outcome_to(o: &MatchOutcome, bughouse: bool) -> pb::MatchOutcome {
+    pb::MatchOutcome {
+        outcome: Some(outcome_to_proto(Outcome {
+            score: o.score,
+            reason: o.reason,
+        })),
+        board: if bughouse {
+            o.board.map_or(pb::Board::Unspecified as i32, board_to)
+        } else {
+            pb::Board::Unspecified as i32
+        },
+        winning_team: if bughouse {
+            match o.winner() {
+                Some(Team::One) => 1,
+                Some(Team::Two) => 2,
+                None => 0,
+            }
+        } else {
+            0
+        },
+    }
+}
+
+fn seat_to(record: &Record, i: usize, seat: Seat) -> pb::Seat {
+    pb::Seat {
+        board: board_to(seat.board),
+        side: side_to(seat.color),
+        player_id: record.players.get(i).cloned().unwrap_or_default(),
+    }
+}
+
+fn common_move(uci: &str, san: &str) -> common::Move {
+    common::Move {
+        uci: uci.to_owned(),
+        san: san.to_owned(),
+    }
+}
+
+/// The wire form of a match (`status` from [`board_status`]).
+fn state_to(record: &Record, status: &[BoardStatus]) -> pb::MatchState {
+    let bughouse = record.is_bughouse();
+    let boards = record
+        .boards
+        .iter()
+        .zip(status)
+        .zip(BoardId::BOTH)
+        .map(|((b, s), id)| pb::BoardState {
+            board: board_to(id),
+            position: b.full_position(bughouse),
+            ply: b.ply,
+            side_to_move: side_to(s.turn),
+            check: s.check,
+            white_reserve: b.reserves[0].clone(),
+            black_reserve: b.reserves[1].clone(),
+            claimable_draws: s.claims.iter().map(|&c| claim_to_proto(c)).collect(),
+            last_move: b.last.as_ref().map(|l| common_move(&l.uci, &l.san)),
+        })
+        .collect();
+    pb::MatchState {
+        match_id: record.id.clone(),
+        variant: variant_to_proto(record.variant),
+        rules: rule_options_to_proto(record.rules.clone()),
+        seats: seats_of(record)
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| seat_to(record, i, s))
+            .collect(),
+        time_control: record.time_control.clone(),
+        boards,
+        outcome: record.outcome.as_ref().map(|o| outcome_to(o, bughouse)),
+        last_seq: record.last_seq,
+        draw_offers: [Color::White, Color::Black]
+            .into_iter()
+            .zip(record.draw_offers)
+            .filter(|&(_, offers)| offers)
+            .map(|(c, _)| side_to(c))
+            .collect(),
+        start: record.start.clone(),
+    }
+}
+
+fn state(record: &Record) -> Result<pb::MatchState, MatchError> {
+    Ok(state_to(record, &board_status(record)?))
+}
+
+fn played_to(m: &PlayedMove) -> pb::PlayedMove {
+    pb::PlayedMove {
+        board: board_to(m.board),
+        ply: m.ply,
+        r#move: Some(common_move(&m.uci, &m.san)),
+        position: m.position.clone(),
+        side: side_to(m.side),
+    }
+}
+
+fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::MatchEvent {
+    use pb::match_event::Event;
+    let event = match e {
+        StoredEvent::Move {
+            board,
+            ply,
+            side,
+            uci,
+            san,
+            position,
+        } => Event::Move(pb::PlayedMove {
+            board: board_to(*board),
+            ply: *ply,
+            r#move: Some(common_move(uci, san)),
+            position: position.clone(),
+            side: side_to(*side),
+        }),
+        StoredEvent::Reserve {
+            board,
+            side,
+            pieces,
+        } => Event::Reserve(pb::Reserve {
+            board: board_to(*board),
+            side: side_to(*side),
+            pieces: pieces.clone(),
+        }),
+        StoredEvent::DrawOffer(side) => Event::DrawOffer(side_to(*side)),
+        StoredEvent::End(o) => Event::End(outcome_to(o, bughouse)),
+    };
+    pb::MatchEvent {
+        seq,
+        event: Some(event),
+    }
+}
+
+/// The seat token of a call, if any (a malformed `authorization` entry is `UNAUTHENTICATED`).
+fn token<T>(request: &Request<T>) -> Result<Option<String>, Status> {
+    bearer(request.metadata())
+        .map(|t| t.map(str::to_owned))
+        .map_err(Status::from)
+}
+
+fn fail(e: MatchError) -> Status {
+    Status::from(ApiError::from(e))
+}
+
+#[tonic::async_trait]
+impl MatchService for MatchGrpc {
+    async fn create_match(
+        &self,
+        request: Request<pb::CreateMatchRequest>,
+    ) -> Reply<pb::CreateMatchResponse> {
+        self.platform.check(&request).map_err(Status::from)?;
+        let r = request.into_inner();
+        let v: Option<Variant> = match r.variant {
+            0 => None,
+            value => Some(variant(value, "variant").map_err(Status::from)?),
+        };
+        let created = self
+            .inner
+            .create(Creation {
+                request_id: r.request_id,
+                match_id: r.match_id,
+                variant: v,
+                start: r.start,
+                rules: rule_options(&r.rules),
+                players: r.players,
+                time_control: r.time_control,
+            })
+            .await
+            .map_err(fail)?;
+        let record = &created.record;
+        reply(state(record).map(|state| {
+            pb::CreateMatchResponse {
+                state: Some(state),
+                seats: created
+                    .seats
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (seat, token))| pb::SeatCredential {
+                        seat: Some(seat_to(record, i, *seat)),
+                        token: token.clone(),
+                    })
+                    .collect(),
+                created: created.created,
+            }
+        }))
+    }
+
+    async fn get_match(
+        &self,
+        request: Request<pb::GetMatchRequest>,
+    ) -> Reply<pb::GetMatchResponse> {
+        let r = request.into_inner();
+        let record = self.inner.get(&r.match_id).await.map_err(fail)?;
+        reply(state(&record).map(|s| pb::GetMatchResponse { state: Some(s) }))
+    }
+
+    async fn make_move(
+        &self,
+        request: Request<pb::MakeMoveRequest>,
+    ) -> Reply<pb::MakeMoveResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let answer = self
+            .inner
+            .play(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                &r.r#move,
+                r.expected_ply,
+                locale(r.locale),
+            )
+            .await
+            .map_err(fail)?;
+        reply(state(&answer.record).map(|s| pb::MakeMoveResponse {
+            r#move: Some(played_to(&answer.played)),
+            state: Some(s),
+            duplicate: answer.duplicate,
+        }))
+    }
+
+    async fn resign(&self, request: Request<pb::ResignRequest>) -> Reply<pb::ResignResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let record = self
+            .inner
+            .resign(&r.match_id, seat, token.as_deref())
+            .await
+            .map_err(fail)?;
+        reply(state(&record).map(|s| pb::ResignResponse { state: Some(s) }))
+    }
+
+    async fn offer_draw(
+        &self,
+        request: Request<pb::OfferDrawRequest>,
+    ) -> Reply<pb::OfferDrawResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let record = self
+            .inner
+            .offer_draw(&r.match_id, seat, token.as_deref())
+            .await
+            .map_err(fail)?;
+        reply(state(&record).map(|s| pb::OfferDrawResponse { state: Some(s) }))
+    }
+
+    async fn claim_draw(
+        &self,
+        request: Request<pb::ClaimDrawRequest>,
+    ) -> Reply<pb::ClaimDrawResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let what = claim(r.claim, "claim").map_err(Status::from)?;
+        let record = self
+            .inner
+            .claim_draw(&r.match_id, seat, token.as_deref(), what)
+            .await
+            .map_err(fail)?;
+        reply(state(&record).map(|s| pb::ClaimDrawResponse { state: Some(s) }))
+    }
+
+    type WatchMatchStream = Pin<Box<dyn Stream<Item = Result<pb::MatchEvent, Status>> + Send>>;
+
+    async fn watch_match(
+        &self,
+        request: Request<pb::WatchMatchRequest>,
+    ) -> Reply<Self::WatchMatchStream> {
+        let r = request.into_inner();
+        let id = r.match_id;
+        // NOT_FOUND before the stream starts.
+        let bughouse = self.inner.get(&id).await.map_err(fail)?.is_bughouse();
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            let mut after = r.after_seq;
+            loop {
+                // Register for wake-ups before reading, so no change slips between the two.
+                let notified = inner.changed().notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let events = match inner.events(&id, after).await {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let _ = tx.send(Err(fail(e))).await;
+                        return;
+                    }
+                };
+                let mut ended = false;
+                for (seq, e) in &events {
+                    after = *seq;
+                    ended |= matches!(e, StoredEvent::End(_));
+                    if tx.send(Ok(event_to(*seq, e, bughouse))).await.is_err() {
+                        return;
+                    }
+                }
+                if ended {
+                    return;
+                }
+                if events.is_empty() {
+                    match inner.get(&id).await {
+                        // Over, and every event sent: the stream is complete.
+                        Ok(v) if v.outcome.is_some() && after >= v.last_seq => return,
+                        Ok(_) => {}
+                        Err(e) => {
+                            let _ = tx.send(Err(fail(e))).await;
+                            return;
+                        }
+                    }
+                }
+                tokio::select! {
+                    () = &mut notified => {}
+                    () = tokio::time::sleep(WATCH_POLL) => {}
+                    () = tx.closed() => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}

@@ -1,0 +1,39 @@
+//! `arbiter-matches`: the match service as its own process, for deployment. Configuration comes
+//! from flags and the environment (see `--help`), read here and nowhere else.
+
+use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
+use arbiter_matches::MatchesArgs;
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "arbiter-matches",
+    version,
+    about = "Arbiter's match service: hosted games and bughouse matches (gRPC)"
+)]
+struct Args {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(flatten)]
+    matches: MatchesArgs,
+    #[command(flatten)]
+    platform: PlatformArgs,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), arbiter_kit::ServeError> {
+    let args = Args::parse();
+    init_tracing();
+    let config = args.matches.load()?;
+    let platform = args.platform.load()?;
+    let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
+    arbiter_matches::serve(
+        listener,
+        args.serve.config(),
+        config,
+        platform,
+        shutdown_signal(),
+    )
+    .await
+}

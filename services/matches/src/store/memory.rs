@@ -1,0 +1,272 @@
+//! Matches in this process's memory (the embedded default of `arbiter serve`, and unit tests):
+//! the semantics of the Redis store, each method one step under a mutex, with the same expiry
+//! rules. Matches are lost when the process stops.
+
+use super::{
+    ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
+    OfferCommit, Retention, StoreError,
+};
+use crate::record::{Record, StoredEvent, pack_into};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+struct Stored {
+    record: Arc<Record>,
+    events: Vec<String>,
+    expires: Instant,
+}
+
+#[derive(Debug)]
+struct Matches {
+    by_id: HashMap<String, Stored>,
+    last_sweep: Instant,
+}
+
+impl Matches {
+    /// The live match `id`: an expired one is dropped on access. Every other expired match is
+    /// dropped by a sweep at most once a second, so a request never pays for a full scan more
+    /// often than that.
+    fn live(&mut self, id: &str, now: Instant) -> Option<&mut Stored> {
+        if now.duration_since(self.last_sweep) >= Duration::from_secs(1) {
+            self.by_id.retain(|_, m| m.expires > now);
+            self.last_sweep = now;
+        }
+        if self.by_id.get(id).is_some_and(|m| m.expires <= now) {
+            self.by_id.remove(id);
+        }
+        self.by_id.get_mut(id)
+    }
+}
+
+/// Matches in memory (see the module documentation).
+#[derive(Debug)]
+pub struct MemoryStore {
+    matches: Mutex<Matches>,
+    retention: Retention,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new(retention: Retention) -> MemoryStore {
+        MemoryStore {
+            matches: Mutex::new(Matches {
+                by_id: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
+            retention,
+        }
+    }
+
+    /// Runs `f` on the live match `id`, if any.
+    fn with<T>(&self, id: &str, f: impl FnOnce(&mut Stored, Retention) -> T) -> Option<T> {
+        let mut all = self.matches.lock().expect("not poisoned");
+        let retention = self.retention;
+        all.live(id, Instant::now()).map(|m| f(m, retention))
+    }
+}
+
+/// Ends `m` with `outcome`: the field, the event, the grace period.
+fn end(
+    m: &mut Stored,
+    record: &mut Record,
+    outcome: arbiter_core::bughouse::MatchOutcome,
+    r: Retention,
+) {
+    record.outcome = Some(outcome);
+    m.events.push(StoredEvent::End(outcome).encode());
+    m.expires = Instant::now() + r.grace;
+}
+
+fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
+    let current = Arc::clone(&m.record);
+    if current.outcome.is_some() {
+        return MoveResult::Over(current);
+    }
+    let i = c.board.index();
+    if current.nonce != c.nonce
+        || current
+            .boards
+            .get(i)
+            .is_none_or(|b| b.ply != c.expected_ply)
+    {
+        return MoveResult::Stale(current);
+    }
+    let mut record = (*current).clone();
+    let mut reserve_events = Vec::new();
+    if let Some(take) = c.take {
+        let reserve = &mut record.boards[take.board.index()].reserves[take.side.index()];
+        match reserve.find(take.letter()) {
+            Some(at) => {
+                reserve.remove(at);
+            }
+            None => return MoveResult::Stale(current),
+        }
+        reserve_events.push(StoredEvent::Reserve {
+            board: take.board,
+            side: take.side,
+            pieces: reserve.clone(),
+        });
+    }
+    if let Some(give) = c.give {
+        let reserve = &mut record.boards[give.board.index()].reserves[give.side.index()];
+        insert_in_order(reserve, give.letter());
+        reserve_events.push(StoredEvent::Reserve {
+            board: give.board,
+            side: give.side,
+            pieces: reserve.clone(),
+        });
+    }
+    let board = &mut record.boards[i];
+    board.position = c.position.clone();
+    board.ply += 1;
+    board.last = Some(c.last.clone());
+    match c.history {
+        Some(HistoryUpdate::Append(k)) => board.history.push(k),
+        Some(HistoryUpdate::Reset(k)) => board.history = vec![k],
+        None => {}
+    }
+    // Moving declines the other side's offer.
+    record.draw_offers[(!c.last.side).index()] = false;
+    let mut move_event = c.move_event.clone();
+    let bughouse = record.is_bughouse();
+    pack_into(&mut move_event, &[record.boards[i].full_position(bughouse)]);
+    m.events.push(move_event);
+    m.events
+        .extend(reserve_events.iter().map(StoredEvent::encode));
+    if let Some(o) = c.end {
+        end(m, &mut record, o, r);
+    } else {
+        m.expires = Instant::now() + r.ttl;
+    }
+    record.last_seq = m.events.len() as u64;
+    m.record = Arc::new(record);
+    MoveResult::Applied(Arc::clone(&m.record))
+}
+
+/// Adds a FEN letter to a reserve kept in `QRBNP` order.
+pub(crate) fn insert_in_order(reserve: &mut String, letter: char) {
+    const ORDER: &str = "QRBNPqrbnp";
+    let rank = |c: char| ORDER.find(c).unwrap_or(ORDER.len());
+    let at = reserve
+        .char_indices()
+        .find(|&(_, c)| rank(c) > rank(letter))
+        .map_or(reserve.len(), |(i, _)| i);
+    reserve.insert(at, letter);
+}
+
+impl MatchStore for MemoryStore {
+    async fn create(&self, record: &Record) -> Result<CreateResult, StoreError> {
+        let mut all = self.matches.lock().expect("not poisoned");
+        let now = Instant::now();
+        if let Some(m) = all.live(&record.id, now) {
+            return Ok(CreateResult::Exists(Arc::clone(&m.record)));
+        }
+        let stored = Arc::new(record.clone());
+        all.by_id.insert(
+            record.id.clone(),
+            Stored {
+                record: Arc::clone(&stored),
+                events: Vec::new(),
+                expires: now + self.retention.ttl,
+            },
+        );
+        Ok(CreateResult::Created(stored))
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Arc<Record>>, StoreError> {
+        Ok(self.with(id, |m, _| Arc::clone(&m.record)))
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<(Arc<Record>, bool)>, StoreError> {
+        Ok(self.with(id, |m, _| (Arc::clone(&m.record), true)))
+    }
+
+    async fn commit_move(&self, id: &str, c: &MoveCommit) -> Result<MoveResult, StoreError> {
+        Ok(self
+            .with(id, |m, r| apply_move(m, c, r))
+            .unwrap_or(MoveResult::Missing))
+    }
+
+    async fn commit_end(&self, id: &str, c: &EndCommit) -> Result<ChangeResult, StoreError> {
+        Ok(self
+            .with(id, |m, r| {
+                let current = Arc::clone(&m.record);
+                if current.outcome.is_some() {
+                    return ChangeResult::Over(current);
+                }
+                let guard_fails = c.guard.is_some_and(|(b, ply)| {
+                    current.boards.get(b.index()).is_none_or(|x| x.ply != ply)
+                });
+                if current.nonce != c.nonce || guard_fails {
+                    return ChangeResult::Stale(current);
+                }
+                let mut record = (*current).clone();
+                end(m, &mut record, c.outcome, r);
+                record.last_seq = m.events.len() as u64;
+                m.record = Arc::new(record);
+                ChangeResult::Applied(Arc::clone(&m.record))
+            })
+            .unwrap_or(ChangeResult::Missing))
+    }
+
+    async fn commit_offer(&self, id: &str, c: &OfferCommit) -> Result<ChangeResult, StoreError> {
+        Ok(self
+            .with(id, |m, r| {
+                let current = Arc::clone(&m.record);
+                if current.outcome.is_some() {
+                    return ChangeResult::Over(current);
+                }
+                if current.nonce != c.nonce {
+                    return ChangeResult::Stale(current);
+                }
+                if current.draw_offers[c.side.index()] {
+                    // Already offered: nothing new.
+                    return ChangeResult::Applied(current);
+                }
+                let mut record = (*current).clone();
+                record.draw_offers[c.side.index()] = true;
+                m.events.push(StoredEvent::DrawOffer(c.side).encode());
+                if record.draw_offers[(!c.side).index()] {
+                    end(m, &mut record, c.agreed, r);
+                } else {
+                    m.expires = Instant::now() + r.ttl;
+                }
+                record.last_seq = m.events.len() as u64;
+                m.record = Arc::new(record);
+                ChangeResult::Applied(Arc::clone(&m.record))
+            })
+            .unwrap_or(ChangeResult::Missing))
+    }
+
+    async fn events(&self, id: &str, after: u64) -> Result<Vec<(u64, String)>, StoreError> {
+        Ok(self
+            .with(id, |m, _| {
+                m.events
+                    .iter()
+                    .enumerate()
+                    .skip(usize::try_from(after).unwrap_or(usize::MAX))
+                    .map(|(i, e)| (i as u64 + 1, e.clone()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserves_stay_in_fen_order() {
+        let mut r = String::new();
+        for l in ['P', 'N', 'Q', 'P', 'R', 'B'] {
+            insert_in_order(&mut r, l);
+        }
+        assert_eq!(r, "QRBNPP");
+        let mut b = "qp".to_owned();
+        insert_in_order(&mut b, 'n');
+        assert_eq!(b, "qnp");
+    }
+}

@@ -1,0 +1,282 @@
+//! Where matches live: the [`MatchStore`] trait, its in-process implementation
+//! ([`memory::MemoryStore`], for `arbiter serve` and unit tests) and its Redis implementation
+//! ([`redis::RedisStore`]). Both keep the schema of [`crate::record`], apply every change as
+//! one atomic step, and run the same test suite.
+//!
+//! Every change is guarded: a move by the board's ply and the match's nonce, a claim by the
+//! board's ply, every change by the match not being over. A guard that fails changes nothing
+//! and returns the record as it stands, so the caller can judge the request again on fresh data
+//! without another read.
+
+pub mod memory;
+pub mod redis;
+
+use crate::record::{LastMove, Record};
+use arbiter_core::Color;
+use arbiter_core::bughouse::{BoardId, MatchOutcome};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The store could not be used (Redis unreachable, a script error), or what it holds cannot be
+/// read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The store cannot be reached; nothing was applied.
+    Unavailable(String),
+    /// A stored record cannot be decoded.
+    Corrupt(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Unavailable(e) => write!(f, "match store unavailable: {e}"),
+            StoreError::Corrupt(e) => write!(f, "match store: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<crate::record::Corrupt> for StoreError {
+    fn from(e: crate::record::Corrupt) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+/// How long matches are kept.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// The lifetime of a live match, refreshed by every change.
+    pub ttl: Duration,
+    /// How long a finished match stays readable.
+    pub grace: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            ttl: Duration::from_secs(2 * 60 * 60),
+            grace: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// How a single board's repetition history changes with a move.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HistoryUpdate {
+    /// A reversible move: the new position's key joins the history.
+    Append(u64),
+    /// An irreversible move: the history restarts with the new position's key.
+    Reset(u64),
+}
+
+/// A reserve change of a bughouse move: a piece letter (`QRBNP`) of a seat's reserve.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReserveDelta {
+    /// The board of the reserve's holder.
+    pub board: BoardId,
+    /// The holder's colour (and the piece's).
+    pub side: Color,
+    /// The piece, upper case.
+    pub piece: char,
+}
+
+impl ReserveDelta {
+    /// The piece as its FEN letter in the holder's colour.
+    pub fn letter(&self) -> char {
+        match self.side {
+            Color::White => self.piece.to_ascii_uppercase(),
+            Color::Black => self.piece.to_ascii_lowercase(),
+        }
+    }
+}
+
+/// One move, as the store applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveCommit {
+    /// The match's nonce the move was judged against (a match re-created under the same id
+    /// refuses it).
+    pub nonce: String,
+    /// The board.
+    pub board: BoardId,
+    /// The board's ply the move was judged against.
+    pub expected_ply: u32,
+    /// The board's position string after the move (bughouse: without the reserve).
+    pub position: String,
+    /// Single board: the history change.
+    pub history: Option<HistoryUpdate>,
+    /// Bughouse: the piece a drop takes from the mover's reserve (refused if absent).
+    pub take: Option<ReserveDelta>,
+    /// Bughouse: the unit a capture sends to the partner's reserve.
+    pub give: Option<ReserveDelta>,
+    /// The move, for the board's `last:` field.
+    pub last: LastMove,
+    /// The move event line without its last item, the board's position after the move, which
+    /// the store appends as it stands after the step (a bughouse board with its reserves then).
+    pub move_event: String,
+    /// The outcome, when the move ends the match.
+    pub end: Option<MatchOutcome>,
+}
+
+/// What a move commit did. Every answer carries the record as it stands after the step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MoveResult {
+    /// Applied.
+    Applied(Arc<Record>),
+    /// A guard failed (the board is not at the expected ply, the match was re-created, or a
+    /// dropped piece is no longer in the reserve): nothing changed.
+    Stale(Arc<Record>),
+    /// The match is over: nothing changed.
+    Over(Arc<Record>),
+    /// No such match (or it expired).
+    Missing,
+}
+
+/// An ending decided by a player (resignation, claim), as the store applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndCommit {
+    /// The match's nonce the request was judged against.
+    pub nonce: String,
+    /// For a claim: the board and the ply it was judged at (a move since refuses it).
+    pub guard: Option<(BoardId, u32)>,
+    /// The outcome.
+    pub outcome: MatchOutcome,
+}
+
+/// A draw offer, as the store applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OfferCommit {
+    /// The match's nonce the request was judged against.
+    pub nonce: String,
+    /// The offering side (bughouse: White for team 1).
+    pub side: Color,
+    /// The outcome if the other side's offer stands (a draw by agreement).
+    pub agreed: MatchOutcome,
+}
+
+/// What an end or offer commit did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChangeResult {
+    /// Applied (for an offer already standing: nothing new, answered the same).
+    Applied(Arc<Record>),
+    /// A guard failed: nothing changed.
+    Stale(Arc<Record>),
+    /// The match is over: nothing changed.
+    Over(Arc<Record>),
+    /// No such match.
+    Missing,
+}
+
+/// A creation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CreateResult {
+    /// The match was created.
+    Created(Arc<Record>),
+    /// A match with that id exists (the caller compares its `spec`).
+    Exists(Arc<Record>),
+}
+
+/// Storage for matches. Implementations apply each change atomically.
+pub trait MatchStore: Send + Sync + 'static {
+    /// Creates `record` (with no events) unless its id is taken.
+    fn create(
+        &self,
+        record: &Record,
+    ) -> impl Future<Output = Result<CreateResult, StoreError>> + Send;
+
+    /// The match as stored now.
+    fn load(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Record>>, StoreError>> + Send;
+
+    /// The match as this process last saw it, if it keeps a copy (no round trip), else as stored
+    /// now; `true` when the answer is known to be current. Requests are judged on a snapshot and
+    /// committed with guards, so a stale snapshot costs a retry, never a wrong change.
+    fn snapshot(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<(Arc<Record>, bool)>, StoreError>> + Send;
+
+    /// Applies a move.
+    fn commit_move(
+        &self,
+        id: &str,
+        commit: &MoveCommit,
+    ) -> impl Future<Output = Result<MoveResult, StoreError>> + Send;
+
+    /// Ends the match (resignation, a claimed draw).
+    fn commit_end(
+        &self,
+        id: &str,
+        commit: &EndCommit,
+    ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
+
+    /// Records a draw offer; ends the match drawn when the other side offers too.
+    fn commit_offer(
+        &self,
+        id: &str,
+        commit: &OfferCommit,
+    ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
+
+    /// The events after sequence number `after` (1-based), with their numbers.
+    fn events(
+        &self,
+        id: &str,
+        after: u64,
+    ) -> impl Future<Output = Result<Vec<(u64, String)>, StoreError>> + Send;
+}
+
+/// The store a server runs with: in process (the embedded default) or Redis.
+#[derive(Debug)]
+pub enum AnyStore {
+    /// [`memory::MemoryStore`].
+    Memory(memory::MemoryStore),
+    /// [`redis::RedisStore`].
+    Redis(Box<redis::RedisStore>),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $s:ident => $body:expr) => {
+        match $self {
+            AnyStore::Memory($s) => $body,
+            AnyStore::Redis($s) => $body,
+        }
+    };
+}
+
+impl MatchStore for AnyStore {
+    async fn create(&self, record: &Record) -> Result<CreateResult, StoreError> {
+        dispatch!(self, s => s.create(record).await)
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Arc<Record>>, StoreError> {
+        dispatch!(self, s => s.load(id).await)
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<(Arc<Record>, bool)>, StoreError> {
+        dispatch!(self, s => s.snapshot(id).await)
+    }
+
+    async fn commit_move(&self, id: &str, commit: &MoveCommit) -> Result<MoveResult, StoreError> {
+        dispatch!(self, s => s.commit_move(id, commit).await)
+    }
+
+    async fn commit_end(&self, id: &str, commit: &EndCommit) -> Result<ChangeResult, StoreError> {
+        dispatch!(self, s => s.commit_end(id, commit).await)
+    }
+
+    async fn commit_offer(
+        &self,
+        id: &str,
+        commit: &OfferCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        dispatch!(self, s => s.commit_offer(id, commit).await)
+    }
+
+    async fn events(&self, id: &str, after: u64) -> Result<Vec<(u64, String)>, StoreError> {
+        dispatch!(self, s => s.events(id, after).await)
+    }
+}

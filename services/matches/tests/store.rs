@@ -1,0 +1,654 @@
+//! The match store suite, run against both stores: the in-process one and a real Redis started
+//! by testcontainers (the test image builds itself where no registry can provide it: see
+//! `arbiter-testkit`).
+//!
+//! Lifecycle of bughouse matches and single-board games (the repetition history survives the
+//! store), idempotent retries, refusals that change nothing, 64 concurrent clients hammering
+//! both boards of 16 matches with the 64-unit conservation invariant checked after every step,
+//! TTL expiry; with Redis also a restart mid-match, one round trip per move, two replicas
+//! sharing matches through stale snapshots, and a corrupt record reported as such.
+
+use arbiter_core::bughouse::BoardId;
+use arbiter_core::{AnyPosition, Color, DrawClaim, Locale, Position, RuleOptions, Variant};
+use arbiter_matches::domain::{Creation, MoveAnswer, SeatRef};
+use arbiter_matches::record::{Record, StoredEvent};
+use arbiter_matches::seats::SeatKey;
+use arbiter_matches::store::memory::MemoryStore;
+use arbiter_matches::store::redis::RedisStore;
+use arbiter_matches::store::{MatchStore, Retention};
+use arbiter_matches::{MatchError, Matches};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn key() -> SeatKey {
+    SeatKey::from_material(b"a test key of at least thirty-two bytes").unwrap()
+}
+
+fn creation(variant: Variant, tag: &str) -> Creation {
+    let seats: &[&str] = if variant == Variant::Bughouse {
+        &["wa", "ba", "wb", "bb"]
+    } else {
+        &["w", "b"]
+    };
+    Creation {
+        variant: Some(variant),
+        players: seats.iter().map(|s| format!("{tag}-{s}")).collect(),
+        time_control: "180+0".into(),
+        ..Default::default()
+    }
+}
+
+/// A created match with its tokens.
+struct Table {
+    id: String,
+    tokens: Vec<(BoardId, Color, String)>,
+}
+
+impl Table {
+    fn token(&self, board: BoardId, color: Color) -> &str {
+        self.tokens
+            .iter()
+            .find(|(b, c, _)| *b == board && *c == color)
+            .map(|(_, _, t)| t.as_str())
+            .unwrap()
+    }
+}
+
+async fn create<S: MatchStore>(m: &Matches<S>, c: Creation) -> Table {
+    let created = m.create(c).await.unwrap();
+    Table {
+        id: created.record.id.clone(),
+        tokens: created
+            .seats
+            .into_iter()
+            .map(|(s, t)| (s.board, s.color, t))
+            .collect(),
+    }
+}
+
+fn seat(board: BoardId, color: Color) -> SeatRef {
+    SeatRef {
+        board: Some(board),
+        color: Some(color),
+    }
+}
+
+async fn mv<S: MatchStore>(
+    m: &Matches<S>,
+    t: &Table,
+    board: BoardId,
+    color: Color,
+    text: &str,
+    ply: u32,
+) -> Result<MoveAnswer, MatchError> {
+    m.play(
+        &t.id,
+        seat(board, color),
+        Some(t.token(board, color)),
+        text,
+        ply,
+        Locale::English,
+    )
+    .await
+}
+
+/// Units on both boards and in all reserves (64 in every match from the start).
+fn units(r: &Record) -> usize {
+    r.boards
+        .iter()
+        .map(|b| {
+            let placement = b.position.split(' ').next().unwrap_or("");
+            placement.chars().filter(char::is_ascii_alphabetic).count()
+                + b.reserves[0].len()
+                + b.reserves[1].len()
+        })
+        .sum()
+}
+
+fn bfen(r: &Record) -> String {
+    format!(
+        "{} | {}",
+        r.boards[0].full_position(true),
+        r.boards[1].full_position(true)
+    )
+}
+
+use BoardId::{A, B};
+use Color::{Black, White};
+
+async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
+    let t = create(m, creation(Variant::Bughouse, "life")).await;
+    let r = m.get(&t.id).await.unwrap();
+    assert_eq!(units(&r), 64);
+    mv(m, &t, A, White, "e4", 0).await.unwrap();
+    mv(m, &t, A, Black, "d5", 1).await.unwrap();
+    // White A takes: the black pawn goes to Black B (White A's partner).
+    let a = mv(m, &t, A, White, "exd5", 2).await.unwrap();
+    assert_eq!(a.record.boards[1].reserves, ["".to_owned(), "p".to_owned()]);
+    assert_eq!(units(&a.record), 64);
+    mv(m, &t, B, White, "Nf3", 0).await.unwrap();
+    let a = mv(m, &t, B, Black, "P@e4", 1).await.unwrap();
+    assert_eq!(a.played.uci, "P@e4");
+    assert_eq!(
+        bfen(&a.record),
+        "rnbqkbnr/ppp1pppp/8/3P4/8/8/PPPP1PPP/RNBQKBNR[] b KQkq - 0 2 | \
+         rnbqkbnr/pppppppp/8/8/4p3/5N2/PPPPPPPP/RNBQKB1R[] w KQkq - 0 2"
+    );
+    // Events: 5 moves, a reserve change from the capture, one from the drop.
+    let events = m.events(&t.id, 0).await.unwrap();
+    assert_eq!(events.len(), 7);
+    assert_eq!(events.last().unwrap().0, 7);
+    assert!(matches!(
+        &events[3].1,
+        StoredEvent::Reserve { board: B, side: Black, pieces } if pieces == "p"
+    ));
+    // The move event shows the board with its reserves after the step.
+    assert!(matches!(
+        &events[2].1,
+        StoredEvent::Move { position, .. } if position.contains("[]")
+    ));
+    assert_eq!(m.events(&t.id, 5).await.unwrap().len(), 2);
+    // Draw offers: one team, then the other.
+    let r = m
+        .offer_draw(&t.id, seat(A, White), Some(t.token(A, White)))
+        .await
+        .unwrap();
+    assert_eq!((r.draw_offers, r.outcome), ([true, false], None));
+    let r = m
+        .offer_draw(&t.id, seat(B, White), Some(t.token(B, White)))
+        .await
+        .unwrap();
+    assert_eq!(r.outcome.unwrap().score.to_string(), "1/2-1/2");
+    assert_eq!(
+        m.resign(&t.id, seat(A, White), Some(t.token(A, White)))
+            .await
+            .unwrap_err()
+            .reason(),
+        Some("MATCH_OVER")
+    );
+    assert!(matches!(
+        m.events(&t.id, 0).await.unwrap().last(),
+        Some((_, StoredEvent::End(_)))
+    ));
+    // Resignation: the resigning player's team loses.
+    let t = create(m, creation(Variant::Bughouse, "resign")).await;
+    let r = m
+        .resign(&t.id, seat(B, White), Some(t.token(B, White)))
+        .await
+        .unwrap();
+    assert_eq!(r.outcome.unwrap().score.to_string(), "1-0");
+    // A chosen id with other content is taken; the same content is the same match.
+    let mut c = creation(Variant::Bughouse, "dup");
+    c.match_id = "fixed-id".into();
+    let first = m.create(c.clone()).await.unwrap();
+    let again = m.create(c.clone()).await.unwrap();
+    assert!(first.created && !again.created);
+    assert_eq!(first.seats, again.seats);
+    c.time_control = "other".into();
+    assert!(matches!(
+        m.create(c).await,
+        Err(MatchError::AlreadyExists(_))
+    ));
+}
+
+/// Single-board games keep their repetition history in the store: a threefold claim and a
+/// fivefold draw are judged on it, and an irreversible move resets it.
+async fn single_board_lifecycle<S: MatchStore>(m: &Matches<S>) {
+    let t = create(m, creation(Variant::Chess, "single")).await;
+    let moves = "e4 e5 Nf3 Nc6 Ng1 Nb8 Nf3 Nc6 Ng1 Nb8";
+    for (ply, text) in (0u32..).zip(moves.split(' ')) {
+        let color = if ply % 2 == 0 { White } else { Black };
+        mv(m, &t, A, color, text, ply).await.unwrap();
+    }
+    let r = m.get(&t.id).await.unwrap();
+    // The history holds the positions since the pawn move: 9 of them.
+    assert_eq!(r.boards[0].history.len(), 9);
+    let claim = m
+        .claim_draw(
+            &t.id,
+            seat(A, Black),
+            Some(t.token(A, Black)),
+            DrawClaim::ThreefoldRepetition,
+        )
+        .await
+        .unwrap();
+    assert_eq!(claim.outcome.unwrap().reason.name(), "threefold-repetition");
+
+    // Crazyhouse on one board: captures join the capturer's own reserve, in the position.
+    let t = create(m, creation(Variant::Crazyhouse, "zh")).await;
+    for (ply, text) in ["e4", "d5", "exd5"].into_iter().enumerate() {
+        let color = if ply % 2 == 0 { White } else { Black };
+        mv(m, &t, A, color, text, ply as u32).await.unwrap();
+    }
+    let a = mv(m, &t, A, Black, "Qxd5", 3).await.unwrap();
+    assert_eq!(
+        a.record.boards[0].position,
+        "rnb1kbnr/ppp1pppp/8/3q4/8/8/PPPP1PPP/RNBQKBNR[Pp] w KQkq - 0 3"
+    );
+    let a = mv(m, &t, A, White, "P@e4", 4).await.unwrap();
+    assert_eq!(
+        a.record.boards[0].history.len(),
+        1,
+        "a pawn drop is irreversible"
+    );
+
+    // Glinski and Byzantine games through the store.
+    let t = create(m, creation(Variant::Glinski, "hex")).await;
+    let a = mv(m, &t, A, White, "f5f6", 0).await.unwrap();
+    assert_eq!(a.played.san, "f5-f6");
+    let mut c = creation(Variant::Byzantine, "byz");
+    c.rules = RuleOptions(vec![("stalemate".into(), "loses".into())]);
+    let t = create(m, c).await;
+    let r = m.get(&t.id).await.unwrap();
+    assert_eq!(
+        r.rules.0,
+        vec![("stalemate".to_owned(), "loses".to_owned())]
+    );
+    mv(m, &t, A, White, "b1c3", 0).await.unwrap();
+}
+
+async fn retries_and_refusals<S: MatchStore>(m: &Matches<S>) {
+    let t = create(m, creation(Variant::Bughouse, "retry")).await;
+    let first = mv(m, &t, A, White, "e4", 0).await.unwrap();
+    assert!(!first.duplicate);
+    // The same request again (a client retry after a lost answer) is a duplicate: no change.
+    let again = mv(m, &t, A, White, "e4", 0).await.unwrap();
+    assert!(again.duplicate);
+    assert_eq!((again.played.uci.as_str(), again.played.ply), ("e2e4", 1));
+    // In coordinate notation too.
+    assert!(mv(m, &t, A, White, "e2e4", 0).await.unwrap().duplicate);
+    let before = m.get(&t.id).await.unwrap();
+    let invalid: [(BoardId, Color, &str, u32, &str); 3] = [
+        (A, Black, "e4", 1, "move"),   // illegal
+        (A, Black, "N@f6", 1, "move"), // drop of a piece not held
+        (A, Black, "e5\u{7}", 1, "move"),
+    ];
+    for (board, color, text, ply, field) in invalid {
+        match mv(m, &t, board, color, text, ply).await {
+            Err(MatchError::Invalid { field: f, .. }) => assert_eq!(f, field, "{text}"),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    for (color, ply, reason) in [(Black, 0, "STALE_PLY"), (White, 1, "NOT_YOUR_TURN")] {
+        let e = mv(m, &t, A, color, "e5", ply).await.unwrap_err();
+        assert_eq!(e.reason(), Some(reason), "{e:?}");
+    }
+    // Tokens: missing, the opponent's, the partner's, another match's.
+    let other = create(m, creation(Variant::Bughouse, "other")).await;
+    let play_as = |token: Option<String>| {
+        let id = t.id.clone();
+        async move {
+            m.play(
+                &id,
+                seat(A, Black),
+                token.as_deref(),
+                "e5",
+                1,
+                Locale::English,
+            )
+            .await
+        }
+    };
+    assert!(matches!(
+        play_as(None).await,
+        Err(MatchError::Unauthenticated(_))
+    ));
+    for token in [
+        t.token(A, White),
+        t.token(B, White),
+        t.token(B, Black),
+        other.token(A, Black),
+    ] {
+        assert!(matches!(
+            play_as(Some(token.to_owned())).await,
+            Err(MatchError::PermissionDenied(_))
+        ));
+    }
+    assert!(matches!(
+        m.get("no-such-match").await,
+        Err(MatchError::NotFound(_))
+    ));
+    assert_eq!(
+        m.get(&t.id).await.unwrap(),
+        before,
+        "refusals changed nothing"
+    );
+}
+
+/// 16 matches, one client per seat (64 in all), each playing random legal moves on its board as
+/// fast as it can, and retrying some moves; after every applied move the match must hold
+/// exactly 64 units, and a retry is never applied twice.
+async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
+    let mut tables = Vec::new();
+    for i in 0..16 {
+        tables.push(Arc::new(
+            create(&m, creation(Variant::Bughouse, &format!("h{i}"))).await,
+        ));
+    }
+    let mut tasks = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        for (s, (board, color)) in [(A, White), (A, Black), (B, White), (B, Black)]
+            .into_iter()
+            .enumerate()
+        {
+            let (m, t) = (Arc::clone(&m), Arc::clone(t));
+            let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((i * 4 + s) as u64 + 1);
+            tasks.push(tokio::spawn(async move {
+                let mut played = 0;
+                for _ in 0..400 {
+                    if played >= 12 {
+                        break;
+                    }
+                    let r = m.get(&t.id).await.unwrap();
+                    if r.outcome.is_some() {
+                        break;
+                    }
+                    let b = &r.boards[board.index()];
+                    let pos =
+                        AnyPosition::from_text(Variant::Bughouse, &b.full_position(true)).unwrap();
+                    if pos.turn() != color {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        continue;
+                    }
+                    let moves = pos.legal_moves();
+                    if moves.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        continue; // waiting for a piece from the partner
+                    }
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let uci = moves[(rng % moves.len() as u64) as usize].to_string();
+                    match mv(&m, &t, board, color, &uci, b.ply).await {
+                        Ok(a) => {
+                            assert_eq!(units(&a.record), 64, "{}", bfen(&a.record));
+                            assert!(!a.duplicate);
+                            played += 1;
+                            if rng.is_multiple_of(4) {
+                                let again = mv(&m, &t, board, color, &uci, b.ply).await.unwrap();
+                                assert!(again.duplicate);
+                                assert_eq!(units(&again.record), 64);
+                            }
+                        }
+                        Err(e) if e.reason() == Some("MATCH_OVER") => break,
+                        Err(e) => panic!("{} {uci}: {e}", t.id),
+                    }
+                    let now = m.get(&t.id).await.unwrap();
+                    assert_eq!(units(&now), 64, "{}", bfen(&now));
+                }
+                played
+            }));
+        }
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.unwrap();
+    }
+    assert!(total > 300, "only {total} moves were played");
+    for t in tables {
+        let r = m.get(&t.id).await.unwrap();
+        assert_eq!(units(&r), 64);
+        // Every applied move is one event with the next ply of its board.
+        let moves = m
+            .events(&t.id, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|(_, e)| matches!(e, StoredEvent::Move { .. }))
+            .count();
+        assert_eq!(moves as u32, r.boards[0].ply + r.boards[1].ply);
+    }
+}
+
+async fn ttl_expiry<S: MatchStore>(m: &Matches<S>) {
+    let t = create(m, creation(Variant::Chess, "ttl")).await;
+    mv(m, &t, A, White, "e4", 0).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(matches!(m.get(&t.id).await, Err(MatchError::NotFound(_))));
+}
+
+const SHORT: Retention = Retention {
+    ttl: Duration::from_millis(700),
+    grace: Duration::from_millis(700),
+};
+
+async fn suite<S: MatchStore>(m: Arc<Matches<S>>, short: Matches<S>) {
+    bughouse_lifecycle(&m).await;
+    single_board_lifecycle(&m).await;
+    retries_and_refusals(&m).await;
+    hammer(m).await;
+    ttl_expiry(&short).await;
+}
+
+#[tokio::test]
+async fn memory_store_suite() {
+    suite(
+        Arc::new(Matches::new(MemoryStore::new(Retention::default()), key())),
+        Matches::new(MemoryStore::new(SHORT), key()),
+    )
+    .await;
+}
+
+async fn redis_matches(url: &str, retention: Retention) -> Matches<RedisStore> {
+    Matches::new(
+        RedisStore::connect(url, retention, 1000).await.unwrap(),
+        key(),
+    )
+}
+
+#[tokio::test]
+async fn redis_store_suite() {
+    let redis = arbiter_testkit::redis().await;
+    suite(
+        Arc::new(redis_matches(&redis.url, Retention::default()).await),
+        redis_matches(&redis.url, SHORT).await,
+    )
+    .await;
+}
+
+/// Redis stops mid-match: requests fail as unavailable with nothing applied, and once it is
+/// back (its append-only file keeps the data) the match continues with every unit in place.
+#[tokio::test]
+async fn redis_restart_mid_match() {
+    let redis = arbiter_testkit::redis_on(arbiter_testkit::free_port()).await;
+    let m = redis_matches(&redis.url, Retention::default()).await;
+    let t = create(&m, creation(Variant::Bughouse, "restart")).await;
+    mv(&m, &t, A, White, "e4", 0).await.unwrap();
+    mv(&m, &t, A, Black, "d5", 1).await.unwrap();
+    mv(&m, &t, A, White, "exd5", 2).await.unwrap();
+    let before = m.get(&t.id).await.unwrap();
+
+    redis.container.stop().await.unwrap();
+    let unavailable = |r: &MatchError| {
+        matches!(
+            r,
+            MatchError::Store(arbiter_matches::store::StoreError::Unavailable(_))
+        )
+    };
+    // The snapshot is in this process, so the move is judged and its commit fails.
+    let e = mv(&m, &t, B, White, "e4", 0).await.unwrap_err();
+    assert!(unavailable(&e), "{e:?}");
+    assert!(unavailable(&m.get(&t.id).await.unwrap_err()));
+    redis.container.start().await.unwrap();
+
+    // The service recovers by itself once Redis answers again.
+    let mut after = None;
+    for _ in 0..100 {
+        match m.get(&t.id).await {
+            Ok(r) => {
+                after = Some(r);
+                break;
+            }
+            Err(e) if unavailable(&e) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let after = after.expect("Redis came back");
+    assert_eq!(after, before, "nothing lost, nothing half-applied");
+    assert_eq!(units(&after), 64);
+    let e = mv(&m, &t, B, Black, "P@e5", 0).await.unwrap_err();
+    assert_eq!(e.reason(), Some("NOT_YOUR_TURN"));
+    mv(&m, &t, B, White, "e4", 0).await.unwrap();
+    let a = mv(&m, &t, B, Black, "P@e5", 1).await.unwrap();
+    assert_eq!(units(&a.record), 64);
+    assert_eq!(a.record.boards[1].reserves[1], "");
+}
+
+/// The calls of each command since the last reset (commands run by scripts included).
+async fn command_calls(
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> std::collections::HashMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| {
+            let (name, stats) = l.split_once(':')?;
+            let calls = stats
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .filter(|(name, _)| name != "info" && !name.starts_with("config"))
+        .collect()
+}
+
+/// A move costs one round trip to Redis: one script call, whatever the variant, once this
+/// process has seen the match.
+#[tokio::test]
+async fn one_redis_round_trip_per_move() {
+    let redis = arbiter_testkit::redis().await;
+    let m = redis_matches(&redis.url, Retention::default()).await;
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    for (variant, moves) in [
+        (
+            Variant::Bughouse,
+            vec![
+                (A, White, "e4"),
+                (A, Black, "d5"),
+                (A, White, "exd5"),
+                (B, White, "Nf3"),
+                (B, Black, "P@e4"),
+            ],
+        ),
+        (
+            Variant::Chess,
+            vec![
+                (A, White, "e4"),
+                (A, Black, "e5"),
+                (A, White, "Nf3"),
+                (A, Black, "Nc6"),
+            ],
+        ),
+        (
+            Variant::Glinski,
+            vec![(A, White, "f5f6"), (A, Black, "e7e6")],
+        ),
+    ] {
+        let t = create(&m, creation(variant, "trips")).await;
+        // Warm: the creation's reply is this process's snapshot. Scripts are loaded once.
+        let mut plies = [0u32; 2];
+        let (b0, c0, t0) = moves[0];
+        mv(&m, &t, b0, c0, t0, 0).await.unwrap();
+        plies[b0.index()] += 1;
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        for &(board, color, text) in &moves[1..] {
+            mv(&m, &t, board, color, text, plies[board.index()])
+                .await
+                .unwrap();
+            plies[board.index()] += 1;
+        }
+        // Commandstats counts the commands scripts run too: one script call per move, and the
+        // one read of the whole record each script does is its own, not a separate request.
+        let calls = command_calls(&mut conn).await;
+        let n = (moves.len() - 1) as u64;
+        let scripts =
+            calls.get("evalsha").copied().unwrap_or(0) + calls.get("eval").copied().unwrap_or(0);
+        assert_eq!(
+            scripts, n,
+            "{variant:?}: one script call per move: {calls:?}"
+        );
+        assert_eq!(calls.get("hgetall").copied().unwrap_or(0), n, "{calls:?}");
+        assert!(
+            calls.get("exists").copied().unwrap_or(0) <= 2 * n,
+            "{calls:?}"
+        );
+        for plain in ["get", "lrange", "hmget"] {
+            assert!(!calls.contains_key(plain), "{calls:?}");
+        }
+    }
+}
+
+/// Two replicas on one Redis play the same matches: each judges on its own (often stale)
+/// snapshot, and the guards make every move apply exactly once, a retry through the other
+/// replica included.
+#[tokio::test]
+async fn two_replicas_share_matches() {
+    let redis = arbiter_testkit::redis().await;
+    let one = redis_matches(&redis.url, Retention::default()).await;
+    let two = redis_matches(&redis.url, Retention::default()).await;
+    let t = create(&one, creation(Variant::Chess, "replicas")).await;
+    // Replica two has never seen the match; replica one's snapshot goes stale at every move.
+    let moves = ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"];
+    for (ply, text) in moves.iter().enumerate() {
+        let m = if ply % 2 == 0 { &one } else { &two };
+        let color = if ply % 2 == 0 { White } else { Black };
+        let a = mv(m, &t, A, color, text, ply as u32).await.unwrap();
+        assert!(!a.duplicate);
+        assert_eq!(a.record.boards[0].ply, ply as u32 + 1);
+        // The retry arrives at the other replica: recognised, not applied again.
+        let other = if ply % 2 == 0 { &two } else { &one };
+        let again = mv(other, &t, A, color, text, ply as u32).await.unwrap();
+        assert!(again.duplicate);
+    }
+    // A stale snapshot never lets a wrong move through: the other replica moved the board on.
+    let e = mv(&one, &t, A, Black, "Nf6", 5).await.unwrap_err();
+    assert_eq!(e.reason(), Some("STALE_PLY"));
+    assert_eq!(one.get(&t.id).await.unwrap(), two.get(&t.id).await.unwrap());
+    // Bughouse: the replicas take turns on the two boards; reserves stay whole.
+    let t = create(&two, creation(Variant::Bughouse, "replicas-bug")).await;
+    mv(&one, &t, A, White, "e4", 0).await.unwrap();
+    mv(&two, &t, A, Black, "d5", 1).await.unwrap();
+    mv(&one, &t, A, White, "exd5", 2).await.unwrap();
+    mv(&two, &t, B, White, "e4", 0).await.unwrap();
+    let a = mv(&one, &t, B, Black, "P@e5", 1).await.unwrap();
+    assert_eq!(units(&a.record), 64);
+}
+
+/// A record that cannot be decoded is reported as corrupt (DATA_LOSS for clients), not as an
+/// outage.
+#[tokio::test]
+async fn a_corrupt_record_is_data_loss() {
+    let redis = arbiter_testkit::redis().await;
+    let m = redis_matches(&redis.url, Retention::default()).await;
+    let t = create(&m, creation(Variant::Chess, "corrupt")).await;
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(format!("game:{{{}}}:state", t.id))
+        .arg("ply:A")
+        .arg("not a number")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let e = m.get(&t.id).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            MatchError::Store(arbiter_matches::store::StoreError::Corrupt(_))
+        ),
+        "{e:?}"
+    );
+    let status = tonic::Status::from(arbiter_kit::ApiError::from(e));
+    assert_eq!(status.code(), tonic::Code::DataLoss);
+}

@@ -1,0 +1,172 @@
+"""Calls every RPC of arbiter.rules.v1.RulesService, and plays hosted games through
+arbiter.matches.v1.MatchService (a chess game to mate, a Glinski stalemate, a bughouse match,
+seat tokens refused and accepted), through a client generated from proto/ by grpcio-tools: the
+third-party view of the API. Usage: client.py HOST:PORT (with the generated modules on
+sys.path). Exits non-zero on the first failed check."""
+
+import sys
+
+import grpc
+
+from arbiter.common.v1 import common_pb2 as common
+from arbiter.rules.v1 import rules_pb2 as rules
+from arbiter.rules.v1 import rules_pb2_grpc as rules_grpc
+from arbiter.matches.v1 import matches_pb2 as mt
+from arbiter.matches.v1 import matches_pb2_grpc as mt_grpc
+
+START = common.Position(variant=common.VARIANT_CHESS)
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    if not cond:
+        raise SystemExit(f"FAILED: {what}")
+    checks += 1
+
+
+def main(addr):
+    channel = grpc.insecure_channel(addr)
+    grpc.channel_ready_future(channel).result(timeout=10)
+    stub = rules_grpc.RulesServiceStub(channel)
+
+    r = stub.ValidateMove(rules.ValidateMoveRequest(position=START, move="e4"))
+    check(r.WhichOneof("result") == "legal" and r.legal.move.uci == "e2e4", "ValidateMove legal")
+    r = stub.ValidateMove(rules.ValidateMoveRequest(position=START, move="e7e5"))
+    check(r.illegal.reason == rules.ILLEGAL_REASON_WRONG_SIDE, "ValidateMove illegal reason")
+
+    reqs = [rules.ValidateMoveRequest(position=START, move=m, request_id=str(i))
+            for i, m in enumerate(["e4", "Nf3", "Ke2"])]
+    answers = list(stub.ValidateMoveStream(iter(reqs)))
+    check([a.request_id for a in answers] == ["0", "1", "2"], "ValidateMoveStream order")
+    check(answers[2].WhichOneof("result") == "illegal", "ValidateMoveStream verdicts")
+
+    r = stub.ListLegalMoves(rules.ListLegalMovesRequest(position=START))
+    check(len(r.moves) == 20, "ListLegalMoves")
+
+    r = stub.ApplyMoves(rules.ApplyMovesRequest(start=START, moves=["e4", "e5", "Qh5", "Nc6", "Bc4", "Nf6", "Qxf7"]))
+    check(r.status.outcome.reason == common.END_REASON_CHECKMATE, "ApplyMoves mate")
+    check(r.status.outcome.score.text == "1-0", "ApplyMoves score")
+
+    r = stub.GetGameStatus(rules.GetGameStatusRequest(start=START, moves="Nf3 Nf6 Ng1 Ng8 Nf3 Nf6 Ng1 Ng8".split()))
+    check(list(r.status.claimable_draws) == [common.DRAW_CLAIM_THREEFOLD_REPETITION], "GetGameStatus claims")
+
+    r = stub.ConvertMove(rules.ConvertMoveRequest(position=START, move="g1f3", output_locale=common.LOCALE_ITALIAN))
+    check(r.move.san == "Cf3", "ConvertMove")
+
+    r = stub.ImportPgn(rules.ImportPgnRequest(pgn="1. e4 e5 2. Nf3 *\n\n1. d4 d5 *\n"))
+    check(len(r.games) == 2 and r.games[0].moves[2].uci == "g1f3", "ImportPgn")
+
+    r = stub.ExportPgn(rules.ExportPgnRequest(start=START, moves=["f3", "e5", "g4", "Qh4"]))
+    check("2. g4 Qh4# 0-1" in r.pgn, "ExportPgn")
+
+    r = stub.Perft(rules.PerftRequest(position=START, depth=3))
+    check(r.nodes == 8902, "Perft")
+
+    stub.Ping(rules.PingRequest())
+    check(len(list(stub.PingStream(iter([rules.PingRequest()] * 3)))) == 3, "PingStream")
+
+    try:
+        stub.ValidateMove(rules.ValidateMoveRequest(position=common.Position(variant=common.VARIANT_CHESS, text="8/8 w"), move="e4"))
+        check(False, "bad FEN must fail")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.INVALID_ARGUMENT, "bad FEN code")
+        check(e.details().startswith("position.text"), "bad FEN names the field")
+
+    try:
+        stub.Perft(rules.PerftRequest(position=START, depth=8, node_budget=1000))
+        check(False, "perft over budget must fail")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, "perft budget code")
+
+    matches(channel)
+    print(f"python client: {checks} checks passed")
+
+
+def seat_tokens(created):
+    """{(board, side): token} from a CreateMatch answer."""
+    return {(c.seat.board, c.seat.side): c.token for c in created.seats}
+
+
+def auth(token):
+    return [("authorization", f"Bearer {token}")]
+
+
+def matches(channel):
+    """Hosted games: a chess game to mate with seat tokens, a Glinski stalemate scored 3/4-1/4,
+    and a bughouse match where a capture feeds the partner; a stale ply and a wrong token are
+    refused; a watcher sees every event up to the end."""
+    m = mt_grpc.MatchServiceStub(channel)
+    A, B, W, K = mt.BOARD_A, mt.BOARD_B, mt.SIDE_WHITE, mt.SIDE_BLACK
+
+    created = m.CreateMatch(mt.CreateMatchRequest(
+        variant=common.VARIANT_CHESS, players=["ann", "bob"], time_control="180+2",
+        request_id="py-chess-1"))
+    again = m.CreateMatch(mt.CreateMatchRequest(
+        variant=common.VARIANT_CHESS, players=["ann", "bob"], time_control="180+2",
+        request_id="py-chess-1"))
+    check(created.created and not again.created, "CreateMatch retried")
+    check(created.seats == again.seats, "CreateMatch retry gives the same tokens")
+    mid, tokens = created.state.match_id, seat_tokens(created)
+
+    def move(side, text, ply, board=A, token=None, match=None):
+        return m.MakeMove(mt.MakeMoveRequest(match_id=match or mid, board=board, side=side,
+                                             move=text, expected_ply=ply),
+                          metadata=auth(token or tokens[(board, side)]))
+
+    try:
+        m.MakeMove(mt.MakeMoveRequest(match_id=mid, side=W, move="e4"))
+        check(False, "a move without a token must fail")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.UNAUTHENTICATED, "no token")
+    try:
+        move(W, "e4", 0, token=tokens[(A, K)])
+        check(False, "the opponent's token must fail")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.PERMISSION_DENIED, "wrong token")
+    for ply, (side, text) in enumerate([(W, "f3"), (K, "e5"), (W, "g4")]):
+        move(side, text, ply)
+    try:
+        move(K, "Qh4", 1)
+        check(False, "a stale ply must fail")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.FAILED_PRECONDITION, "stale ply code")
+    end = move(K, "Qh4#", 3).state
+    check(end.outcome.outcome.score.text == "0-1"
+          and end.outcome.outcome.reason_name == "checkmate", "chess mate")
+    events = list(m.WatchMatch(mt.WatchMatchRequest(match_id=mid, after_seq=0)))
+    check(len(events) == end.last_seq and events[-1].WhichOneof("event") == "end", "WatchMatch")
+
+    created = m.CreateMatch(mt.CreateMatchRequest(
+        variant=common.VARIANT_GLINSKI, players=["ann", "bob"],
+        start="k/3/5/2K4/9/11/11/11/11/11/10N w - 0 1"))
+    hexm, htokens = created.state.match_id, seat_tokens(created)
+    end = move(W, "Ke8-f9", 0, token=htokens[(A, W)], match=hexm).state
+    score = end.outcome.outcome.score
+    check((score.white_quarters, score.black_quarters) == (3, 1), "Glinski stalemate 3/4-1/4")
+
+    created = m.CreateMatch(mt.CreateMatchRequest(
+        variant=common.VARIANT_BUGHOUSE, players=["ann", "bob", "cid", "dee"]))
+    bug, btokens = created.state.match_id, seat_tokens(created)
+
+    def bmove(board, side, text, ply):
+        return move(side, text, ply, board=board, token=btokens[(board, side)], match=bug)
+
+    bmove(A, W, "e4", 0)
+    bmove(A, K, "d5", 1)
+    r = bmove(A, W, "exd5", 2)
+    check(r.state.boards[1].black_reserve == "p", "capture feeds the partner")
+    bmove(B, W, "Nf3", 0)
+    r = bmove(B, K, "P@e4", 1)
+    check(r.move.move.uci == "P@e4" and r.state.boards[1].black_reserve == "", "drop")
+    end = m.Resign(mt.ResignRequest(match_id=bug, board=A, side=K),
+                   metadata=auth(btokens[(A, K)])).state
+    check(end.outcome.winning_team == 1 and end.outcome.outcome.reason_name == "resignation",
+          "Resign")
+    events = list(m.WatchMatch(mt.WatchMatchRequest(match_id=bug, after_seq=0)))
+    check(len(events) == end.last_seq and events[-1].WhichOneof("event") == "end",
+          "WatchMatch bughouse")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
