@@ -7,6 +7,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+/// mimalloc: the gRPC paths allocate many small, short-lived buffers (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "arbiter",

@@ -105,6 +105,8 @@ pub struct MoveAnswer {
     pub played: PlayedMove,
     /// The match after it.
     pub record: Arc<Record>,
+    /// Check and claims of every board of `record`.
+    pub status: Vec<BoardStatus>,
     /// True when the request repeated a move already applied.
     pub duplicate: bool,
 }
@@ -249,6 +251,11 @@ fn match_side(record: &Record, seat: Seat) -> Color {
 struct Plan {
     commit: MoveCommit,
     played: PlayedMove,
+    /// Check and claims of every board after the move, as the plan saw them.
+    status: Vec<BoardStatus>,
+    /// Bughouse: the other board and the ply the plan saw it at (its status holds only if it
+    /// has not moved since; reserves do not change check or turn).
+    other: Option<(usize, u32)>,
 }
 
 /// Why a move cannot be planned on a record.
@@ -312,6 +319,16 @@ fn plan_single(
     };
     let ply = board.ply + 1;
     let position = after.to_text();
+    let end = state.automatic_outcome().map(single_outcome);
+    let status = vec![BoardStatus {
+        turn: after.turn(),
+        check: after.is_check(),
+        claims: if end.is_some() {
+            Vec::new()
+        } else {
+            state.claimable_draws()
+        },
+    }];
     Ok(Plan {
         commit: MoveCommit {
             nonce: record.nonce.clone(),
@@ -329,7 +346,7 @@ fn plan_single(
                 san: san.clone(),
             },
             move_event: move_event_prefix(BoardId::A, ply, seat.color, &uci, &san),
-            end: state.automatic_outcome().map(single_outcome),
+            end,
         },
         played: PlayedMove {
             board: BoardId::A,
@@ -339,6 +356,8 @@ fn plan_single(
             san,
             position,
         },
+        status,
+        other: None,
     })
 }
 
@@ -381,6 +400,15 @@ fn plan_bughouse(
         }
     };
     let played = m.play_checked(seat, mv, locale);
+    let status = BoardId::BOTH
+        .into_iter()
+        .map(|b| BoardStatus {
+            turn: m.board(b).turn(),
+            check: m.board(b).is_check(),
+            claims: Vec::new(),
+        })
+        .collect();
+    let other = seat.board.other();
     let letter = |role: arbiter_core::Role| role.char().to_ascii_uppercase();
     let position = {
         // The board without its reserve part: the store keeps reserves apart.
@@ -429,6 +457,8 @@ fn plan_bughouse(
             san: played.san,
             position: played.fen,
         },
+        status,
+        other: Some((other.index(), record.boards[other.index()].ply)),
     })
 }
 
@@ -774,9 +804,15 @@ impl<S: MatchStore> Matches<S> {
                         position: board.full_position(after.is_bughouse()),
                         ..plan.played
                     };
+                    // The plan's view holds unless the other board moved meanwhile.
+                    let status = match plan.other {
+                        Some((i, ply)) if after.boards[i].ply != ply => board_status(&after)?,
+                        _ => plan.status,
+                    };
                     return Ok(MoveAnswer {
                         played,
                         record: after,
+                        status,
                         duplicate: false,
                     });
                 }
@@ -820,6 +856,7 @@ impl<S: MatchStore> Matches<S> {
                     san: last.san.clone(),
                     position: board.full_position(record.is_bughouse()),
                 },
+                status: board_status(record)?,
                 record: Arc::clone(record),
                 duplicate: true,
             });

@@ -311,9 +311,9 @@ impl MatchService for MatchGrpc {
             )
             .await
             .map_err(fail)?;
-        reply(state(&answer.record).map(|s| pb::MakeMoveResponse {
+        reply(Ok::<_, ApiError>(pb::MakeMoveResponse {
             r#move: Some(played_to(&answer.played)),
-            state: Some(s),
+            state: Some(state_to(&answer.record, &answer.status)),
             duplicate: answer.duplicate,
         }))
     }

@@ -6,6 +6,10 @@ use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use arbiter_matches::MatchesArgs;
 use clap::Parser;
 
+/// mimalloc: the gRPC paths allocate many small, short-lived buffers (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "arbiter-matches",

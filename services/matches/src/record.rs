@@ -30,8 +30,9 @@
 //! ## Packing
 //! A packed list is each item as its byte length in decimal, `:`, and the item's bytes
 //! (`1:M1:A…`): client-supplied text (player ids, move text) can hold any character without
-//! ever shifting a neighbour, and a reader checks every length against what is left. A whole
-//! record travels from Redis the same way (the hash's fields and values in one packed list).
+//! ever shifting a neighbour, and a reader checks every length against what is left. Composite
+//! fields (players, the last move, the outcome) and events are packed lists; a whole record
+//! travels from Redis as the hash's flat field/value array.
 //!
 //! ## Events
 //! The event list holds packed lines: `M, board, ply, side, uci, san, position` (a move),
@@ -42,7 +43,6 @@
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
 use arbiter_core::outcome::Score;
 use arbiter_core::{Color, EndReason, RuleOptions, Variant};
-use std::collections::HashMap;
 use std::fmt;
 
 /// The schema version written in every record.
@@ -291,6 +291,67 @@ pub struct Record {
 /// Boards by index.
 pub const BOARDS: [BoardId; 2] = [BoardId::A, BoardId::B];
 
+/// The fields a record's changes touch (everything else is written once, at creation), in the
+/// order a move script returns them.
+pub const MUTABLE_FIELDS: [&str; 16] = [
+    "over", "outcome", "draw:w", "draw:b", "pos:A", "ply:A", "last:A", "hist:A", "res:A:w",
+    "res:A:b", "pos:B", "ply:B", "last:B", "hist:B", "res:B:w", "res:B:b",
+];
+
+/// The raw values of a record, by field.
+#[derive(Default)]
+struct Slots {
+    v: Option<String>,
+    nonce: Option<String>,
+    spec: Option<String>,
+    variant: Option<String>,
+    rules: Option<String>,
+    players: Option<String>,
+    tc: Option<String>,
+    start: Option<String>,
+    over: Option<String>,
+    outcome: Option<String>,
+    draw: [bool; 2],
+    pos: [Option<String>; 2],
+    ply: [Option<String>; 2],
+    last: [Option<String>; 2],
+    hist: [Option<String>; 2],
+    res: [[Option<String>; 2]; 2],
+}
+
+impl Slots {
+    /// Files `value` under `name` (unknown names are ignored).
+    fn set(&mut self, name: &str, value: String) {
+        match name {
+            "v" => self.v = Some(value),
+            "nonce" => self.nonce = Some(value),
+            "spec" => self.spec = Some(value),
+            "variant" => self.variant = Some(value),
+            "rules" => self.rules = Some(value),
+            "players" => self.players = Some(value),
+            "tc" => self.tc = Some(value),
+            "start" => self.start = Some(value),
+            "over" => self.over = Some(value),
+            "outcome" => self.outcome = Some(value),
+            "draw:w" => self.draw[0] = value == "1",
+            "draw:b" => self.draw[1] = value == "1",
+            "pos:A" => self.pos[0] = Some(value),
+            "pos:B" => self.pos[1] = Some(value),
+            "ply:A" => self.ply[0] = Some(value),
+            "ply:B" => self.ply[1] = Some(value),
+            "last:A" => self.last[0] = Some(value),
+            "last:B" => self.last[1] = Some(value),
+            "hist:A" => self.hist[0] = Some(value),
+            "hist:B" => self.hist[1] = Some(value),
+            "res:A:w" => self.res[0][0] = Some(value),
+            "res:A:b" => self.res[0][1] = Some(value),
+            "res:B:w" => self.res[1][0] = Some(value),
+            "res:B:b" => self.res[1][1] = Some(value),
+            _ => {}
+        }
+    }
+}
+
 impl Record {
     /// Whether this is a two-board bughouse match.
     pub fn is_bughouse(&self) -> bool {
@@ -355,26 +416,29 @@ impl Record {
         f
     }
 
-    /// Decodes a record from its fields (`id` and the event count come from outside).
-    pub fn from_fields(
+    /// Decodes a record from its fields, given as owned `(name, value)` pairs in any order
+    /// (`id` and the event count come from outside). Unknown fields are ignored.
+    pub fn from_pairs(
         id: &str,
-        fields: &HashMap<&str, &str>,
+        pairs: impl IntoIterator<Item = (String, String)>,
         last_seq: u64,
     ) -> Result<Record, Corrupt> {
-        let get = |name: &str| {
-            fields
-                .get(name)
-                .copied()
-                .ok_or_else(|| corrupt(format!("no field '{name}'")))
-        };
-        let version = get("v")?;
+        let mut f = Slots::default();
+        for (name, value) in pairs {
+            f.set(&name, value);
+        }
+        fn need(slot: Option<String>, name: &str) -> Result<String, Corrupt> {
+            slot.ok_or_else(|| corrupt(format!("no field '{name}'")))
+        }
+        let version = need(f.v.take(), "v")?;
         if version != SCHEMA {
             return Err(corrupt(format!("unknown schema version '{version}'")));
         }
-        let variant: Variant = get("variant")?
+        let variant: Variant = need(f.variant.take(), "variant")?
             .parse()
             .map_err(|_| corrupt("unknown variant"))?;
-        let rules = unpack(get("rules")?)?;
+        let rules_text = need(f.rules.take(), "rules")?;
+        let rules = unpack(&rules_text)?;
         if rules.len() % 2 != 0 {
             return Err(corrupt("odd rule option list"));
         }
@@ -385,71 +449,113 @@ impl Record {
                 .collect(),
         );
         let bughouse = variant == Variant::Bughouse;
-        let players: Vec<String> = unpack(get("players")?)?
+        let players: Vec<String> = unpack(&need(f.players.take(), "players")?)?
             .into_iter()
             .map(str::to_owned)
             .collect();
         if players.len() != if bughouse { 4 } else { 2 } {
             return Err(corrupt("wrong number of players"));
         }
-        let mut boards = Vec::new();
-        for b in &BOARDS[..if bughouse { 2 } else { 1 }] {
-            let l = board_letter(*b);
-            let reserves = if bughouse {
-                [
-                    get(&format!("res:{l}:w"))?.to_owned(),
-                    get(&format!("res:{l}:b"))?.to_owned(),
-                ]
+        let mut record = Record {
+            id: id.to_owned(),
+            nonce: need(f.nonce.take(), "nonce")?,
+            spec: need(f.spec.take(), "spec")?,
+            variant,
+            rules,
+            players,
+            time_control: need(f.tc.take(), "tc")?,
+            start: need(f.start.take(), "start")?,
+            boards: Vec::new(),
+            outcome: None,
+            draw_offers: [false; 2],
+            last_seq,
+        };
+        record.set_mutable(f)?;
+        Ok(record)
+    }
+
+    /// This record with its changeable fields replaced by `values`, given in the order of
+    /// [`MUTABLE_FIELDS`] (`None` for an absent field): what a move script returns, since the
+    /// rest of a record never changes after creation.
+    pub fn with_mutable(&self, values: Vec<Option<String>>, last_seq: u64) -> Result<Record, Corrupt> {
+        if values.len() != MUTABLE_FIELDS.len() {
+            return Err(corrupt("wrong number of changeable fields"));
+        }
+        let mut f = Slots::default();
+        for (name, value) in MUTABLE_FIELDS.into_iter().zip(values) {
+            if let Some(v) = value {
+                f.set(name, v);
+            }
+        }
+        let mut record = Record {
+            id: self.id.clone(),
+            nonce: self.nonce.clone(),
+            spec: self.spec.clone(),
+            variant: self.variant,
+            rules: self.rules.clone(),
+            players: self.players.clone(),
+            time_control: self.time_control.clone(),
+            start: self.start.clone(),
+            boards: Vec::new(),
+            outcome: None,
+            draw_offers: [false; 2],
+            last_seq,
+        };
+        record.set_mutable(f)?;
+        Ok(record)
+    }
+
+    /// Decodes the changeable part (boards, outcome, draw offers) from `f`.
+    fn set_mutable(&mut self, f: Slots) -> Result<(), Corrupt> {
+        fn need(slot: Option<String>, name: &str) -> Result<String, Corrupt> {
+            slot.ok_or_else(|| corrupt(format!("no field '{name}'")))
+        }
+        let bughouse = self.is_bughouse();
+        let board_fields = f
+            .pos
+            .into_iter()
+            .zip(f.ply)
+            .zip(f.last)
+            .zip(f.hist)
+            .zip(f.res);
+        for (i, ((((pos, ply), last), hist), [white, black])) in board_fields.enumerate() {
+            if i == if bughouse { 2 } else { 1 } {
+                break;
+            }
+            let (reserves, history) = if bughouse {
+                ([need(white, "res:w")?, need(black, "res:b")?], Vec::new())
             } else {
-                Default::default()
+                (Default::default(), decode_history(&need(hist, "hist")?)?)
             };
-            let history = if bughouse {
-                Vec::new()
-            } else {
-                decode_history(get(&format!("hist:{l}"))?)?
-            };
-            boards.push(BoardRecord {
-                position: get(&format!("pos:{l}"))?.to_owned(),
-                ply: parse_num(get(&format!("ply:{l}"))?, "ply")?,
+            self.boards.push(BoardRecord {
+                position: need(pos, "pos")?,
+                ply: parse_num(&need(ply, "ply")?, "ply")?,
                 reserves,
                 history,
-                last: match fields.get(format!("last:{l}").as_str()) {
-                    Some(t) => Some(LastMove::decode(t)?),
+                last: match last {
+                    Some(t) => Some(LastMove::decode(&t)?),
                     None => None,
                 },
             });
         }
-        let outcome = match get("over")? {
-            "1" => Some(decode_outcome_parts(&unpack(get("outcome")?)?)?),
+        self.outcome = match need(f.over, "over")?.as_str() {
+            "1" => Some(decode_outcome_parts(&unpack(&need(f.outcome, "outcome")?)?)?),
             "0" => None,
             other => return Err(corrupt(format!("bad 'over' value '{other}'"))),
         };
-        let offers = |side: &str| fields.get(format!("draw:{side}").as_str()) == Some(&"1");
-        Ok(Record {
-            id: id.to_owned(),
-            nonce: get("nonce")?.to_owned(),
-            spec: get("spec")?.to_owned(),
-            variant,
-            rules,
-            players,
-            time_control: get("tc")?.to_owned(),
-            start: get("start")?.to_owned(),
-            boards,
-            outcome,
-            draw_offers: [offers("w"), offers("b")],
-            last_seq,
-        })
+        self.draw_offers = f.draw;
+        Ok(())
     }
 
-    /// Decodes a record from a packed `field, value, field, value, …` list (what the Redis
-    /// scripts return).
-    pub fn from_packed(id: &str, packed: &str, last_seq: u64) -> Result<Record, Corrupt> {
-        let items = unpack(packed)?;
+    /// Decodes a record from a `field, value, field, value, …` list (what the Redis scripts
+    /// return).
+    pub fn from_list(id: &str, items: Vec<String>, last_seq: u64) -> Result<Record, Corrupt> {
         if items.len() % 2 != 0 {
             return Err(corrupt("odd field list"));
         }
-        let fields: HashMap<&str, &str> = items.chunks(2).map(|p| (p[0], p[1])).collect();
-        Record::from_fields(id, &fields, last_seq)
+        let mut items = items.into_iter();
+        let pairs = std::iter::from_fn(move || Some((items.next()?, items.next()?)));
+        Record::from_pairs(id, pairs, last_seq)
     }
 }
 
@@ -660,11 +766,25 @@ mod tests {
         for v in [Variant::Chess, Variant::Byzantine, Variant::Bughouse] {
             let r = sample(v);
             let fields = r.to_fields();
-            let mut packed = String::new();
-            for (k, val) in &fields {
-                pack_into(&mut packed, &[k, val]);
-            }
-            assert_eq!(Record::from_packed("m1", &packed, 12).unwrap(), r);
+            assert_eq!(Record::from_pairs("m1", fields, 12).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn changeable_fields_replace_a_record_s_state() {
+        for v in [Variant::Chess, Variant::Bughouse] {
+            let r = sample(v);
+            let fields: std::collections::HashMap<String, String> =
+                r.to_fields().into_iter().collect();
+            let values = MUTABLE_FIELDS
+                .iter()
+                .map(|f| fields.get(*f).cloned())
+                .collect();
+            let mut base = r.clone();
+            base.boards.clear();
+            base.outcome = None;
+            assert_eq!(base.with_mutable(values, 12).unwrap(), r);
+            assert!(base.with_mutable(vec![None], 12).is_err());
         }
     }
 
@@ -673,22 +793,23 @@ mod tests {
         let r = sample(Variant::Bughouse);
         let fields = r.to_fields();
         for skip in 0..fields.len() {
-            let mut packed = String::new();
-            for (i, (k, v)) in fields.iter().enumerate() {
-                if i != skip {
-                    pack_into(&mut packed, &[k, v]);
-                }
-            }
+            let list: Vec<String> = fields
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != skip)
+                .flat_map(|(_, (k, v))| [k.clone(), v.clone()])
+                .collect();
             // Dropping an optional field (a draw offer, a last move) still reads; a required
             // one is reported.
-            let _ = Record::from_packed("m1", &packed, 0);
+            let read = Record::from_list("m1", list, 0);
+            let optional = ["draw:w", "last:A", "last:B"].contains(&fields[skip].0.as_str());
+            assert_eq!(read.is_ok(), optional, "without {}", fields[skip].0);
         }
-        let mut packed = String::new();
-        for (k, v) in &fields {
-            let v = if k == "ply:A" { "-1" } else { v.as_str() };
-            pack_into(&mut packed, &[k.as_str(), v]);
-        }
-        assert!(Record::from_packed("m1", &packed, 0).is_err());
-        assert!(Record::from_packed("m1", "3:abc", 0).is_err());
+        let list: Vec<String> = fields
+            .iter()
+            .flat_map(|(k, v)| [k.clone(), if k == "ply:A" { "-1".into() } else { v.clone() }])
+            .collect();
+        assert!(Record::from_list("m1", list, 0).is_err());
+        assert!(Record::from_list("m1", vec!["odd".into()], 0).is_err());
     }
 }

@@ -5,6 +5,10 @@ use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use arbiter_rules::RulesArgs;
 use clap::Parser;
 
+/// mimalloc: the gRPC paths allocate many small, short-lived buffers (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "arbiter-rules",

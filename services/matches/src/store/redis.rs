@@ -16,15 +16,19 @@ use super::{
     ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
     OfferCommit, Retention, StoreError,
 };
-use crate::record::{Record, StoredEvent, board_letter, encode_outcome, side_letter};
+use crate::record::{
+    MUTABLE_FIELDS, Record, StoredEvent, board_letter, encode_outcome, side_letter,
+};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`),
-/// `pick` (the keys of the match, bughouse or single board), `state` (a reply with the record).
+/// Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
+/// the events it writes), `pick` (the keys of the match, bughouse or single board), `state` (a
+/// reply with the record: the status, the event count, and the hash as a flat array, which
+/// costs Redis far less than packing it in Lua).
 const PRELUDE: &str = r"
 local function pack(t)
   local parts = {}
@@ -40,7 +44,10 @@ local function pick()
   return nil, nil
 end
 local function state(S, E, status)
-  return {status, tostring(redis.call('LLEN', E)), pack(redis.call('HGETALL', S))}
+  return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
+end
+local function compact(S, E, status)
+  return {status, redis.call('LLEN', E), redis.call('HMGET', S, unpack(MUTABLE)), 'compact'}
 end
 ";
 
@@ -61,6 +68,10 @@ if not S then return {'missing'} end
 return state(S, E, 'ok')
 ";
 
+/// A move's reply is compact when the caller holds the match (ARGV 19 = `compact`): only the
+/// fields a change can touch ([`MUTABLE_FIELDS`]), since the rest is fixed at creation and the
+/// nonce matched; a mismatched nonce (a re-created match) gets the whole record.
+///
 /// ARGV: 1 nonce, 2 board, 3 expected ply, 4 position, 5 history mode (`a`, `r` or empty),
 /// 6 history key, 7 take side, 8 take letter, 9 give board, 10 give side, 11 give letter,
 /// 12 last move, 13 mover side, 14 move event without the position (appended here, with the
@@ -68,11 +79,13 @@ return state(S, E, 'ok')
 const MOVE: &str = r"
 local S, E = pick()
 if not S then return {'missing'} end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 local b = ARGV[2]
-if redis.call('HGET', S, 'nonce') ~= ARGV[1] or redis.call('HGET', S, 'ply:' .. b) ~= ARGV[3] then
-  return state(S, E, 'stale')
-end
+local guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b)
+if guard[2] ~= ARGV[1] then return state(S, E, 'stale') end
+local reply = state
+if ARGV[19] == 'compact' then reply = compact end
+if guard[1] == '1' then return reply(S, E, 'over') end
+if guard[3] ~= ARGV[3] then return reply(S, E, 'stale') end
 local ORDER = 'QRBNPqrbnp'
 local events = {''}
 if ARGV[7] ~= '' then
@@ -122,7 +135,7 @@ end
 redis.call('RPUSH', E, unpack(events))
 redis.call('PEXPIRE', S, ttl)
 redis.call('PEXPIRE', E, ttl)
-return state(S, E, 'ok')
+return reply(S, E, 'ok')
 ";
 
 /// ARGV: 1 nonce, 2 guard board (or empty), 3 guard ply, 4 outcome, 5 end event, 6 grace.
@@ -164,7 +177,11 @@ return state(S, E, 'ok')
 ";
 
 fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}{body}"))
+    let mutable: Vec<String> = MUTABLE_FIELDS.iter().map(|f| format!("'{f}'")).collect();
+    Script::new(&format!(
+        "local MUTABLE = {{{}}}\n{PRELUDE}{body}",
+        mutable.join(", ")
+    ))
 }
 
 /// Matches in Redis (see the module documentation).
@@ -253,26 +270,55 @@ impl RedisStore {
         &self,
         id: &str,
         invocation: &mut redis::ScriptInvocation<'_>,
+        base: Option<&Record>,
     ) -> Result<Reply, StoreError> {
-        let reply: Vec<Vec<u8>> = invocation
+        let reply: Vec<redis::Value> = invocation
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(unavailable)?;
         let mut parts = reply.into_iter();
-        let status = utf8(parts.next().unwrap_or_default())?;
+        let status = match parts.next() {
+            Some(redis::Value::BulkString(b)) => utf8(b)?,
+            Some(redis::Value::SimpleString(s)) => s,
+            other => return Err(StoreError::Corrupt(format!("unexpected reply {other:?}"))),
+        };
         let record = match (parts.next(), parts.next()) {
-            (Some(seq), Some(packed)) => {
-                let seq: u64 = utf8(seq)?
-                    .parse()
-                    .map_err(|_| StoreError::Corrupt("bad event count".into()))?;
-                let record = Arc::new(Record::from_packed(id, &utf8(packed)?, seq)?);
+            (Some(redis::Value::Int(seq)), Some(redis::Value::Array(fields))) => {
+                let seq = u64::try_from(seq)
+                    .map_err(|_| StoreError::Corrupt("negative event count".into()))?;
+                let compact = parts.next().is_some();
+                let record = if compact {
+                    let base = base.ok_or_else(|| {
+                        StoreError::Corrupt("a compact reply without a record to apply it to".into())
+                    })?;
+                    let values = fields
+                        .into_iter()
+                        .map(|v| match v {
+                            redis::Value::BulkString(b) => utf8(b).map(Some),
+                            redis::Value::Nil => Ok(None),
+                            _ => Err(StoreError::Corrupt("a field is not a string".into())),
+                        })
+                        .collect::<Result<Vec<Option<String>>, _>>()?;
+                    base.with_mutable(values, seq)?
+                } else {
+                    let fields = fields
+                        .into_iter()
+                        .map(|v| match v {
+                            redis::Value::BulkString(b) => utf8(b),
+                            _ => Err(StoreError::Corrupt("a field is not a string".into())),
+                        })
+                        .collect::<Result<Vec<String>, _>>()?;
+                    Record::from_list(id, fields, seq)?
+                };
+                let record = Arc::new(record);
                 self.remember(&record);
                 Some(record)
             }
-            _ => {
+            (None, None) => {
                 self.forget(id);
                 None
             }
+            _ => return Err(StoreError::Corrupt("unexpected reply shape".into())),
         };
         Ok(Reply { status, record })
     }
@@ -285,7 +331,9 @@ impl RedisStore {
                 cache.remove(&victim);
             }
         }
-        if self.cache_capacity > 0 {
+        if let Some(slot) = cache.get_mut(&record.id) {
+            *slot = Arc::clone(record);
+        } else if self.cache_capacity > 0 {
             cache.insert(record.id.clone(), Arc::clone(record));
         }
     }
@@ -329,7 +377,7 @@ impl MatchStore for RedisStore {
         for (name, value) in record.to_fields() {
             inv.arg(name).arg(value);
         }
-        let (status, stored) = with_record(self.run(&record.id, &mut inv).await?)?;
+        let (status, stored) = with_record(self.run(&record.id, &mut inv, None).await?)?;
         match status.as_str() {
             "created" => Ok(CreateResult::Created(stored)),
             "exists" => Ok(CreateResult::Exists(stored)),
@@ -341,7 +389,7 @@ impl MatchStore for RedisStore {
         let [k1, k2, k3, k4] = keys(id);
         let mut inv = self.load.key(k1);
         inv.key(k2).key(k3).key(k4);
-        let reply = self.run(id, &mut inv).await?;
+        let reply = self.run(id, &mut inv, None).await?;
         match reply.status.as_str() {
             "missing" => Ok(None),
             "ok" => Ok(reply.record),
@@ -378,6 +426,9 @@ impl MatchStore for RedisStore {
         let (end_outcome, end_event) = c.end.map_or((String::new(), String::new()), |o| {
             (encode_outcome(&o), StoredEvent::End(o).encode())
         });
+        // The snapshot this process holds: the reply need only carry what a move can change.
+        let base = (self.cache.lock().expect("not poisoned").get(id).cloned())
+            .filter(|r| r.nonce == c.nonce);
         let mut inv = self.play.key(k1);
         inv.key(k2)
             .key(k3)
@@ -399,8 +450,9 @@ impl MatchStore for RedisStore {
             .arg(end_outcome)
             .arg(end_event)
             .arg(millis(self.retention.ttl))
-            .arg(millis(self.retention.grace));
-        let reply = self.run(id, &mut inv).await?;
+            .arg(millis(self.retention.grace))
+            .arg(if base.is_some() { "compact" } else { "full" });
+        let reply = self.run(id, &mut inv, base.as_deref()).await?;
         if reply.status == "missing" {
             return Ok(MoveResult::Missing);
         }
@@ -428,7 +480,7 @@ impl MatchStore for RedisStore {
             .arg(encode_outcome(&c.outcome))
             .arg(StoredEvent::End(c.outcome).encode())
             .arg(millis(self.retention.grace));
-        change_result(self.run(id, &mut inv).await?)
+        change_result(self.run(id, &mut inv, None).await?)
     }
 
     async fn commit_offer(&self, id: &str, c: &OfferCommit) -> Result<ChangeResult, StoreError> {
@@ -444,7 +496,7 @@ impl MatchStore for RedisStore {
             .arg(StoredEvent::End(c.agreed).encode())
             .arg(millis(self.retention.ttl))
             .arg(millis(self.retention.grace));
-        change_result(self.run(id, &mut inv).await?)
+        change_result(self.run(id, &mut inv, None).await?)
     }
 
     async fn events(&self, id: &str, after: u64) -> Result<Vec<(u64, String)>, StoreError> {
