@@ -477,7 +477,11 @@ impl Record {
     /// This record with its changeable fields replaced by `values`, given in the order of
     /// [`MUTABLE_FIELDS`] (`None` for an absent field): what a move script returns, since the
     /// rest of a record never changes after creation.
-    pub fn with_mutable(&self, values: Vec<Option<String>>, last_seq: u64) -> Result<Record, Corrupt> {
+    pub fn with_mutable(
+        &self,
+        values: Vec<Option<String>>,
+        last_seq: u64,
+    ) -> Result<Record, Corrupt> {
         if values.len() != MUTABLE_FIELDS.len() {
             return Err(corrupt("wrong number of changeable fields"));
         }
@@ -539,7 +543,9 @@ impl Record {
             });
         }
         self.outcome = match need(f.over, "over")?.as_str() {
-            "1" => Some(decode_outcome_parts(&unpack(&need(f.outcome, "outcome")?)?)?),
+            "1" => Some(decode_outcome_parts(&unpack(&need(
+                f.outcome, "outcome",
+            )?)?)?),
             "0" => None,
             other => return Err(corrupt(format!("bad 'over' value '{other}'"))),
         };
@@ -807,7 +813,12 @@ mod tests {
         }
         let list: Vec<String> = fields
             .iter()
-            .flat_map(|(k, v)| [k.clone(), if k == "ply:A" { "-1".into() } else { v.clone() }])
+            .flat_map(|(k, v)| {
+                [
+                    k.clone(),
+                    if k == "ply:A" { "-1".into() } else { v.clone() },
+                ]
+            })
             .collect();
         assert!(Record::from_list("m1", list, 0).is_err());
         assert!(Record::from_list("m1", vec!["odd".into()], 0).is_err());

@@ -5,7 +5,7 @@
 //! for whichever store the server uses. A finished match is replaced by a new one.
 
 use arbiter_core::{AnyPosition, Position, Variant};
-use arbiter_proto::common::v1 as common;
+use arbiter_kit::convert::variant_to_proto;
 use arbiter_proto::matches::v1 as pb;
 use arbiter_proto::matches::v1::match_service_client::MatchServiceClient;
 use std::sync::Arc;
@@ -79,7 +79,7 @@ async fn new_game(
         &["w", "b"]
     };
     let message = pb::CreateMatchRequest {
-        variant: wire_variant(cfg.variant),
+        variant: variant_to_proto(cfg.variant),
         players: seats.iter().map(|s| format!("bench-{n}-{s}")).collect(),
         time_control: "bench".into(),
         ..Default::default()
@@ -100,18 +100,6 @@ async fn new_game(
             })
             .collect(),
     })
-}
-
-/// The wire value of a variant (the bench talks to the server only through the protocol).
-fn wire_variant(v: Variant) -> i32 {
-    (match v {
-        Variant::Chess => common::Variant::Chess,
-        Variant::Crazyhouse => common::Variant::Crazyhouse,
-        Variant::Bughouse => common::Variant::Bughouse,
-        Variant::Glinski => common::Variant::Glinski,
-        Variant::Byzantine => common::Variant::Byzantine,
-        Variant::ByzantineCitadel => common::Variant::ByzantineCitadel,
-    }) as i32
 }
 
 /// Runs the load and measures it.

@@ -289,7 +289,9 @@ impl RedisStore {
                 let compact = parts.next().is_some();
                 let record = if compact {
                     let base = base.ok_or_else(|| {
-                        StoreError::Corrupt("a compact reply without a record to apply it to".into())
+                        StoreError::Corrupt(
+                            "a compact reply without a record to apply it to".into(),
+                        )
                     })?;
                     let values = fields
                         .into_iter()
