@@ -194,6 +194,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
     arbiter_kit::init_tracing();
     let config = server.load().map_err(CliError)?;
+    config.platform.warn_if_exposed(server.serve.listen);
     runtime()?.block_on(async {
         let listener = tokio::net::TcpListener::bind(server.serve.listen)
             .await

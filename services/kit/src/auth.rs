@@ -1,7 +1,7 @@
 //! Credentials every service checks the same way.
 //!
 //! - **Bearer tokens** travel in the `authorization` metadata entry as `Bearer <token>`
-//!   ([`bearer`]); they are compared in constant time ([`constant_time_eq`]) and never logged.
+//!   ([`bearer`]); they are compared in constant time and never logged.
 //! - **The platform credential** ([`PlatformAuth`]): calls that only the platform's backend may
 //!   make (creating a match, which hands out the seat tokens) need the platform's bearer token.
 //!   Without a configured token, such calls are accepted from loopback clients only (the
@@ -12,13 +12,6 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tonic::Request;
 use tonic::metadata::MetadataMap;
-
-/// Whether two secrets are equal, in time that depends on neither their contents nor their
-/// lengths (both are hashed first).
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let (a, b) = (Sha256::digest(a), Sha256::digest(b));
-    a.ct_eq(&b).into()
-}
 
 /// The bearer token of a call: `Ok(None)` without an `authorization` entry,
 /// `UNAUTHENTICATED` when the entry is not `Bearer <token>`.
@@ -83,6 +76,20 @@ impl PlatformAuth {
         }
     }
 
+    /// Warns, once at start, when this server takes platform calls from loopback clients only
+    /// but listens beyond loopback: behind a local proxy or sidecar every client looks like
+    /// loopback, so such a deployment needs a platform token.
+    pub fn warn_if_exposed(&self, listen: std::net::SocketAddr) {
+        if self.token.is_none() && !listen.ip().to_canonical().is_loopback() {
+            tracing::warn!(
+                %listen,
+                "no platform token: platform calls are taken from loopback clients only, and \
+                 behind a local proxy or sidecar every client is on loopback; configure \
+                 --platform-token-file for any deployment beyond one machine"
+            );
+        }
+    }
+
     /// Checks that `request` is the platform's: `UNAUTHENTICATED` without a token (or, with no
     /// token configured, `PERMISSION_DENIED` from a client that is not on loopback),
     /// `PERMISSION_DENIED` with a wrong one.
@@ -123,7 +130,7 @@ impl PlatformAuth {
 
 /// Flags (with environment fallbacks) for the platform credential, shared by every binary
 /// whose services have platform calls; `main` turns them into a [`PlatformAuth`].
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Clone, Default)]
 pub struct PlatformArgs {
     /// A file holding the platform's bearer token (for creating matches). Without it (or
     /// ARBITER_PLATFORM_TOKEN) only loopback clients may make platform calls.
@@ -133,6 +140,19 @@ pub struct PlatformArgs {
     /// process listings).
     #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
     pub platform_token: Option<String>,
+}
+
+impl std::fmt::Debug for PlatformArgs {
+    /// Never shows the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlatformArgs")
+            .field("platform_token_file", &self.platform_token_file)
+            .field(
+                "platform_token",
+                &self.platform_token.as_ref().map(|_| "***"),
+            )
+            .finish()
+    }
 }
 
 impl PlatformArgs {
@@ -208,12 +228,5 @@ mod tests {
             Err(ApiError::PermissionDenied(_))
         ));
         assert!(auth.check(&Request::new(())).is_err(), "unknown peer");
-    }
-
-    #[test]
-    fn constant_time_comparison() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
     }
 }

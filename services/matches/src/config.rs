@@ -8,12 +8,37 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where matches are kept.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreConfig {
     /// In this process (the embedded default of `arbiter serve`; lost on restart).
     Memory,
     /// In Redis at this URL (`redis://host:6379/0`), shared by every replica.
     Redis(String),
+}
+
+impl std::fmt::Debug for StoreConfig {
+    /// Never shows a password of the Redis URL.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreConfig::Memory => f.write_str("Memory"),
+            StoreConfig::Redis(url) => write!(f, "Redis({})", redact_url(url)),
+        }
+    }
+}
+
+/// `url` with the password of its user information replaced by `***` (for logs).
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split_once(':').map_or(user_info, |(u, _)| u);
+            format!("{scheme}://{user}:***@{host}{}", &rest[authority_end..])
+        }
+        None => url.to_owned(),
+    }
 }
 
 /// Everything the match service is configured with.
@@ -42,11 +67,11 @@ impl Default for MatchesConfig {
 }
 
 /// Flags of the match service (each also readable from the environment).
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Clone)]
 pub struct MatchesArgs {
-    /// Keep matches in Redis at this URL (e.g. redis://127.0.0.1:6379/0); without it they are
-    /// kept in this process.
-    #[arg(long, env = "ARBITER_REDIS_URL")]
+    /// Keep matches in Redis at this URL (e.g. redis://127.0.0.1:6379/0, or
+    /// redis://:PASSWORD@host:6379/0); without it they are kept in this process.
+    #[arg(long, env = "ARBITER_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Lifetime of a live match without moves, in seconds.
     #[arg(long, env = "ARBITER_MATCH_TTL_SECS", default_value_t = 7200)]
@@ -66,6 +91,20 @@ pub struct MatchesArgs {
     /// listings).
     #[arg(long, env = "ARBITER_SEAT_KEY", hide_env_values = true)]
     pub seat_key: Option<String>,
+}
+
+impl std::fmt::Debug for MatchesArgs {
+    /// Never shows the seat key or a Redis password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatchesArgs")
+            .field("redis_url", &self.redis_url.as_deref().map(redact_url))
+            .field("match_ttl_secs", &self.match_ttl_secs)
+            .field("match_grace_secs", &self.match_grace_secs)
+            .field("match_cache", &self.match_cache)
+            .field("seat_key_file", &self.seat_key_file)
+            .field("seat_key", &self.seat_key.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 impl MatchesArgs {
@@ -103,5 +142,25 @@ impl MatchesArgs {
             cache_capacity: self.match_cache,
             seat_key,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact_url("redis://:s3cret@10.0.0.5:6379/0"),
+            "redis://:***@10.0.0.5:6379/0"
+        );
+        assert_eq!(
+            redact_url("redis://app:s3cret@host/1"),
+            "redis://app:***@host/1"
+        );
+        assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
+        let shown = format!("{:?}", StoreConfig::Redis("redis://u:hunter2@h:1".into()));
+        assert!(!shown.contains("hunter2"), "{shown}");
     }
 }

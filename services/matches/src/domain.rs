@@ -346,6 +346,7 @@ fn plan_single(
                 san: san.clone(),
             },
             move_event: move_event_prefix(BoardId::A, ply, seat.color, &uci, &san),
+            side: seat.color,
             end,
         },
         played: PlayedMove {
@@ -447,6 +448,7 @@ fn plan_bughouse(
                 &played.uci,
                 &played.san,
             ),
+            side: match_side(record, seat),
             end: played.outcome,
         },
         played: PlayedMove {
@@ -480,11 +482,6 @@ impl<S: MatchStore> Matches<S> {
         }
     }
 
-    /// The store.
-    pub fn store(&self) -> &S {
-        &self.store
-    }
-
     /// Woken whenever this process changes a match (watchers also poll, for changes made by
     /// other processes sharing the store).
     pub fn changed(&self) -> &Notify {
@@ -500,7 +497,8 @@ impl<S: MatchStore> Matches<S> {
     }
 
     /// Creates a match (the caller has checked the platform credential). The same creation
-    /// again answers with the stored match and the same tokens.
+    /// again with the same request id answers with the stored match and the same tokens; any
+    /// other creation of an existing id is refused.
     pub async fn create(&self, c: Creation) -> Result<Created, MatchError> {
         let variant = c
             .variant
@@ -648,10 +646,16 @@ impl<S: MatchStore> Matches<S> {
         } else {
             format!("m{}", random_hex())
         };
+        let request_key = if c.request_id.is_empty() {
+            String::new()
+        } else {
+            self.key.request_key(&c.request_id)
+        };
         let record = Record {
             id: id.clone(),
             nonce: random_hex(),
             spec,
+            request_key,
             variant,
             rules,
             players,
@@ -662,9 +666,17 @@ impl<S: MatchStore> Matches<S> {
             draw_offers: [false, false],
             last_seq: 0,
         };
+        // A retry is the same request id with the same content: only then are the tokens of an
+        // existing match handed out again.
         let (stored, created) = match self.store.create(&record).await? {
             CreateResult::Created(r) => (r, true),
-            CreateResult::Exists(r) if r.spec == record.spec => (r, false),
+            CreateResult::Exists(r)
+                if !record.request_key.is_empty()
+                    && r.request_key == record.request_key
+                    && r.spec == record.spec =>
+            {
+                (r, false)
+            }
             CreateResult::Exists(_) => return Err(MatchError::AlreadyExists(id)),
         };
         if created {
@@ -776,9 +788,14 @@ impl<S: MatchStore> Matches<S> {
             return Err(MatchError::invalid("move", "move is required"));
         }
         check_text("move", text, MAX_MOVE_BYTES)?;
-        let (mut record, seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
+        let (mut record, mut seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
         for _ in 0..ATTEMPTS {
-            let plan = if record.is_bughouse() {
+            // The board first: a retry of a move already applied is answered as such even when
+            // that move ended the match.
+            let actual = record.boards[seat.board.index()].ply;
+            let plan = if actual != expected_ply {
+                Err(Refusal::Stale { actual })
+            } else if record.is_bughouse() {
                 plan_bughouse(&record, seat, text, expected_ply, locale)
             } else {
                 plan_single(&record, seat, text, expected_ply, locale)
@@ -787,7 +804,9 @@ impl<S: MatchStore> Matches<S> {
                 Ok(plan) => plan,
                 Err(_) if !fresh => {
                     // Judged on an old snapshot: judge again on the record as stored.
-                    record = self.get(id).await?;
+                    let now = self.get(id).await?;
+                    seat = self.reauthorized(&record, &now, seat_ref, token)?;
+                    record = now;
                     fresh = true;
                     continue;
                 }
@@ -817,6 +836,7 @@ impl<S: MatchStore> Matches<S> {
                     });
                 }
                 MoveResult::Stale(now) | MoveResult::Over(now) => {
+                    seat = self.reauthorized(&record, &now, seat_ref, token)?;
                     record = now;
                     fresh = true;
                 }
@@ -827,6 +847,23 @@ impl<S: MatchStore> Matches<S> {
             STALE_PLY,
             "the board kept changing while the move was judged; read the match and retry",
         ))
+    }
+
+    /// The seat again when the record a request is judged on is replaced by `now`: the token was
+    /// checked against `before`, so a match created again under the same id (another nonce)
+    /// must accept it anew.
+    fn reauthorized(
+        &self,
+        before: &Record,
+        now: &Record,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+    ) -> Result<Seat, MatchError> {
+        let seat = Self::seat(now, seat_ref)?;
+        if now.nonce != before.nonce {
+            self.authorize(now, seat, token)?;
+        }
+        Ok(seat)
     }
 
     /// The answer to a move whose board is no longer at `expected_ply`: the same move already
@@ -842,7 +879,7 @@ impl<S: MatchStore> Matches<S> {
     ) -> Result<MoveAnswer, MatchError> {
         let board = &record.boards[seat.board.index()];
         if let Some(last) = &board.last
-            && actual == expected_ply + 1
+            && expected_ply.checked_add(1) == Some(actual)
             && last.ply == actual
             && last.side == seat.color
             && (last.text == text || last.uci == text)
@@ -860,6 +897,9 @@ impl<S: MatchStore> Matches<S> {
                 record: Arc::clone(record),
                 duplicate: true,
             });
+        }
+        if record.outcome.is_some() {
+            return Err(MatchError::over());
         }
         Err(MatchError::precondition(
             STALE_PLY,
@@ -935,7 +975,9 @@ impl<S: MatchStore> Matches<S> {
             let outcome = match state.claim_draw(claim) {
                 Ok(o) => o,
                 Err(_) if !fresh => {
-                    record = self.get(id).await?;
+                    let now = self.get(id).await?;
+                    self.reauthorized(&record, &now, seat_ref, token)?;
+                    record = now;
                     fresh = true;
                     continue;
                 }
@@ -948,6 +990,7 @@ impl<S: MatchStore> Matches<S> {
             };
             match self.store.commit_end(id, &commit).await? {
                 ChangeResult::Stale(now) => {
+                    self.reauthorized(&record, &now, seat_ref, token)?;
                     record = now;
                     fresh = true;
                 }

@@ -5,7 +5,7 @@
 use crate::domain::{BoardStatus, Creation, Matches, PlayedMove, SeatRef, board_status, seats_of};
 use crate::error::MatchError;
 use crate::record::{Record, StoredEvent};
-use crate::store::AnyStore;
+use crate::store::{AnyStore, StoreError};
 use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat, Team};
 use arbiter_core::{Color, Outcome, Variant};
 use arbiter_kit::auth::{PlatformAuth, bearer};
@@ -145,16 +145,19 @@ fn state_to(record: &Record, status: &[BoardStatus]) -> pb::MatchState {
         .iter()
         .zip(status)
         .zip(BoardId::BOTH)
-        .map(|((b, s), id)| pb::BoardState {
-            board: board_to(id),
-            position: b.full_position(bughouse),
-            ply: b.ply,
-            side_to_move: side_to(s.turn),
-            check: s.check,
-            white_reserve: b.reserves[0].clone(),
-            black_reserve: b.reserves[1].clone(),
-            claimable_draws: s.claims.iter().map(|&c| claim_to_proto(c)).collect(),
-            last_move: b.last.as_ref().map(|l| common_move(&l.uci, &l.san)),
+        .map(|((b, s), id)| {
+            let [white_reserve, black_reserve] = b.reserve_letters(record.variant);
+            pb::BoardState {
+                board: board_to(id),
+                position: b.full_position(bughouse),
+                ply: b.ply,
+                side_to_move: side_to(s.turn),
+                check: s.check,
+                white_reserve,
+                black_reserve,
+                claimable_draws: s.claims.iter().map(|&c| claim_to_proto(c)).collect(),
+                last_move: b.last.as_ref().map(|l| common_move(&l.uci, &l.san)),
+            }
         })
         .collect();
     pb::MatchState {
@@ -221,6 +224,7 @@ fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::MatchEvent {
             pieces: pieces.clone(),
         }),
         StoredEvent::DrawOffer(side) => Event::DrawOffer(side_to(*side)),
+        StoredEvent::DrawDeclined(side) => Event::DrawDeclined(side_to(*side)),
         StoredEvent::End(o) => Event::End(outcome_to(o, bughouse)),
     };
     pb::MatchEvent {
@@ -236,8 +240,22 @@ fn token<T>(request: &Request<T>) -> Result<Option<String>, Status> {
         .map_err(Status::from)
 }
 
+/// The client's status for a refusal. A store failure is logged here with its detail; the
+/// client gets a plain message (no Redis or script text).
 fn fail(e: MatchError) -> Status {
-    Status::from(ApiError::from(e))
+    match &e {
+        MatchError::Store(StoreError::Unavailable(detail)) => {
+            tracing::warn!(%detail, "match store unavailable");
+            Status::from(ApiError::Unavailable(
+                "the match store cannot be reached".into(),
+            ))
+        }
+        MatchError::Store(StoreError::Corrupt(detail)) => {
+            tracing::error!(%detail, "a stored match cannot be read");
+            Status::from(ApiError::DataLoss("the stored match cannot be read".into()))
+        }
+        _ => Status::from(ApiError::from(e)),
+    }
 }
 
 #[tonic::async_trait]

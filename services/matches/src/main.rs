@@ -31,6 +31,7 @@ async fn main() -> Result<(), arbiter_kit::ServeError> {
     init_tracing();
     let config = args.matches.load()?;
     let platform = args.platform.load()?;
+    platform.warn_if_exposed(args.serve.listen);
     let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
     arbiter_matches::serve(
         listener,

@@ -13,6 +13,7 @@
 //! | `v` | schema version ([`SCHEMA`]) |
 //! | `nonce` | 128 random bits drawn at creation; seat tokens are bound to it |
 //! | `spec` | fingerprint of the creation (a retried creation must match it) |
+//! | `rid` | keyed hash of the creation's request id (a retry must present the same id) |
 //! | `variant` | the variant's stable name |
 //! | `rules` | rule options, packed `name, value, …` |
 //! | `players` | player ids by seat, packed |
@@ -37,7 +38,8 @@
 //! ## Events
 //! The event list holds packed lines: `M, board, ply, side, uci, san, position` (a move),
 //! `R, board, side, pieces` (a reserve after a drop or a capture on the partner's board),
-//! `D, side` (a draw offer), `E, white quarters, board, reason` (the end). The sequence number of
+//! `D, side` (a draw offer), `X, side` (that side's offer lapsed: the other side moved),
+//! `E, white quarters, board, reason` (the end). The sequence number of
 //! an event is its position in the list, from 1.
 
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
@@ -234,15 +236,25 @@ impl BoardRecord {
         }
     }
 
-    /// The side to move, read from the position string (every variant's string has the side
-    /// as its second field).
-    pub fn turn(&self) -> Result<Color, Corrupt> {
-        parse_side(
-            self.position
-                .split_whitespace()
-                .nth(1)
-                .ok_or_else(|| corrupt("position without a side to move"))?,
-        )
+    /// White's and Black's reserves: a bughouse board's stored ones, a crazyhouse board's read
+    /// from the brackets of its position, none for the other variants.
+    pub fn reserve_letters(&self, variant: Variant) -> [String; 2] {
+        match variant {
+            Variant::Bughouse => self.reserves.clone(),
+            Variant::Crazyhouse => {
+                let inner = self
+                    .position
+                    .split_whitespace()
+                    .next()
+                    .and_then(|p| p.split_once('['))
+                    .map_or("", |(_, r)| r.trim_end_matches(']'));
+                [
+                    inner.chars().filter(char::is_ascii_uppercase).collect(),
+                    inner.chars().filter(char::is_ascii_lowercase).collect(),
+                ]
+            }
+            _ => Default::default(),
+        }
     }
 
     /// A bughouse board's FEN with both reserves in brackets (the position string otherwise).
@@ -268,6 +280,9 @@ pub struct Record {
     pub nonce: String,
     /// The fingerprint of the creation request.
     pub spec: String,
+    /// The keyed hash of the creation's request id (empty without one): a retried creation
+    /// must present the same request id to be given the seat tokens again.
+    pub request_key: String,
     /// The game; [`Variant::Bughouse`] is a two-board match.
     pub variant: Variant,
     /// Rule options that differ from the variant's defaults.
@@ -304,6 +319,7 @@ struct Slots {
     v: Option<String>,
     nonce: Option<String>,
     spec: Option<String>,
+    rid: Option<String>,
     variant: Option<String>,
     rules: Option<String>,
     players: Option<String>,
@@ -326,6 +342,7 @@ impl Slots {
             "v" => self.v = Some(value),
             "nonce" => self.nonce = Some(value),
             "spec" => self.spec = Some(value),
+            "rid" => self.rid = Some(value),
             "variant" => self.variant = Some(value),
             "rules" => self.rules = Some(value),
             "players" => self.players = Some(value),
@@ -364,6 +381,7 @@ impl Record {
             ("v".into(), SCHEMA.into()),
             ("nonce".into(), self.nonce.clone()),
             ("spec".into(), self.spec.clone()),
+            ("rid".into(), self.request_key.clone()),
             ("variant".into(), self.variant.name().into()),
             (
                 "rules".into(),
@@ -439,7 +457,7 @@ impl Record {
             .map_err(|_| corrupt("unknown variant"))?;
         let rules_text = need(f.rules.take(), "rules")?;
         let rules = unpack(&rules_text)?;
-        if rules.len() % 2 != 0 {
+        if !rules.len().is_multiple_of(2) {
             return Err(corrupt("odd rule option list"));
         }
         let rules = RuleOptions(
@@ -460,6 +478,7 @@ impl Record {
             id: id.to_owned(),
             nonce: need(f.nonce.take(), "nonce")?,
             spec: need(f.spec.take(), "spec")?,
+            request_key: need(f.rid.take(), "rid")?,
             variant,
             rules,
             players,
@@ -495,6 +514,7 @@ impl Record {
             id: self.id.clone(),
             nonce: self.nonce.clone(),
             spec: self.spec.clone(),
+            request_key: self.request_key.clone(),
             variant: self.variant,
             rules: self.rules.clone(),
             players: self.players.clone(),
@@ -556,7 +576,7 @@ impl Record {
     /// Decodes a record from a `field, value, field, value, …` list (what the Redis scripts
     /// return).
     pub fn from_list(id: &str, items: Vec<String>, last_seq: u64) -> Result<Record, Corrupt> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(corrupt("odd field list"));
         }
         let mut items = items.into_iter();
@@ -609,6 +629,8 @@ pub enum StoredEvent {
     },
     /// A side (bughouse: a team, White for team 1) offered a draw.
     DrawOffer(Color),
+    /// A side's standing draw offer lapsed: the other side moved.
+    DrawDeclined(Color),
     /// The match ended.
     End(MatchOutcome),
 }
@@ -639,6 +661,7 @@ impl StoredEvent {
                 pieces,
             } => pack(&["R", board_letter(*board), side_letter(*side), pieces]),
             StoredEvent::DrawOffer(side) => pack(&["D", side_letter(*side)]),
+            StoredEvent::DrawDeclined(side) => pack(&["X", side_letter(*side)]),
             StoredEvent::End(o) => {
                 let mut out = pack(&["E"]);
                 out.push_str(&encode_outcome(o));
@@ -665,6 +688,7 @@ impl StoredEvent {
                 pieces: (*pieces).to_owned(),
             },
             ["D", side] => StoredEvent::DrawOffer(parse_side(side)?),
+            ["X", side] => StoredEvent::DrawDeclined(parse_side(side)?),
             ["E", rest @ ..] => StoredEvent::End(decode_outcome_parts(rest)?),
             _ => return Err(corrupt("unknown event")),
         })
@@ -702,6 +726,7 @@ mod tests {
                 pieces: "QNP".into(),
             },
             StoredEvent::DrawOffer(Color::White),
+            StoredEvent::DrawDeclined(Color::Black),
             StoredEvent::End(MatchOutcome {
                 score: Score::from_white_quarters(3).unwrap(),
                 board: None,
@@ -743,6 +768,7 @@ mod tests {
             id: "m1".into(),
             nonce: "00ff".into(),
             spec: "abc".into(),
+            request_key: "0123".into(),
             variant,
             rules: RuleOptions(vec![("stalemate".into(), "loses".into())]),
             players: if bughouse {

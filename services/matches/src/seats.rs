@@ -104,6 +104,13 @@ impl SeatKey {
             .is_ok()
     }
 
+    /// What a match keeps of the request id that created it (a keyed hash, so the stored value
+    /// does not tell the id): a retry must present the same id to be given the seat tokens.
+    pub fn request_key(&self, request_id: &str) -> String {
+        let mac = self.mac(&["arbiter.request-id.v1", request_id]);
+        hex(&mac.finalize().into_bytes()[..16])
+    }
+
     /// The match id of a creation known only by its `request_id`: `m` and 128 bits in hex.
     pub fn derive_id(&self, request_id: &str) -> String {
         let mac = self.mac(&["arbiter.match-id.v1", request_id]);

@@ -338,6 +338,14 @@ async fn every_variant_plays_to_its_automatic_endings() {
         ),
         (
             Variant::ByzantineCitadel,
+            "k15/4R6n4/7R8/8K7/4 w 0 1",
+            &[],
+            &["c8a8"],
+            "1-0",
+            "checkmate",
+        ),
+        (
+            Variant::ByzantineCitadel,
             "k15/4R11/2R1p+E9R/8K7/4 w 0 1",
             &[],
             &["c3c2"],
@@ -612,6 +620,23 @@ async fn resignation_and_agreed_draws_in_every_variant() {
     s.stop().await;
 }
 
+/// A crazyhouse game reports its reserves (read from the position) on every board state.
+#[tokio::test]
+async fn crazyhouse_reserves_are_reported() {
+    let s = start().await;
+    let mut c = s.client();
+    let t = create(&mut c, Variant::Crazyhouse, "", &[]).await;
+    let state = play_all(&mut c, &t, &["e4", "d5", "exd5", "Qxd5"]).await;
+    let b = &state.boards[0];
+    assert_eq!(
+        (b.white_reserve.as_str(), b.black_reserve.as_str()),
+        ("P", "p")
+    );
+    let state = play_all(&mut c, &t, &["P@e4"]).await;
+    assert_eq!(state.boards[0].white_reserve, "");
+    s.stop().await;
+}
+
 /// A bughouse match: reserves flow between the boards, a retry is a duplicate, refusals carry
 /// their code and field and change nothing, mate on one board ends the match, watchers follow
 /// to the end; resignation and agreement by teams; no claims in bughouse.
@@ -763,6 +788,50 @@ async fn bughouse_matches() {
         assert_eq!(reserves, 2, "the capture's and the drop's");
     }
 
+    // Offers count by team on both boards: a move on board B by team 2 (White B) declines team
+    // 1's offer; a move by team 1 (Black B) keeps it.
+    let t = create(&mut c, Variant::Bughouse, "", &[]).await;
+    let st = offer(&mut c, &t, A, WHITE).await.unwrap();
+    assert_eq!(st.draw_offers, vec![WHITE]);
+    let st = make_move(&mut c, &t, B, WHITE, "e4", 0)
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    assert!(st.draw_offers.is_empty(), "declined by team 2's move on B");
+    offer(&mut c, &t, B, BLACK).await.unwrap();
+    let st = make_move(&mut c, &t, B, BLACK, "e5", 1)
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    assert_eq!(
+        st.draw_offers,
+        vec![WHITE],
+        "team 1's own move keeps its offer"
+    );
+    let declined = {
+        let mut w = c
+            .watch_match(pb::WatchMatchRequest {
+                match_id: t.id.clone(),
+                after_seq: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut seen = Vec::new();
+        while seen.len() < st.last_seq as usize {
+            seen.push(w.message().await.unwrap().unwrap());
+        }
+        seen.iter()
+            .filter_map(|e| match e.event {
+                Some(pb::match_event::Event::DrawDeclined(side)) => Some(side),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(declined, vec![WHITE]);
+
     // Resignation: the resigning player's team loses.
     let t = create(&mut c, Variant::Bughouse, "", &[]).await;
     let st = resign(&mut c, &t, B, WHITE).await.unwrap();
@@ -889,20 +958,27 @@ async fn creation_is_idempotent_and_needs_the_platform() {
     changed.players = vec!["ann".into(), "zoe".into()];
     let status = c.create_match(changed).await.unwrap_err();
     assert_eq!(status.code(), Code::AlreadyExists);
-    // A chosen id: the same content again is the same match.
+    // A chosen id: the same request again is the same match; the same content without the
+    // request id is not a retry, and nobody gets the tokens of an existing match that way.
     let mut named = creation(Variant::Chess, "", &[]);
     named.match_id = "table-9".into();
+    named.request_id = "pairing-18".into();
     let a = create_from(&mut c, named.clone()).await;
     let b = create_from(&mut c, named.clone()).await;
     assert_eq!(
         (a.id.as_str(), &a.created.seats),
         ("table-9", &b.created.seats)
     );
-    named.time_control = "60+0".into();
-    assert_eq!(
-        c.create_match(named).await.unwrap_err().code(),
-        Code::AlreadyExists
-    );
+    let mut anonymous = named.clone();
+    anonymous.request_id.clear();
+    let mut later = named.clone();
+    later.time_control = "60+0".into();
+    for req in [anonymous, later] {
+        assert_eq!(
+            c.create_match(req).await.unwrap_err().code(),
+            Code::AlreadyExists
+        );
+    }
     // Server-drawn ids: 128 random bits.
     let x = create(&mut c, Variant::Chess, "", &[]).await;
     let y = create(&mut c, Variant::Chess, "", &[]).await;

@@ -177,18 +177,25 @@ async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
         .await
         .unwrap();
     assert_eq!(r.outcome.unwrap().score.to_string(), "1-0");
-    // A chosen id with other content is taken; the same content is the same match.
+    // A chosen id with a request id: the same creation again is the same match and tokens;
+    // without the request id, or with other content, the id is taken.
     let mut c = creation(Variant::Bughouse, "dup");
     c.match_id = "fixed-id".into();
+    c.request_id = "req-dup".into();
     let first = m.create(c.clone()).await.unwrap();
     let again = m.create(c.clone()).await.unwrap();
     assert!(first.created && !again.created);
     assert_eq!(first.seats, again.seats);
-    c.time_control = "other".into();
-    assert!(matches!(
-        m.create(c).await,
-        Err(MatchError::AlreadyExists(_))
-    ));
+    let mut anonymous = c.clone();
+    anonymous.request_id.clear();
+    let mut other = c.clone();
+    other.time_control = "other".into();
+    for c in [anonymous, other] {
+        assert!(matches!(
+            m.create(c).await,
+            Err(MatchError::AlreadyExists(_))
+        ));
+    }
 }
 
 /// Single-board games keep their repetition history in the store: a threefold claim and a
@@ -401,10 +408,21 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
 }
 
 async fn ttl_expiry<S: MatchStore>(m: &Matches<S>) {
-    let t = create(m, creation(Variant::Chess, "ttl")).await;
+    let mut c = creation(Variant::Chess, "ttl");
+    c.match_id = "ttl-room".into();
+    let t = create(m, c.clone()).await;
     mv(m, &t, A, White, "e4", 0).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(matches!(m.get(&t.id).await, Err(MatchError::NotFound(_))));
+    // The id is free again; the new match has new tokens, and the old ones are refused.
+    let again = create(m, c).await;
+    assert_eq!(again.id, t.id);
+    assert_ne!(again.token(A, White), t.token(A, White));
+    assert!(matches!(
+        mv(m, &t, A, White, "e4", 0).await,
+        Err(MatchError::PermissionDenied(_))
+    ));
+    mv(m, &again, A, White, "e4", 0).await.unwrap();
 }
 
 const SHORT: Retention = Retention {
@@ -625,6 +643,56 @@ async fn two_replicas_share_matches() {
     mv(&two, &t, B, White, "e4", 0).await.unwrap();
     let a = mv(&one, &t, B, Black, "P@e5", 1).await.unwrap();
     assert_eq!(units(&a.record), 64);
+}
+
+/// A match created again under an old id (after the first was removed) refuses the old tokens,
+/// even at a replica whose snapshot still shows the old match.
+#[tokio::test]
+async fn a_recreated_match_refuses_old_tokens() {
+    let redis = arbiter_testkit::redis().await;
+    let one = redis_matches(&redis.url, Retention::default()).await;
+    let two = redis_matches(&redis.url, Retention::default()).await;
+    let mut c = creation(Variant::Chess, "room");
+    c.match_id = "room-1".into();
+    let old = create(&one, c.clone()).await;
+    // Replica two keeps a snapshot of the first match.
+    two.get(&old.id).await.unwrap();
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg("game:{room-1}:state")
+        .arg("game:{room-1}:events")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    c.players = vec!["zoe".into(), "yan".into()];
+    let new = create(&one, c.clone()).await;
+    for (m, name) in [(&two, "stale replica"), (&one, "fresh replica")] {
+        let e = mv(m, &old, A, White, "e4", 0).await.unwrap_err();
+        assert!(
+            matches!(e, MatchError::PermissionDenied(_)),
+            "{name}: {e:?}"
+        );
+        let e = m
+            .claim_draw(
+                &old.id,
+                seat(A, White),
+                Some(old.token(A, White)),
+                DrawClaim::ThreefoldRepetition,
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, MatchError::PermissionDenied(_)),
+            "{name}: {e:?}"
+        );
+    }
+    assert_eq!(
+        two.get(&new.id).await.unwrap().boards[0].ply,
+        0,
+        "nothing applied"
+    );
+    mv(&two, &new, A, White, "e4", 0).await.unwrap();
 }
 
 /// A record that cannot be decoded is reported as corrupt (DATA_LOSS for clients), not as an

@@ -128,13 +128,16 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
         None => {}
     }
     // Moving declines the other side's offer.
-    record.draw_offers[(!c.last.side).index()] = false;
+    let declined = std::mem::take(&mut record.draw_offers[(!c.side).index()]);
     let mut move_event = c.move_event.clone();
     let bughouse = record.is_bughouse();
     pack_into(&mut move_event, &[record.boards[i].full_position(bughouse)]);
     m.events.push(move_event);
     m.events
         .extend(reserve_events.iter().map(StoredEvent::encode));
+    if declined {
+        m.events.push(StoredEvent::DrawDeclined(!c.side).encode());
+    }
     if let Some(o) = c.end {
         end(m, &mut record, o, r);
     } else {

@@ -113,6 +113,9 @@ pub struct MoveCommit {
     pub give: Option<ReserveDelta>,
     /// The move, for the board's `last:` field.
     pub last: LastMove,
+    /// The mover's side of the match (in bughouse its team, White for team 1): the move declines
+    /// the other side's standing draw offer.
+    pub side: Color,
     /// The move event line without its last item, the board's position after the move, which
     /// the store appends as it stands after the step (a bughouse board with its reserves then).
     pub move_event: String,

@@ -74,7 +74,7 @@ return state(S, E, 'ok')
 ///
 /// ARGV: 1 nonce, 2 board, 3 expected ply, 4 position, 5 history mode (`a`, `r` or empty),
 /// 6 history key, 7 take side, 8 take letter, 9 give board, 10 give side, 11 give letter,
-/// 12 last move, 13 mover side, 14 move event without the position (appended here, with the
+/// 12 last move, 13 the mover's side of the match (bughouse: team), 14 move event without the position (appended here, with the
 /// reserves after the step), 15 end outcome, 16 end event, 17 TTL, 18 grace.
 const MOVE: &str = r"
 local S, E = pick()
@@ -117,7 +117,9 @@ if ARGV[5] == 'a' then
 elseif ARGV[5] == 'r' then
   redis.call('HSET', S, 'hist:' .. b, ARGV[6])
 end
-if ARGV[13] == 'w' then redis.call('HDEL', S, 'draw:b') else redis.call('HDEL', S, 'draw:w') end
+local other = 'w'
+if ARGV[13] == 'w' then other = 'b' end
+if redis.call('HDEL', S, 'draw:' .. other) == 1 then events[#events + 1] = pack({'X', other}) end
 local position = ARGV[4]
 local white = redis.call('HGET', S, 'res:' .. b .. ':w')
 if white then
@@ -447,7 +449,7 @@ impl MatchStore for RedisStore {
             .arg(give.1)
             .arg(give.2)
             .arg(c.last.encode())
-            .arg(side_letter(c.last.side))
+            .arg(side_letter(c.side))
             .arg(&c.move_event)
             .arg(end_outcome)
             .arg(end_event)
