@@ -119,7 +119,7 @@ enum Command {
     /// storage, no Redis): the rules and match services, with health and reflection.
     Serve {
         #[command(flatten)]
-        server: arbiter_server::ServerArgs,
+        server: Box<arbiter_server::ServerArgs>,
     },
     /// Load generators for the services.
     Bench {
@@ -313,7 +313,7 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
             let config = || {
                 let mut config = arbiter_server::ServerConfig::default();
                 if let Some(url) = redis_url {
-                    config.matches.store = arbiter_server::StoreConfig::Redis(url);
+                    config.matches.store = arbiter_server::StoreConfig::redis(url);
                 }
                 Ok(config)
             };
@@ -350,7 +350,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             locale,
             moves,
         } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
-        Command::Serve { server } => serve(server)?,
+        Command::Serve { server } => serve(*server)?,
         Command::Bench { target } => bench(target)?,
         Command::Bpgn { locale } => {
             let mut input = String::new();

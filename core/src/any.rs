@@ -10,7 +10,7 @@ use crate::chess::{self, Chess};
 use crate::crazyhouse::{Crazyhouse, HouseRules};
 use crate::glinski::{Glinski, HexMove};
 use crate::outcome::Outcome;
-use crate::position::{DrawRules, Locale, MoveError, Notation, PerftBudgetExceeded, Position};
+use crate::position::{DrawRules, Locale, MoveError, Notation, PerftError, PerftLimits, Position};
 use crate::position_text::PositionTextError;
 use crate::types::Color;
 use crate::variant::Variant;
@@ -312,18 +312,18 @@ impl AnyPosition {
         )
     }
 
-    /// [`perft`](crate::perft) within a node budget, statically dispatched.
-    pub fn perft_bounded(&self, depth: u32, budget: u64) -> Result<u64, PerftBudgetExceeded> {
-        dispatch!(self, p => crate::position::perft_bounded(p, depth, budget))
+    /// [`perft`](crate::perft) within a node budget and a stop flag, statically dispatched.
+    pub fn perft_bounded(&self, depth: u32, limits: PerftLimits<'_>) -> Result<u64, PerftError> {
+        dispatch!(self, p => crate::position::perft_bounded(p, depth, limits))
     }
 
-    /// [`AnyPosition::perft_divide`] within a node budget for the whole tree.
+    /// [`AnyPosition::perft_divide`] within a node budget for the whole tree and a stop flag.
     pub fn perft_divide_bounded(
         &self,
         depth: u32,
-        budget: u64,
-    ) -> Result<PerftDivide, PerftBudgetExceeded> {
-        let moves = dispatch!(self, p => crate::position::perft_divide_bounded(p, depth, budget)?
+        limits: PerftLimits<'_>,
+    ) -> Result<PerftDivide, PerftError> {
+        let moves = dispatch!(self, p => crate::position::perft_divide_bounded(p, depth, limits)?
             .into_iter()
             .map(|(m, n)| (p.move_to_uci(m), n))
             .collect());

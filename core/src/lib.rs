@@ -38,8 +38,8 @@ pub use game::{Game, GameError, GameState};
 pub use glinski::Glinski;
 pub use outcome::{DrawClaim, EndReason, Outcome, Score};
 pub use position::{
-    DrawRules, IllegalReason, Locale, MoveBuffer, MoveError, Notation, PerftBudgetExceeded,
-    Position, perft, perft_bounded, perft_divide, perft_divide_bounded,
+    DrawRules, IllegalReason, Locale, MAX_COUNTER, MoveBuffer, MoveError, Notation, PerftError,
+    PerftLimits, Position, perft, perft_bounded, perft_divide, perft_divide_bounded,
 };
 pub use position_text::PositionTextError;
 pub use types::{Color, Piece, Role, Square};

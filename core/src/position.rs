@@ -11,6 +11,7 @@ use crate::variant::Variant;
 use std::fmt;
 use std::hash::Hash;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A reusable buffer that move generators fill without allocating (fixed-capacity for the
 /// concrete variants, a `Vec` for the dynamic [`AnyPosition`](crate::AnyPosition)).
@@ -49,6 +50,24 @@ impl<M: Clone + fmt::Debug> MoveBuffer<M> for Vec<M> {
     fn retain(&mut self, keep: impl FnMut(&M) -> bool) {
         Vec::retain(self, keep);
     }
+}
+
+/// The largest halfmove clock and move number a position holds (a million: beyond any game).
+/// Position strings with larger counters are refused, and playing saturates at this bound, so
+/// counters never overflow and every position written reads back.
+pub const MAX_COUNTER: u32 = 1_000_000;
+
+/// A counter after one more ply, saturating at [`MAX_COUNTER`].
+pub(crate) const fn tick(n: u32) -> u32 {
+    if n >= MAX_COUNTER { MAX_COUNTER } else { n + 1 }
+}
+
+/// A counter read from a position string, if it is a number within [`MAX_COUNTER`] (at least
+/// `min`).
+pub(crate) fn parse_counter(text: &str, min: u32) -> Option<u32> {
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| (min..=MAX_COUNTER).contains(n))
 }
 
 /// The piece letters used by SAN-style notation, for input and output.
@@ -344,74 +363,108 @@ pub fn perft_divide<P: Position>(pos: &P, depth: u32) -> Vec<(P::Move, u64)> {
         .collect()
 }
 
-/// Perft stopped because it would count more than its node budget.
+/// Why a bounded perft gave up.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct PerftBudgetExceeded {
-    /// The budget that was exceeded.
-    pub budget: u64,
+pub enum PerftError {
+    /// It would count more than its node budget.
+    BudgetExceeded {
+        /// The budget that was exceeded.
+        budget: u64,
+    },
+    /// Its stop flag was raised (a deadline passed, or the caller went away).
+    Stopped,
 }
 
-impl fmt::Display for PerftBudgetExceeded {
+impl fmt::Display for PerftError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "perft exceeded its budget of {} nodes", self.budget)
+        match self {
+            PerftError::BudgetExceeded { budget } => {
+                write!(f, "perft exceeded its budget of {budget} nodes")
+            }
+            PerftError::Stopped => f.write_str("perft was stopped"),
+        }
     }
 }
 
-impl std::error::Error for PerftBudgetExceeded {}
+impl std::error::Error for PerftError {}
 
-fn perft_budgeted<P: Position>(pos: &P, depth: u32, remaining: &mut u64) -> Option<u64> {
+/// Limits of a bounded perft: a node budget for the whole tree, and a flag that stops it early.
+/// The flag is read at every interior node two or more plies above the leaves.
+#[derive(Copy, Clone, Debug)]
+pub struct PerftLimits<'a> {
+    /// Most leaves counted.
+    pub budget: u64,
+    /// Raised by someone else to stop the count.
+    pub stop: &'a AtomicBool,
+}
+
+fn perft_budgeted<P: Position>(
+    pos: &P,
+    depth: u32,
+    remaining: &mut u64,
+    limits: PerftLimits<'_>,
+) -> Result<u64, PerftError> {
+    let exceeded = PerftError::BudgetExceeded {
+        budget: limits.budget,
+    };
     if depth == 0 {
-        *remaining = remaining.checked_sub(1)?;
-        return Some(1);
+        *remaining = remaining.checked_sub(1).ok_or(exceeded)?;
+        return Ok(1);
     }
     let moves = pos.legal_moves();
     if depth == 1 {
-        *remaining = remaining.checked_sub(moves.len() as u64)?;
-        return Some(moves.len() as u64);
+        *remaining = remaining.checked_sub(moves.len() as u64).ok_or(exceeded)?;
+        return Ok(moves.len() as u64);
+    }
+    if limits.stop.load(Ordering::Relaxed) {
+        return Err(PerftError::Stopped);
     }
     let mut total = 0;
     for &m in moves.iter() {
         let mut child = pos.clone();
         child.play_unchecked(m);
-        total += perft_budgeted(&child, depth - 1, remaining)?;
+        total += perft_budgeted(&child, depth - 1, remaining, limits)?;
     }
-    Some(total)
+    Ok(total)
 }
 
-/// Perft split by first move that gives up as soon as more than `budget` leaves would be
-/// counted in total (for servers that must bound the work a request can cause).
+/// Perft split by first move that gives up as soon as more than the budget of leaves would be
+/// counted in total, or the stop flag is raised (for servers that must bound the work a request
+/// can cause).
 pub fn perft_divide_bounded<P: Position>(
     pos: &P,
     depth: u32,
-    budget: u64,
-) -> Result<Vec<(P::Move, u64)>, PerftBudgetExceeded> {
-    let mut remaining = budget;
-    let exceeded = PerftBudgetExceeded { budget };
+    limits: PerftLimits<'_>,
+) -> Result<Vec<(P::Move, u64)>, PerftError> {
+    let mut remaining = limits.budget;
     if depth == 0 {
-        return if budget >= 1 {
+        return if limits.budget >= 1 {
             Ok(Vec::new())
         } else {
-            Err(exceeded)
+            Err(PerftError::BudgetExceeded {
+                budget: limits.budget,
+            })
         };
     }
     let mut out = Vec::new();
     for &m in pos.legal_moves().iter() {
         let mut child = pos.clone();
         child.play_unchecked(m);
-        let n = perft_budgeted(&child, depth - 1, &mut remaining).ok_or(exceeded)?;
+        let n = perft_budgeted(&child, depth - 1, &mut remaining, limits)?;
         out.push((m, n));
     }
     Ok(out)
 }
 
-/// [`perft`] that gives up as soon as more than `budget` leaves would be counted.
+/// [`perft`] that gives up as soon as more than the budget of leaves would be counted, or the
+/// stop flag is raised.
 pub fn perft_bounded<P: Position>(
     pos: &P,
     depth: u32,
-    budget: u64,
-) -> Result<u64, PerftBudgetExceeded> {
-    let mut remaining = budget;
-    perft_budgeted(pos, depth, &mut remaining).ok_or(PerftBudgetExceeded { budget })
+    limits: PerftLimits<'_>,
+) -> Result<u64, PerftError> {
+    let mut remaining = limits.budget;
+    perft_budgeted(pos, depth, &mut remaining, limits)
 }
 
 #[cfg(test)]
@@ -419,18 +472,39 @@ mod tests {
     use super::*;
     use crate::Chess;
 
+    fn limits(budget: u64, stop: &AtomicBool) -> PerftLimits<'_> {
+        PerftLimits { budget, stop }
+    }
+
     #[test]
     fn bounded_perft_stops_at_the_budget() {
         let pos = Chess::new();
-        assert_eq!(perft_bounded(&pos, 3, 8902), Ok(8902));
+        let go = AtomicBool::new(false);
+        assert_eq!(perft_bounded(&pos, 3, limits(8902, &go)), Ok(8902));
         assert_eq!(
-            perft_bounded(&pos, 3, 8901),
-            Err(PerftBudgetExceeded { budget: 8901 })
+            perft_bounded(&pos, 3, limits(8901, &go)),
+            Err(PerftError::BudgetExceeded { budget: 8901 })
         );
-        let split = perft_divide_bounded(&pos, 2, 400).unwrap();
+        let split = perft_divide_bounded(&pos, 2, limits(400, &go)).unwrap();
         assert_eq!(split.iter().map(|(_, n)| n).sum::<u64>(), 400);
-        assert!(perft_divide_bounded(&pos, 2, 399).is_err());
-        assert_eq!(perft_bounded(&pos, 0, 1), Ok(1));
-        assert!(perft_bounded(&pos, 0, 0).is_err());
+        assert!(perft_divide_bounded(&pos, 2, limits(399, &go)).is_err());
+        assert_eq!(perft_bounded(&pos, 0, limits(1, &go)), Ok(1));
+        assert!(perft_bounded(&pos, 0, limits(0, &go)).is_err());
+    }
+
+    #[test]
+    fn a_raised_flag_stops_perft() {
+        let pos = Chess::new();
+        let stop = AtomicBool::new(true);
+        assert_eq!(
+            perft_bounded(&pos, 4, limits(u64::MAX, &stop)),
+            Err(PerftError::Stopped)
+        );
+        assert_eq!(
+            perft_divide_bounded(&pos, 3, limits(u64::MAX, &stop)),
+            Err(PerftError::Stopped)
+        );
+        // One ply above the leaves nothing is checked: shallow counts finish.
+        assert_eq!(perft_bounded(&pos, 1, limits(u64::MAX, &stop)), Ok(20));
     }
 }

@@ -13,7 +13,7 @@ pub mod render;
 mod text;
 
 use crate::outcome::{EndReason, Outcome};
-use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position};
+use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position, tick};
 use crate::types::Color;
 use crate::variant::Variant;
 use arrayvec::ArrayVec;
@@ -559,7 +559,7 @@ impl Byzantine {
         let us = self.turn;
         let them = !us;
         let (_, role, up) = self.piece_at(m.from).expect("a piece on the origin cell");
-        self.halfmoves += 1;
+        self.halfmoves = tick(self.halfmoves);
         if m.to >= CITADEL_BASE {
             self.toggle(us, ByzRole::King, false, m.from);
             self.citadel_king = Some((us, m.to));
@@ -581,7 +581,7 @@ impl Byzantine {
         self.turn = them;
         self.hash ^= KEYS.black;
         if us == Color::Black {
-            self.fullmoves += 1;
+            self.fullmoves = tick(self.fullmoves);
         }
     }
 
@@ -739,9 +739,9 @@ impl Position for Byzantine {
         let mut p = *self;
         p.turn = !p.turn;
         p.hash ^= KEYS.black;
-        p.halfmoves += 1;
+        p.halfmoves = tick(p.halfmoves);
         if self.turn == Color::Black {
-            p.fullmoves += 1;
+            p.fullmoves = tick(p.fullmoves);
         }
         Some(p)
     }

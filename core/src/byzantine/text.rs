@@ -9,6 +9,7 @@ use super::{
     ByzRole, Byzantine, ByzantineRules, ByzantineVariant, CITADEL_BASE, Cell, cell_name,
     far_citadel, piece_label,
 };
+use crate::position::{MAX_COUNTER, parse_counter};
 use crate::position_text::PositionTextError;
 use crate::types::Color;
 
@@ -194,21 +195,24 @@ impl Byzantine {
                 ));
             }
         };
-        pos.halfmoves = fields[2].parse().map_err(|_| {
+        pos.halfmoves = parse_counter(fields[2], 0).ok_or_else(|| {
             syntax(
                 "halfmove_clock",
-                format!("expected a number, found '{}'", fields[2]),
+                format!(
+                    "expected a number up to {MAX_COUNTER}, found '{}'",
+                    fields[2]
+                ),
             )
         })?;
-        pos.fullmoves = match fields[3].parse::<u32>() {
-            Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(syntax(
-                    "fullmove_number",
-                    format!("expected a positive number, found '{}'", fields[3]),
-                ));
-            }
-        };
+        pos.fullmoves = parse_counter(fields[3], 1).ok_or_else(|| {
+            syntax(
+                "fullmove_number",
+                format!(
+                    "expected a number from 1 to {MAX_COUNTER}, found '{}'",
+                    fields[3]
+                ),
+            )
+        })?;
         for color in Color::ALL {
             let on_board = pos.pieces(color, ByzRole::King).count_ones();
             let in_citadel = u32::from(pos.citadel_king.is_some_and(|(c, _)| c == color));

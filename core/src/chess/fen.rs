@@ -6,6 +6,7 @@
 
 use super::{Board, CastlingRights, Chess};
 use crate::bitboard::{Bitboard, attacks};
+use crate::position::{MAX_COUNTER, parse_counter};
 use crate::position_text::PositionTextError;
 use crate::types::{Color, Piece, Role, Square};
 use std::fmt;
@@ -145,12 +146,15 @@ impl fmt::Display for FenError {
                 write!(f, "en passant: expected '-' or a square, found '{found}'")
             }
             FenError::BadHalfmoveClock { found } => {
-                write!(f, "halfmove clock: expected a number, found '{found}'")
+                write!(
+                    f,
+                    "halfmove clock: expected a number up to {MAX_COUNTER}, found '{found}'"
+                )
             }
             FenError::BadFullmoveNumber { found } => {
                 write!(
                     f,
-                    "fullmove number: expected a positive number, found '{found}'"
+                    "fullmove number: expected a number from 1 to {MAX_COUNTER}, found '{found}'"
                 )
             }
         }
@@ -353,20 +357,15 @@ impl Setup {
         };
         let halfmoves = match fields.get(4) {
             None => 0,
-            Some(s) => s.parse().map_err(|_| FenError::BadHalfmoveClock {
+            Some(s) => parse_counter(s, 0).ok_or_else(|| FenError::BadHalfmoveClock {
                 found: (*s).to_owned(),
             })?,
         };
         let fullmoves = match fields.get(5) {
             None => 1,
-            Some(s) => match s.parse::<u32>() {
-                Ok(n) if n >= 1 => n,
-                _ => {
-                    return Err(FenError::BadFullmoveNumber {
-                        found: (*s).to_owned(),
-                    });
-                }
-            },
+            Some(s) => parse_counter(s, 1).ok_or_else(|| FenError::BadFullmoveNumber {
+                found: (*s).to_owned(),
+            })?,
         };
         Ok((
             Setup {

@@ -17,7 +17,7 @@ pub use fen::{FenError, PositionError, Setup};
 
 use crate::bitboard::{Bitboard, attacks};
 use crate::outcome::{EndReason, Outcome};
-use crate::position::{DrawRules, Locale, MoveError, Notation, Position};
+use crate::position::{DrawRules, Locale, MoveError, Notation, Position, tick};
 use crate::position_text::PositionTextError;
 use crate::types::{Color, Piece, Role, Square};
 use crate::variant::Variant;
@@ -368,10 +368,10 @@ impl Chess {
         self.halfmoves = if piece.role == Role::Pawn {
             0
         } else {
-            self.halfmoves + 1
+            tick(self.halfmoves)
         };
         if self.turn == Color::Black {
-            self.fullmoves += 1;
+            self.fullmoves = tick(self.fullmoves);
         }
         self.turn = !self.turn;
         self.hash ^= zobrist::black_to_move();
@@ -387,7 +387,7 @@ impl Chess {
         if let Some(ep) = self.ep_square.take() {
             self.hash ^= zobrist::ep_file(ep.file());
         }
-        self.halfmoves += 1;
+        self.halfmoves = tick(self.halfmoves);
         let old_rights = self.castling.bits();
         match m.kind() {
             MoveKind::Normal | MoveKind::Promotion(_) => {
@@ -496,7 +496,7 @@ impl Chess {
         self.turn = them;
         self.hash ^= zobrist::black_to_move();
         if us == Color::Black {
-            self.fullmoves += 1;
+            self.fullmoves = tick(self.fullmoves);
         }
     }
 
@@ -647,9 +647,9 @@ impl Position for Chess {
         }
         p.turn = !p.turn;
         p.hash ^= zobrist::black_to_move();
-        p.halfmoves += 1;
+        p.halfmoves = tick(p.halfmoves);
         if self.turn == Color::Black {
-            p.fullmoves += 1;
+            p.fullmoves = tick(p.fullmoves);
         }
         Some(p)
     }

@@ -18,7 +18,7 @@ pub use geometry::{Bitboard, Cell, cell_name, parse_cell};
 
 use crate::chess::san::role_letter;
 use crate::outcome::{EndReason, Outcome, Score};
-use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position};
+use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position, tick};
 use crate::types::{Color, Piece, Role};
 use crate::variant::Variant;
 use arrayvec::ArrayVec;
@@ -492,7 +492,7 @@ impl Glinski {
                 self.toggle(them, Role::Pawn, PAWN_STEP[side(them)][ep as usize]);
             }
         }
-        self.halfmoves += 1;
+        self.halfmoves = tick(self.halfmoves);
         if self.colors[side(them)] & bit(m.to) != 0 {
             let captured = self.role_at(bit(m.to));
             self.toggle(them, captured, m.to);
@@ -514,7 +514,7 @@ impl Glinski {
         self.turn = them;
         self.hash ^= KEYS.black;
         if us == Color::Black {
-            self.fullmoves += 1;
+            self.fullmoves = tick(self.fullmoves);
         }
     }
 
@@ -716,9 +716,9 @@ impl Position for Glinski {
         }
         p.turn = !p.turn;
         p.hash ^= KEYS.black;
-        p.halfmoves += 1;
+        p.halfmoves = tick(p.halfmoves);
         if self.turn == Color::Black {
-            p.fullmoves += 1;
+            p.fullmoves = tick(p.fullmoves);
         }
         Some(p)
     }

@@ -14,7 +14,7 @@ use super::geometry::{
 };
 use super::{Glinski, KEYS, bit};
 use crate::chess::san::role_from_letter;
-use crate::position::Locale;
+use crate::position::{Locale, MAX_COUNTER, parse_counter};
 use crate::position_text::PositionTextError;
 use crate::types::{Color, Piece, Role};
 
@@ -141,18 +141,20 @@ impl Glinski {
             ),
         };
         if let Some(t) = fields.get(3) {
-            pos.halfmoves = t.parse().map_err(|_| {
+            pos.halfmoves = parse_counter(t, 0).ok_or_else(|| {
                 syntax(
                     "halfmove_clock",
-                    format!("halfmove clock: expected a number, found '{t}'"),
+                    format!("halfmove clock: expected a number up to {MAX_COUNTER}, found '{t}'"),
                 )
             })?;
         }
         if let Some(t) = fields.get(4) {
-            pos.fullmoves = t.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+            pos.fullmoves = parse_counter(t, 1).ok_or_else(|| {
                 syntax(
                     "fullmove_number",
-                    format!("fullmove number: expected a positive number, found '{t}'"),
+                    format!(
+                        "fullmove number: expected a number from 1 to {MAX_COUNTER}, found '{t}'"
+                    ),
                 )
             })?;
         }

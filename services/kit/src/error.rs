@@ -15,6 +15,7 @@
 //! | [`ApiError::PermissionDenied`] | `PERMISSION_DENIED` | |
 //! | [`ApiError::Unavailable`] | `UNAVAILABLE` | |
 //! | [`ApiError::DataLoss`] | `DATA_LOSS` | |
+//! | [`ApiError::DeadlineExceeded`] | `DEADLINE_EXCEEDED` | |
 //!
 //! Messages quote client input only in bounded form (see [`quote`]), so a status never grows
 //! past what gRPC clients accept in metadata.
@@ -62,6 +63,8 @@ pub enum ApiError {
     Unavailable(String),
     /// Stored data cannot be read; retrying will not help.
     DataLoss(String),
+    /// The request's deadline passed (or it was cancelled) before the work finished.
+    DeadlineExceeded(String),
 }
 
 impl ApiError {
@@ -94,10 +97,12 @@ impl ApiError {
         }
     }
 
-    /// The field a field error is about.
+    /// The field a field error is about (none for a limit of the server as a whole).
     pub fn field(&self) -> Option<&str> {
         match self {
-            ApiError::InvalidArgument { field, .. } | ApiError::ResourceExhausted { field, .. } => {
+            ApiError::InvalidArgument { field, .. } | ApiError::ResourceExhausted { field, .. }
+                if !field.is_empty() =>
+            {
                 Some(field)
             }
             _ => None,
@@ -115,7 +120,8 @@ impl ApiError {
             | ApiError::Unauthenticated(d)
             | ApiError::PermissionDenied(d)
             | ApiError::Unavailable(d)
-            | ApiError::DataLoss(d) => d,
+            | ApiError::DataLoss(d)
+            | ApiError::DeadlineExceeded(d) => d,
         }
     }
 
@@ -131,6 +137,7 @@ impl ApiError {
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::DataLoss(_) => Code::DataLoss,
+            ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
         }
     }
 }
@@ -168,14 +175,18 @@ impl From<ApiError> for Status {
         let message = cut(&e.to_string(), MAX_MESSAGE_BYTES);
         match &e {
             ApiError::InvalidArgument { field, description }
-            | ApiError::ResourceExhausted { field, description } => Status::with_error_details(
-                e.code(),
-                message,
-                ErrorDetails::with_bad_request_violation(
-                    cut(field, MAX_QUOTE_BYTES),
-                    cut(description, MAX_MESSAGE_BYTES),
-                ),
-            ),
+            | ApiError::ResourceExhausted { field, description }
+                if !field.is_empty() =>
+            {
+                Status::with_error_details(
+                    e.code(),
+                    message,
+                    ErrorDetails::with_bad_request_violation(
+                        cut(field, MAX_QUOTE_BYTES),
+                        cut(description, MAX_MESSAGE_BYTES),
+                    ),
+                )
+            }
             ApiError::FailedPrecondition { reason, domain, .. } => Status::with_error_details(
                 e.code(),
                 message,
@@ -244,6 +255,11 @@ mod tests {
             ),
             (ApiError::Unavailable("x".into()), Code::Unavailable),
             (ApiError::DataLoss("x".into()), Code::DataLoss),
+            (
+                ApiError::DeadlineExceeded("x".into()),
+                Code::DeadlineExceeded,
+            ),
+            (ApiError::exhausted("", "busy"), Code::ResourceExhausted),
         ] {
             assert_eq!(Status::from(e).code(), code);
         }

@@ -7,7 +7,8 @@
 //!   server binary shares;
 //! - [`error`]: [`ApiError`], the one map from a refusal to a `tonic::Status` with its
 //!   field violation or reason;
-//! - [`auth`]: bearer tokens, constant-time comparison, and the platform credential;
+//! - [`auth`]: bearer tokens and the platform credential;
+//! - [`cpu`]: the bounded pool CPU-heavy requests run in, stopped when their request goes away;
 //! - [`convert`]: `arbiter-core` values to and from `arbiter.common.v1` messages.
 //!
 //! Services never depend on one another; they depend on this crate, the core and the generated
@@ -16,6 +17,7 @@
 
 pub mod auth;
 pub mod convert;
+pub mod cpu;
 pub mod error;
 pub mod serving;
 

@@ -22,10 +22,12 @@ use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
+use crate::cpu::CpuPool;
+
 /// Any error that stops a server.
 pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
 
-/// How a process serves, whatever its services.
+/// How a process serves, whatever its services. Every bound here is a flag ([`ServeArgs`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServeConfig {
     /// Deadline for one unary request (streams are not bounded).
@@ -34,6 +36,28 @@ pub struct ServeConfig {
     pub max_message_bytes: usize,
     /// Whether gRPC server reflection is offered.
     pub reflection: bool,
+    /// Requests handled at once by the whole process; more are refused with
+    /// `RESOURCE_EXHAUSTED` (a stream counts until its first answer).
+    pub max_concurrent_requests: usize,
+    /// HTTP/2 streams one connection may have open.
+    pub max_streams_per_connection: u32,
+    /// How often an idle connection is pinged (HTTP/2 keepalive).
+    pub keepalive_interval: Duration,
+    /// How long a keepalive ping may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
+    /// How long a connection may live before the server asks the client to reconnect (`None`:
+    /// for ever).
+    pub max_connection_age: Option<Duration>,
+    /// CPU-heavy jobs (perft, PGN import) run at once.
+    pub max_cpu_jobs: usize,
+    /// CPU-heavy requests that may wait for a turn; more are refused with
+    /// `RESOURCE_EXHAUSTED`.
+    pub max_cpu_queue: usize,
+}
+
+/// The number of CPUs this process may use (at least 1).
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 impl Default for ServeConfig {
@@ -42,6 +66,13 @@ impl Default for ServeConfig {
             request_timeout: Duration::from_secs(30),
             max_message_bytes: 4 << 20,
             reflection: true,
+            max_concurrent_requests: 4096,
+            max_streams_per_connection: 1024,
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(10),
+            max_connection_age: Some(Duration::from_secs(3600)),
+            max_cpu_jobs: cpus(),
+            max_cpu_queue: 64,
         }
     }
 }
@@ -61,6 +92,27 @@ pub struct ServeArgs {
     /// Do not offer gRPC server reflection.
     #[arg(long, env = "ARBITER_NO_REFLECTION")]
     pub no_reflection: bool,
+    /// Requests handled at once by the whole process; more are refused (RESOURCE_EXHAUSTED).
+    #[arg(long, env = "ARBITER_MAX_CONCURRENT_REQUESTS", default_value_t = ServeConfig::default().max_concurrent_requests)]
+    pub max_concurrent_requests: usize,
+    /// HTTP/2 streams one connection may have open.
+    #[arg(long, env = "ARBITER_MAX_STREAMS_PER_CONNECTION", default_value_t = ServeConfig::default().max_streams_per_connection)]
+    pub max_streams_per_connection: u32,
+    /// Seconds between keepalive pings on an idle connection.
+    #[arg(long, env = "ARBITER_KEEPALIVE_SECS", default_value_t = 30)]
+    pub keepalive_secs: u64,
+    /// Seconds a keepalive ping may go unanswered before the connection is closed.
+    #[arg(long, env = "ARBITER_KEEPALIVE_TIMEOUT_SECS", default_value_t = 10)]
+    pub keepalive_timeout_secs: u64,
+    /// Seconds a connection may live before the client is asked to reconnect (0: for ever).
+    #[arg(long, env = "ARBITER_MAX_CONNECTION_AGE_SECS", default_value_t = 3600)]
+    pub max_connection_age_secs: u64,
+    /// CPU-heavy jobs (perft, PGN import) run at once (default: the number of CPUs).
+    #[arg(long, env = "ARBITER_MAX_CPU_JOBS")]
+    pub max_cpu_jobs: Option<usize>,
+    /// CPU-heavy requests that may wait for a turn; more are refused (RESOURCE_EXHAUSTED).
+    #[arg(long, env = "ARBITER_MAX_CPU_QUEUE", default_value_t = ServeConfig::default().max_cpu_queue)]
+    pub max_cpu_queue: usize,
 }
 
 impl ServeArgs {
@@ -70,6 +122,14 @@ impl ServeArgs {
             request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
             max_message_bytes: self.max_message_bytes,
             reflection: !self.no_reflection,
+            max_concurrent_requests: self.max_concurrent_requests.max(1),
+            max_streams_per_connection: self.max_streams_per_connection.max(1),
+            keepalive_interval: Duration::from_secs(self.keepalive_secs.max(1)),
+            keepalive_timeout: Duration::from_secs(self.keepalive_timeout_secs.max(1)),
+            max_connection_age: (self.max_connection_age_secs > 0)
+                .then(|| Duration::from_secs(self.max_connection_age_secs)),
+            max_cpu_jobs: self.max_cpu_jobs.unwrap_or_else(cpus).max(1),
+            max_cpu_queue: self.max_cpu_queue,
         }
     }
 }
@@ -81,6 +141,8 @@ pub struct Host {
     routes: RoutesBuilder,
     health: HealthReporter,
     names: Vec<&'static str>,
+    cpu: CpuPool,
+    shutting_down: tokio::sync::watch::Sender<bool>,
 }
 
 impl Host {
@@ -89,12 +151,26 @@ impl Host {
         let (health, health_service) = tonic_health::server::health_reporter();
         let mut routes = RoutesBuilder::default();
         routes.add_service(health_service);
+        let cpu = CpuPool::new(config.max_cpu_jobs, config.max_cpu_queue);
         Host {
             config,
             routes,
             health,
             names: Vec::new(),
+            cpu,
+            shutting_down: tokio::sync::watch::channel(false).0,
         }
+    }
+
+    /// Turns true when shutdown begins: long-lived work (watch streams, background tasks) ends
+    /// then, so that the server stops in bounded time.
+    pub fn shutting_down(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.shutting_down.subscribe()
+    }
+
+    /// The process's pool for CPU-heavy work, shared by its services.
+    pub fn cpu(&self) -> CpuPool {
+        self.cpu.clone()
     }
 
     /// How this host serves (services take their message size limit from it).
@@ -143,6 +219,8 @@ impl Host {
             mut routes,
             health,
             names,
+            cpu: _,
+            shutting_down,
         } = self;
         if config.reflection {
             let reflection = || {
@@ -161,6 +239,7 @@ impl Host {
             let names = names.clone();
             async move {
                 shutdown.await;
+                shutting_down.send_replace(true);
                 health
                     .set_service_status("", ServingStatus::NotServing)
                     .await;
@@ -172,8 +251,16 @@ impl Host {
                 tracing::info!("shutting down: finishing in-flight requests");
             }
         };
-        Server::builder()
+        let mut server = Server::builder()
             .timeout(config.request_timeout)
+            .max_concurrent_streams(config.max_streams_per_connection)
+            .http2_keepalive_interval(Some(config.keepalive_interval))
+            .http2_keepalive_timeout(Some(config.keepalive_timeout));
+        if let Some(age) = config.max_connection_age {
+            server = server.max_connection_age(age);
+        }
+        server
+            .layer(ConcurrencyLimitLayer::new(config.max_concurrent_requests))
             .layer(tower::util::MapResponseLayer::new(
                 oversize_as_resource_exhausted,
             ))
@@ -187,6 +274,79 @@ impl Host {
             .await?;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// Refuses a request at once with `RESOURCE_EXHAUSTED` while the process already handles its
+/// maximum of requests (no queue: a client retries with backoff, as gRPC clients do).
+#[derive(Clone, Debug)]
+struct ConcurrencyLimitLayer {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl ConcurrencyLimitLayer {
+    fn new(max: usize) -> ConcurrencyLimitLayer {
+        ConcurrencyLimitLayer {
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(max.max(1))),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for ConcurrencyLimitLayer {
+    type Service = ConcurrencyLimit<S>;
+
+    fn layer(&self, inner: S) -> ConcurrencyLimit<S> {
+        ConcurrencyLimit {
+            inner,
+            permits: std::sync::Arc::clone(&self.permits),
+        }
+    }
+}
+
+/// The service [`ConcurrencyLimitLayer`] wraps.
+#[derive(Clone, Debug)]
+struct ConcurrencyLimit<S> {
+    inner: S,
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, B> tower::Service<http::Request<B>> for ConcurrencyLimit<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, S::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        match std::sync::Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(permit) => {
+                let answer = self.inner.call(request);
+                Box::pin(async move {
+                    let response = answer.await;
+                    drop(permit);
+                    response
+                })
+            }
+            Err(_) => {
+                let refused = tonic::Status::resource_exhausted(
+                    "the server is handling its maximum of requests; retry later",
+                )
+                .into_http::<tonic::body::Body>();
+                Box::pin(async move { Ok(refused) })
+            }
+        }
     }
 }
 

@@ -9,13 +9,15 @@
 //! reserve, what went to the partner's), which the core's match returns, so a concurrent move on
 //! the other board, which can only add to this board's reserves, is never overwritten.
 
+use crate::config::MatchLimits;
 use crate::error::{MatchError, NOT_CLAIMABLE, NOT_YOUR_TURN, STALE_PLY};
-use crate::record::{BoardRecord, LastMove, Record, StoredEvent, pack};
+use crate::record::{BoardRecord, Done, LastMove, Record, StoredEvent, done_key, pack};
 use crate::seats::{SeatKey, random_hex};
 use crate::store::{
     ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
     OfferCommit, ReserveDelta,
 };
+use crate::watchers::Watchers;
 use arbiter_core::bughouse::{self, BoardId, Match, MatchOutcome, Seat, Team};
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{
@@ -24,7 +26,6 @@ use arbiter_core::{
 };
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use tokio::sync::Notify;
 
 /// Longest player id, in bytes.
 pub const MAX_PLAYER_BYTES: usize = 128;
@@ -98,6 +99,15 @@ pub struct PlayedMove {
     pub position: String,
 }
 
+/// The answer to a resignation, a draw offer or a claim.
+#[derive(Clone, Debug)]
+pub struct Changed {
+    /// The match as it stands.
+    pub record: Arc<Record>,
+    /// True when the request's id was applied before: nothing changed now.
+    pub duplicate: bool,
+}
+
 /// The answer to a move.
 #[derive(Clone, Debug)]
 pub struct MoveAnswer {
@@ -146,6 +156,18 @@ fn check_text(field: &'static str, text: &str, max: usize) -> Result<(), MatchEr
         return Err(MatchError::invalid(
             field,
             "control characters are not allowed",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an optional request id (an idempotency key).
+fn check_request_id(request_id: Option<&str>) -> Result<(), MatchError> {
+    let Some(r) = request_id else { return Ok(()) };
+    if r.is_empty() || r.len() > MAX_REQUEST_ID_BYTES || !r.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(MatchError::invalid(
+            "request_id",
+            format!("use 1 to {MAX_REQUEST_ID_BYTES} bytes of printable ASCII without spaces"),
         ));
     }
     Ok(())
@@ -348,6 +370,7 @@ fn plan_single(
             move_event: move_event_prefix(BoardId::A, ply, seat.color, &uci, &san),
             side: seat.color,
             end,
+            request: None,
         },
         played: PlayedMove {
             board: BoardId::A,
@@ -450,6 +473,7 @@ fn plan_bughouse(
             ),
             side: match_side(record, seat),
             end: played.outcome,
+            request: None,
         },
         played: PlayedMove {
             board: seat.board,
@@ -469,23 +493,30 @@ fn plan_bughouse(
 pub struct Matches<S> {
     store: S,
     key: SeatKey,
-    changed: Notify,
+    watchers: Arc<Watchers>,
+    max_plies: u32,
 }
 
 impl<S: MatchStore> Matches<S> {
-    /// Matches kept in `store`, seat tokens signed with `key`.
-    pub fn new(store: S, key: SeatKey) -> Matches<S> {
+    /// Matches kept in `store`, seat tokens signed with `key`, within `limits`.
+    pub fn new(store: S, key: SeatKey, limits: MatchLimits) -> Matches<S> {
         Matches {
             store,
             key,
-            changed: Notify::new(),
+            watchers: Arc::new(Watchers::new(limits.watchers)),
+            max_plies: limits.max_plies,
         }
     }
 
-    /// Woken whenever this process changes a match (watchers also poll, for changes made by
-    /// other processes sharing the store).
-    pub fn changed(&self) -> &Notify {
-        &self.changed
+    /// The watchers of this process: every change made here wakes its match's watchers (the
+    /// Redis store's announcements wake them for changes made by other replicas).
+    pub fn watchers(&self) -> &Arc<Watchers> {
+        &self.watchers
+    }
+
+    /// Whether the store works: `Err` with the reason while it cannot serve (for health).
+    pub async fn probe(&self) -> Result<(), String> {
+        self.store.probe().await
     }
 
     /// The tokens of every seat of `record`.
@@ -670,6 +701,14 @@ impl<S: MatchStore> Matches<S> {
         // existing match handed out again.
         let (stored, created) = match self.store.create(&record).await? {
             CreateResult::Created(r) => (r, true),
+            CreateResult::Full(max) => {
+                return Err(MatchError::Exhausted {
+                    field: "",
+                    description: format!(
+                        "this server holds its maximum of {max} matches; retry later"
+                    ),
+                });
+            }
             CreateResult::Exists(r)
                 if !record.request_key.is_empty()
                     && r.request_key == record.request_key
@@ -679,9 +718,7 @@ impl<S: MatchStore> Matches<S> {
             }
             CreateResult::Exists(_) => return Err(MatchError::AlreadyExists(id)),
         };
-        if created {
-            self.changed.notify_waiters();
-        }
+
         Ok(Created {
             seats: self.tokens(&stored),
             record: stored,
@@ -774,6 +811,7 @@ impl<S: MatchStore> Matches<S> {
 
     /// Plays `text` for the seat `seat_ref` (whose token is `token`) if its board is at
     /// `expected_ply`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn play(
         &self,
         id: &str,
@@ -782,19 +820,42 @@ impl<S: MatchStore> Matches<S> {
         text: &str,
         expected_ply: u32,
         locale: Locale,
+        request_id: Option<&str>,
     ) -> Result<MoveAnswer, MatchError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(MatchError::invalid("move", "move is required"));
         }
         check_text("move", text, MAX_MOVE_BYTES)?;
+        check_request_id(request_id)?;
         let (mut record, mut seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
+        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
+        let refused = |e: MatchError, record: Arc<Record>| {
+            let request = request.clone();
+            async move {
+                match &request {
+                    Some(key) => match self.store.done(id, key).await? {
+                        Some(Done::Move { seq }) => self.replayed(id, seq, record).await,
+                        _ => Err(e),
+                    },
+                    None => Err(e),
+                }
+            }
+        };
         for _ in 0..ATTEMPTS {
             // The board first: a retry of a move already applied is answered as such even when
             // that move ended the match.
             let actual = record.boards[seat.board.index()].ply;
             let plan = if actual != expected_ply {
                 Err(Refusal::Stale { actual })
+            } else if actual >= self.max_plies {
+                Err(Refusal::Refused(MatchError::Exhausted {
+                    field: "move",
+                    description: format!(
+                        "board {} has reached this server's limit of {} plies",
+                        seat.board, self.max_plies
+                    ),
+                }))
             } else if record.is_bughouse() {
                 plan_bughouse(&record, seat, text, expected_ply, locale)
             } else {
@@ -811,13 +872,19 @@ impl<S: MatchStore> Matches<S> {
                     continue;
                 }
                 Err(Refusal::Stale { actual }) => {
-                    return self.duplicate_or_stale(&record, seat, text, expected_ply, actual);
+                    return match self.duplicate_or_stale(&record, seat, text, expected_ply, actual)
+                    {
+                        Ok(answer) => Ok(answer),
+                        Err(e) => refused(e, record).await,
+                    };
                 }
-                Err(Refusal::Refused(e)) => return Err(e),
+                Err(Refusal::Refused(e)) => return refused(e, record).await,
             };
-            match self.store.commit_move(id, &plan.commit).await? {
+            let mut commit = plan.commit;
+            commit.request = request.clone();
+            match self.store.commit_move(id, &commit).await? {
                 MoveResult::Applied(after) => {
-                    self.changed.notify_waiters();
+                    self.watchers.wake(id);
                     let board = &after.boards[plan.played.board.index()];
                     let played = PlayedMove {
                         position: board.full_position(after.is_bughouse()),
@@ -840,6 +907,15 @@ impl<S: MatchStore> Matches<S> {
                     record = now;
                     fresh = true;
                 }
+                MoveResult::Done(done, now) => {
+                    return match done {
+                        Done::Move { seq } => self.replayed(id, seq, now).await,
+                        _ => Err(MatchError::invalid(
+                            "request_id",
+                            "this request id was used for another kind of action",
+                        )),
+                    };
+                }
                 MoveResult::Missing => return Err(MatchError::NotFound(id.to_owned())),
             }
         }
@@ -847,6 +923,48 @@ impl<S: MatchStore> Matches<S> {
             STALE_PLY,
             "the board kept changing while the move was judged; read the match and retry",
         ))
+    }
+
+    /// The answer to a move request applied before (its request id is known): the move as it
+    /// was played, from its event, and the match as it stands now.
+    async fn replayed(
+        &self,
+        id: &str,
+        seq: u64,
+        record: Arc<Record>,
+    ) -> Result<MoveAnswer, MatchError> {
+        let event = self.store.events(id, seq - 1, 1).await?;
+        let Some((_, line)) = event.first() else {
+            return Err(MatchError::Store(crate::store::StoreError::Corrupt(
+                format!("the move event {seq} a request points to is missing"),
+            )));
+        };
+        let StoredEvent::Move {
+            board,
+            ply,
+            side,
+            uci,
+            san,
+            position,
+        } = StoredEvent::decode(line)?
+        else {
+            return Err(MatchError::Store(crate::store::StoreError::Corrupt(
+                format!("event {seq} a request points to is not a move"),
+            )));
+        };
+        Ok(MoveAnswer {
+            played: PlayedMove {
+                board,
+                ply,
+                side,
+                uci,
+                san,
+                position,
+            },
+            status: board_status(&record)?,
+            record,
+            duplicate: true,
+        })
     }
 
     /// The seat again when the record a request is judged on is replaced by `now`: the token was
@@ -916,8 +1034,11 @@ impl<S: MatchStore> Matches<S> {
         id: &str,
         seat_ref: SeatRef,
         token: Option<&str>,
-    ) -> Result<Arc<Record>, MatchError> {
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        check_request_id(request_id)?;
         let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
+        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
         let loss = Outcome::win(!seat.color, EndReason::Resignation);
         let outcome = if record.is_bughouse() {
             MatchOutcome::from_board(seat.board, loss)
@@ -928,8 +1049,10 @@ impl<S: MatchStore> Matches<S> {
             nonce: record.nonce.clone(),
             guard: None,
             outcome,
+            request: request.clone(),
         };
-        self.change(id, self.store.commit_end(id, &commit).await?)
+        let result = self.store.commit_end(id, &commit).await?;
+        self.change(id, result, request.as_deref()).await
     }
 
     /// Records the seat's side's draw offer; the match is drawn once both sides offer.
@@ -938,8 +1061,11 @@ impl<S: MatchStore> Matches<S> {
         id: &str,
         seat_ref: SeatRef,
         token: Option<&str>,
-    ) -> Result<Arc<Record>, MatchError> {
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        check_request_id(request_id)?;
         let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
+        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
         let commit = OfferCommit {
             nonce: record.nonce.clone(),
             side: match_side(&record, seat),
@@ -948,8 +1074,10 @@ impl<S: MatchStore> Matches<S> {
                 board: None,
                 reason: EndReason::Agreement,
             },
+            request: request.clone(),
         };
-        self.change(id, self.store.commit_offer(id, &commit).await?)
+        let result = self.store.commit_offer(id, &commit).await?;
+        self.change(id, result, request.as_deref()).await
     }
 
     /// Ends the game with a draw the rules allow `seat_ref`'s side to claim now.
@@ -959,17 +1087,24 @@ impl<S: MatchStore> Matches<S> {
         seat_ref: SeatRef,
         token: Option<&str>,
         claim: DrawClaim,
-    ) -> Result<Arc<Record>, MatchError> {
-        let (mut record, _seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        check_request_id(request_id)?;
+        let (mut record, seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
+        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
         for _ in 0..ATTEMPTS {
-            if record.is_bughouse() {
-                return Err(MatchError::precondition(
+            let refusal = if record.is_bughouse() {
+                Some(MatchError::precondition(
                     NOT_CLAIMABLE,
                     "bughouse boards have neither repetition nor a move-count rule",
-                ));
-            }
-            if record.outcome.is_some() {
-                return Err(MatchError::over());
+                ))
+            } else if record.outcome.is_some() {
+                Some(MatchError::over())
+            } else {
+                None
+            };
+            if let Some(e) = refusal {
+                return self.refused_change(id, e, record, request.as_deref()).await;
             }
             let mut state = single_state(&record)?;
             let outcome = match state.claim_draw(claim) {
@@ -981,12 +1116,17 @@ impl<S: MatchStore> Matches<S> {
                     fresh = true;
                     continue;
                 }
-                Err(e) => return Err(game_error(e)),
+                Err(e) => {
+                    return self
+                        .refused_change(id, game_error(e), record, request.as_deref())
+                        .await;
+                }
             };
             let commit = EndCommit {
                 nonce: record.nonce.clone(),
                 guard: Some((BoardId::A, record.boards[0].ply)),
                 outcome: single_outcome(outcome),
+                request: request.clone(),
             };
             match self.store.commit_end(id, &commit).await? {
                 ChangeResult::Stale(now) => {
@@ -994,7 +1134,7 @@ impl<S: MatchStore> Matches<S> {
                     record = now;
                     fresh = true;
                 }
-                other => return self.change(id, other),
+                other => return self.change(id, other, request.as_deref()).await,
             }
         }
         Err(MatchError::precondition(
@@ -1003,13 +1143,28 @@ impl<S: MatchStore> Matches<S> {
         ))
     }
 
-    fn change(&self, id: &str, result: ChangeResult) -> Result<Arc<Record>, MatchError> {
+    async fn change(
+        &self,
+        id: &str,
+        result: ChangeResult,
+        request: Option<&str>,
+    ) -> Result<Changed, MatchError> {
         match result {
-            ChangeResult::Applied(r) => {
-                self.changed.notify_waiters();
-                Ok(r)
+            ChangeResult::Applied(record) => {
+                self.watchers.wake(id);
+                Ok(Changed {
+                    record,
+                    duplicate: false,
+                })
             }
-            ChangeResult::Over(_) => Err(MatchError::over()),
+            ChangeResult::Done(_, record) => Ok(Changed {
+                record,
+                duplicate: true,
+            }),
+            ChangeResult::Over(record) => {
+                self.refused_change(id, MatchError::over(), record, request)
+                    .await
+            }
             // Only a re-created match changes the nonce under a resignation or an offer.
             ChangeResult::Stale(_) => Err(MatchError::PermissionDenied(
                 "the match was created again since; the token is not valid any more".into(),
@@ -1018,15 +1173,36 @@ impl<S: MatchStore> Matches<S> {
         }
     }
 
-    /// The events after sequence number `after`.
+    /// A change refused with `e` on `record`, unless its request id was applied before (then
+    /// the answer is that it was, with the match as it stands).
+    async fn refused_change(
+        &self,
+        id: &str,
+        e: MatchError,
+        record: Arc<Record>,
+        request: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        if let Some(key) = request
+            && self.store.done(id, key).await?.is_some()
+        {
+            return Ok(Changed {
+                record,
+                duplicate: true,
+            });
+        }
+        Err(e)
+    }
+
+    /// At most `max` events after sequence number `after`.
     pub async fn events(
         &self,
         id: &str,
         after: u64,
+        max: usize,
     ) -> Result<Vec<(u64, StoredEvent)>, MatchError> {
         check_match_id(id)?;
         self.store
-            .events(id, after)
+            .events(id, after, max)
             .await?
             .into_iter()
             .map(|(seq, line)| Ok((seq, StoredEvent::decode(&line)?)))

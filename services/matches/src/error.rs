@@ -42,6 +42,13 @@ pub enum MatchError {
     Unauthenticated(String),
     /// The token is not this seat's (or the caller is not the platform).
     PermissionDenied(String),
+    /// Over a limit of the server (`field` empty for a limit of the server as a whole).
+    Exhausted {
+        /// The request field that is limited, or empty.
+        field: &'static str,
+        /// Which limit.
+        description: String,
+    },
     /// The store failed.
     Store(StoreError),
 }
@@ -96,7 +103,11 @@ impl fmt::Display for MatchError {
                 "match '{}' exists with a different creation",
                 arbiter_kit::error::quote(id)
             ),
+            MatchError::Exhausted { field, description } if !field.is_empty() => {
+                write!(f, "{field}: {description}")
+            }
             MatchError::Precondition { description, .. }
+            | MatchError::Exhausted { description, .. }
             | MatchError::Unauthenticated(description)
             | MatchError::PermissionDenied(description) => f.write_str(description),
             MatchError::Store(e) => e.fmt(f),
@@ -117,6 +128,7 @@ impl From<MatchError> for ApiError {
                 reason,
                 description,
             } => ApiError::precondition(DOMAIN, reason, description),
+            MatchError::Exhausted { field, description } => ApiError::exhausted(field, description),
             MatchError::Unauthenticated(_) => ApiError::Unauthenticated(text),
             MatchError::PermissionDenied(_) => ApiError::PermissionDenied(text),
             MatchError::Store(StoreError::Unavailable(_)) => ApiError::Unavailable(text),

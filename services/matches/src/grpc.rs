@@ -6,6 +6,7 @@ use crate::domain::{BoardStatus, Creation, Matches, PlayedMove, SeatRef, board_s
 use crate::error::MatchError;
 use crate::record::{Record, StoredEvent};
 use crate::store::{AnyStore, StoreError};
+use crate::watchers::WatchRefused;
 use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat, Team};
 use arbiter_core::{Color, Outcome, Variant};
 use arbiter_kit::auth::{PlatformAuth, bearer};
@@ -19,30 +20,35 @@ use arbiter_proto::matches::v1 as pb;
 use arbiter_proto::matches::v1::match_service_server::{MatchService, MatchServiceServer};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 type Reply<T> = Result<Response<T>, Status>;
 
-/// How often a watcher reads the store when nothing in this process woke it (changes made by
-/// other processes sharing a Redis store).
-const WATCH_POLL: Duration = Duration::from_millis(250);
+/// Events a watcher reads from the store at a time.
+const WATCH_BATCH: usize = 256;
 
 /// The match service.
 #[derive(Debug, Clone)]
 pub struct MatchGrpc {
     inner: Arc<Matches<AnyStore>>,
     platform: PlatformAuth,
+    shutting_down: tokio::sync::watch::Receiver<bool>,
 }
 
 impl MatchGrpc {
-    /// The service over `matches`, with platform calls checked by `platform`.
-    pub fn new(matches: Arc<Matches<AnyStore>>, platform: PlatformAuth) -> MatchGrpc {
+    /// The service over `matches`, with platform calls checked by `platform`; its watch streams
+    /// end when `shutting_down` turns true.
+    pub fn new(
+        matches: Arc<Matches<AnyStore>>,
+        platform: PlatformAuth,
+        shutting_down: tokio::sync::watch::Receiver<bool>,
+    ) -> MatchGrpc {
         MatchGrpc {
             inner: matches,
             platform,
+            shutting_down,
         }
     }
 
@@ -233,6 +239,11 @@ fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::MatchEvent {
     }
 }
 
+/// A request id as the domain takes it (`None` when the field is empty).
+fn request_id(r: &str) -> Option<&str> {
+    (!r.is_empty()).then_some(r)
+}
+
 /// The seat token of a call, if any (a malformed `authorization` entry is `UNAUTHENTICATED`).
 fn token<T>(request: &Request<T>) -> Result<Option<String>, Status> {
     bearer(request.metadata())
@@ -326,6 +337,7 @@ impl MatchService for MatchGrpc {
                 &r.r#move,
                 r.expected_ply,
                 locale(r.locale),
+                request_id(&r.request_id),
             )
             .await
             .map_err(fail)?;
@@ -340,12 +352,20 @@ impl MatchService for MatchGrpc {
         let token = token(&request)?;
         let r = request.into_inner();
         let seat = seat_ref(r.board, r.side).map_err(fail)?;
-        let record = self
+        let done = self
             .inner
-            .resign(&r.match_id, seat, token.as_deref())
+            .resign(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                request_id(&r.request_id),
+            )
             .await
             .map_err(fail)?;
-        reply(state(&record).map(|s| pb::ResignResponse { state: Some(s) }))
+        reply(state(&done.record).map(|s| pb::ResignResponse {
+            state: Some(s),
+            duplicate: done.duplicate,
+        }))
     }
 
     async fn offer_draw(
@@ -355,12 +375,20 @@ impl MatchService for MatchGrpc {
         let token = token(&request)?;
         let r = request.into_inner();
         let seat = seat_ref(r.board, r.side).map_err(fail)?;
-        let record = self
+        let done = self
             .inner
-            .offer_draw(&r.match_id, seat, token.as_deref())
+            .offer_draw(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                request_id(&r.request_id),
+            )
             .await
             .map_err(fail)?;
-        reply(state(&record).map(|s| pb::OfferDrawResponse { state: Some(s) }))
+        reply(state(&done.record).map(|s| pb::OfferDrawResponse {
+            state: Some(s),
+            duplicate: done.duplicate,
+        }))
     }
 
     async fn claim_draw(
@@ -371,12 +399,21 @@ impl MatchService for MatchGrpc {
         let r = request.into_inner();
         let seat = seat_ref(r.board, r.side).map_err(fail)?;
         let what = claim(r.claim, "claim").map_err(Status::from)?;
-        let record = self
+        let done = self
             .inner
-            .claim_draw(&r.match_id, seat, token.as_deref(), what)
+            .claim_draw(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                what,
+                request_id(&r.request_id),
+            )
             .await
             .map_err(fail)?;
-        reply(state(&record).map(|s| pb::ClaimDrawResponse { state: Some(s) }))
+        reply(state(&done.record).map(|s| pb::ClaimDrawResponse {
+            state: Some(s),
+            duplicate: done.duplicate,
+        }))
     }
 
     type WatchMatchStream = Pin<Box<dyn Stream<Item = Result<pb::MatchEvent, Status>> + Send>>;
@@ -389,16 +426,30 @@ impl MatchService for MatchGrpc {
         let id = r.match_id;
         // NOT_FOUND before the stream starts.
         let bughouse = self.inner.get(&id).await.map_err(fail)?.is_bughouse();
+        let watch = self.inner.watchers().join(&id).map_err(|e| {
+            Status::from(ApiError::exhausted(
+                "",
+                match e {
+                    WatchRefused::Total(n) => {
+                        format!("this server has its maximum of {n} watch streams; retry later")
+                    }
+                    WatchRefused::PerMatch(n) => {
+                        format!("this match has its maximum of {n} watch streams")
+                    }
+                },
+            ))
+        })?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let inner = Arc::clone(&self.inner);
+        let mut shutting_down = self.shutting_down.clone();
         tokio::spawn(async move {
             let mut after = r.after_seq;
             loop {
-                // Register for wake-ups before reading, so no change slips between the two.
-                let notified = inner.changed().notified();
+                // Register for the wake-up before reading, so no change slips between the two.
+                let notified = watch.notify().notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
-                let events = match inner.events(&id, after).await {
+                let events = match inner.events(&id, after, WATCH_BATCH).await {
                     Ok(e) => e,
                     Err(e) => {
                         let _ = tx.send(Err(fail(e))).await;
@@ -416,6 +467,9 @@ impl MatchService for MatchGrpc {
                 if ended {
                     return;
                 }
+                if events.len() == WATCH_BATCH {
+                    continue; // more to read at once
+                }
                 if events.is_empty() {
                     match inner.get(&id).await {
                         // Over, and every event sent: the stream is complete.
@@ -429,8 +483,15 @@ impl MatchService for MatchGrpc {
                 }
                 tokio::select! {
                     () = &mut notified => {}
-                    () = tokio::time::sleep(WATCH_POLL) => {}
                     () = tx.closed() => return,
+                    () = crate::watchers::until_down(&mut shutting_down) => {
+                        let _ = tx
+                            .send(Err(Status::unavailable(format!(
+                                "the server is shutting down; watch again with after_seq {after}"
+                            ))))
+                            .await;
+                        return;
+                    }
                 }
             }
         });

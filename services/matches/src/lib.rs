@@ -9,6 +9,7 @@
 //! - [`record`]: the stored schema, in one place;
 //! - [`store`]: the [`MatchStore`](store::MatchStore) trait, in-process and Redis stores;
 //! - [`seats`]: seat tokens (HMAC of the match and seat under the server key, never stored);
+//! - [`watchers`]: the watch streams of this process, woken by changes (pushed, never polled);
 //! - [`grpc`]: the thin tonic handlers;
 //! - [`config`]: flags and configuration.
 //!
@@ -22,8 +23,9 @@ pub mod grpc;
 pub mod record;
 pub mod seats;
 pub mod store;
+pub mod watchers;
 
-pub use config::{MatchesArgs, MatchesConfig, StoreConfig};
+pub use config::{MatchLimits, MatchesArgs, MatchesConfig, StoreConfig};
 pub use domain::Matches;
 pub use error::MatchError;
 
@@ -41,36 +43,91 @@ use tokio::net::TcpListener;
 /// The fully-qualified gRPC name of the service.
 pub const SERVICE_NAME: &str = "arbiter.matches.v1.MatchService";
 
-/// Opens the configured store.
-pub async fn open_store(config: &MatchesConfig) -> Result<AnyStore, ServeError> {
+/// Opens the configured store (a Redis store connects in the background).
+pub fn open_store(config: &MatchesConfig) -> Result<AnyStore, ServeError> {
     Ok(match &config.store {
-        StoreConfig::Memory => AnyStore::Memory(MemoryStore::new(config.retention)),
-        StoreConfig::Redis(url) => AnyStore::Redis(Box::new(
-            RedisStore::connect(url, config.retention, config.cache_capacity).await?,
+        StoreConfig::Memory => AnyStore::Memory(MemoryStore::new(
+            config.retention,
+            config.limits.max_matches,
         )),
+        StoreConfig::Redis(redis) => AnyStore::Redis(Box::new(RedisStore::open(
+            redis,
+            config.retention,
+            config.cache_capacity,
+        )?)),
     })
 }
 
 /// Adds the match service to `host` over its configured store, with platform calls checked by
-/// `platform`, and reports it serving.
+/// `platform`. Its health follows the store: `SERVING` while the store works, `NOT_SERVING`
+/// while it cannot (Redis unreachable, or set to evict keys), checked every
+/// `health_interval`; the process starts either way.
 pub async fn mount(
     host: &mut Host,
     config: MatchesConfig,
     platform: PlatformAuth,
 ) -> Result<(), ServeError> {
-    let store = open_store(&config).await?;
+    let store = open_store(&config)?;
     match &config.store {
         StoreConfig::Memory => tracing::info!("matches kept in process"),
         StoreConfig::Redis(_) => tracing::info!("matches kept in Redis"),
     }
     tracing::info!("{}", platform.describe());
-    let matches = Arc::new(Matches::new(store, config.seat_key));
+    let matches = Arc::new(Matches::new(store, config.seat_key.clone(), config.limits));
+    let shutdown = host.shutting_down();
+    if let StoreConfig::Redis(redis) = &config.store {
+        tokio::spawn(store::redis::listen_for_changes(
+            redis.client()?,
+            Arc::clone(matches.watchers()),
+            shutdown.clone(),
+        ));
+    }
+    tokio::spawn(follow_health(
+        Arc::clone(&matches),
+        host.health(),
+        config.health_interval,
+        shutdown.clone(),
+    ));
     let max = host.config().max_message_bytes;
-    host.add_service(MatchGrpc::new(matches, platform).into_server(max));
-    host.health()
-        .set_serving::<MatchServiceServer<MatchGrpc>>()
-        .await;
+    host.add_service(MatchGrpc::new(matches, platform, shutdown).into_server(max));
     Ok(())
+}
+
+/// Keeps the service's health in step with its store until shutdown (when the host turns every
+/// status `NOT_SERVING`); logs each change with its reason.
+async fn follow_health(
+    matches: Arc<Matches<AnyStore>>,
+    health: tonic_health::server::HealthReporter,
+    interval: std::time::Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut serving: Option<bool> = None;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let probe = matches.probe().await;
+        let now = probe.is_ok();
+        if serving != Some(now) && !*shutdown.borrow() {
+            match &probe {
+                Ok(()) => {
+                    tracing::info!("match store healthy: serving");
+                    health.set_serving::<MatchServiceServer<MatchGrpc>>().await;
+                }
+                Err(reason) => {
+                    tracing::warn!(%reason, "match store unhealthy: not serving");
+                    health
+                        .set_not_serving::<MatchServiceServer<MatchGrpc>>()
+                        .await;
+                }
+            }
+            serving = Some(now);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            () = crate::watchers::until_down(&mut shutdown) => return,
+        }
+    }
 }
 
 /// Serves the match service alone (with health and reflection) on `listener` until `shutdown`

@@ -3,8 +3,9 @@
 //! stores use this module; the Lua scripts of the Redis store write the same fields.
 //!
 //! ## Keys
-//! A bughouse match lives in `bug:{<id>}:state` (a hash) and `bug:{<id>}:events` (a list); a
-//! single-board game in `game:{<id>}:state` and `game:{<id>}:events`. The braces are a Redis
+//! A bughouse match lives in `bug:{<id>}:state` (a hash), `bug:{<id>}:events` (a list) and
+//! `bug:{<id>}:done` (a hash); a single-board game in `game:{<id>}:state`, `…:events` and
+//! `…:done`. The braces are a Redis
 //! Cluster hash tag: every key of one match is in one slot, as the scripts need.
 //!
 //! ## Fields
@@ -34,6 +35,11 @@
 //! ever shifting a neighbour, and a reader checks every length against what is left. Composite
 //! fields (players, the last move, the outcome) and events are packed lists; a whole record
 //! travels from Redis as the hash's flat field/value array.
+//!
+//! ## Requests applied
+//! A third key, `…:done` (a hash), maps `board/side/request id` to what that request did
+//! ([`Done`]): `M<seq>` for a move (its event's sequence number), `E` for a resignation or a
+//! claim, `D` for a draw offer. A retry with the same request id is answered from it.
 //!
 //! ## Events
 //! The event list holds packed lines: `M, board, ply, side, uci, san, position` (a move),
@@ -585,6 +591,51 @@ impl Record {
     }
 }
 
+/// What a match remembers of a change applied under a request id (an idempotency key), in the
+/// match's `done` hash: the key is the seat and the request id ([`done_key`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Done {
+    /// A move: the sequence number of its move event.
+    Move {
+        /// The event's sequence number.
+        seq: u64,
+    },
+    /// A resignation or a claimed draw.
+    Ended,
+    /// A draw offer.
+    Offered,
+}
+
+impl Done {
+    /// The stored value (`M17`, `E`, `D`).
+    pub fn encode(&self) -> String {
+        match self {
+            Done::Move { seq } => format!("M{seq}"),
+            Done::Ended => "E".into(),
+            Done::Offered => "D".into(),
+        }
+    }
+
+    /// Reads a stored value.
+    pub fn decode(text: &str) -> Result<Done, Corrupt> {
+        match text {
+            "E" => Ok(Done::Ended),
+            "D" => Ok(Done::Offered),
+            _ => text
+                .strip_prefix('M')
+                .and_then(|n| n.parse().ok())
+                .map(|seq| Done::Move { seq })
+                .ok_or_else(|| corrupt(format!("bad request record '{text}'"))),
+        }
+    }
+}
+
+/// The `done` hash key of `request_id` sent for the seat on `board` playing `side`: request ids
+/// are the clients' own, so each seat has its own.
+pub fn done_key(board: BoardId, side: Color, request_id: &str) -> String {
+    format!("{}/{}/{request_id}", board_letter(board), side_letter(side))
+}
+
 /// The stored form of a repetition history.
 pub fn encode_history(keys: &[u64]) -> String {
     keys.iter().map(|k| format!("{k:016x}")).collect()
@@ -707,6 +758,15 @@ mod tests {
         for bad in ["5:abc", "x:abc", "3abc", "1:é", "99999999999:a"] {
             assert!(unpack(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn done_records_round_trip() {
+        for d in [Done::Move { seq: 17 }, Done::Ended, Done::Offered] {
+            assert_eq!(Done::decode(&d.encode()), Ok(d));
+        }
+        assert!(Done::decode("Mx").is_err());
+        assert_eq!(done_key(BoardId::B, Color::Black, "r:1"), "B/b/r:1");
     }
 
     #[test]

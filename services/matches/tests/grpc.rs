@@ -538,6 +538,7 @@ async fn offer(
             match_id: t.id.clone(),
             board,
             side,
+            ..Default::default()
         },
         t.token(board, side),
     ))
@@ -556,6 +557,7 @@ async fn resign(
             match_id: t.id.clone(),
             board,
             side,
+            ..Default::default()
         },
         t.token(board, side),
     ))
@@ -735,6 +737,7 @@ async fn bughouse_matches() {
                 board: A,
                 side: BLACK,
                 claim: common::DrawClaim::ThreefoldRepetition as i32,
+                ..Default::default()
             },
             t.token(A, BLACK),
         ))
@@ -908,6 +911,7 @@ async fn seat_credentials_are_checked() {
                         match_id: t.id.clone(),
                         board: A,
                         side: WHITE,
+                        ..Default::default()
                     },
                     tok,
                 ))
@@ -920,6 +924,7 @@ async fn seat_credentials_are_checked() {
                         match_id: t.id.clone(),
                         board: A,
                         side: WHITE,
+                        ..Default::default()
                     },
                     tok,
                 ))

@@ -16,7 +16,7 @@ use arbiter_matches::seats::SeatKey;
 use arbiter_matches::store::memory::MemoryStore;
 use arbiter_matches::store::redis::RedisStore;
 use arbiter_matches::store::{MatchStore, Retention};
-use arbiter_matches::{MatchError, Matches};
+use arbiter_matches::{MatchError, MatchLimits, Matches};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,6 +88,7 @@ async fn mv<S: MatchStore>(
         text,
         ply,
         Locale::English,
+        None,
     )
     .await
 }
@@ -135,7 +136,7 @@ async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
          rnbqkbnr/pppppppp/8/8/4p3/5N2/PPPPPPPP/RNBQKB1R[] w KQkq - 0 2"
     );
     // Events: 5 moves, a reserve change from the capture, one from the drop.
-    let events = m.events(&t.id, 0).await.unwrap();
+    let events = m.events(&t.id, 0, usize::MAX).await.unwrap();
     assert_eq!(events.len(), 7);
     assert_eq!(events.last().unwrap().0, 7);
     assert!(matches!(
@@ -147,36 +148,39 @@ async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
         &events[2].1,
         StoredEvent::Move { position, .. } if position.contains("[]")
     ));
-    assert_eq!(m.events(&t.id, 5).await.unwrap().len(), 2);
+    assert_eq!(m.events(&t.id, 5, usize::MAX).await.unwrap().len(), 2);
     // Draw offers: one team, then the other.
     let r = m
-        .offer_draw(&t.id, seat(A, White), Some(t.token(A, White)))
+        .offer_draw(&t.id, seat(A, White), Some(t.token(A, White)), None)
         .await
         .unwrap();
-    assert_eq!((r.draw_offers, r.outcome), ([true, false], None));
-    let r = m
-        .offer_draw(&t.id, seat(B, White), Some(t.token(B, White)))
-        .await
-        .unwrap();
-    assert_eq!(r.outcome.unwrap().score.to_string(), "1/2-1/2");
     assert_eq!(
-        m.resign(&t.id, seat(A, White), Some(t.token(A, White)))
+        (r.record.draw_offers, r.record.outcome),
+        ([true, false], None)
+    );
+    let r = m
+        .offer_draw(&t.id, seat(B, White), Some(t.token(B, White)), None)
+        .await
+        .unwrap();
+    assert_eq!(r.record.outcome.unwrap().score.to_string(), "1/2-1/2");
+    assert_eq!(
+        m.resign(&t.id, seat(A, White), Some(t.token(A, White)), None)
             .await
             .unwrap_err()
             .reason(),
         Some("MATCH_OVER")
     );
     assert!(matches!(
-        m.events(&t.id, 0).await.unwrap().last(),
+        m.events(&t.id, 0, usize::MAX).await.unwrap().last(),
         Some((_, StoredEvent::End(_)))
     ));
     // Resignation: the resigning player's team loses.
     let t = create(m, creation(Variant::Bughouse, "resign")).await;
     let r = m
-        .resign(&t.id, seat(B, White), Some(t.token(B, White)))
+        .resign(&t.id, seat(B, White), Some(t.token(B, White)), None)
         .await
         .unwrap();
-    assert_eq!(r.outcome.unwrap().score.to_string(), "1-0");
+    assert_eq!(r.record.outcome.unwrap().score.to_string(), "1-0");
     // A chosen id with a request id: the same creation again is the same match and tokens;
     // without the request id, or with other content, the id is taken.
     let mut c = creation(Variant::Bughouse, "dup");
@@ -216,10 +220,14 @@ async fn single_board_lifecycle<S: MatchStore>(m: &Matches<S>) {
             seat(A, Black),
             Some(t.token(A, Black)),
             DrawClaim::ThreefoldRepetition,
+            None,
         )
         .await
         .unwrap();
-    assert_eq!(claim.outcome.unwrap().reason.name(), "threefold-repetition");
+    assert_eq!(
+        claim.record.outcome.unwrap().reason.name(),
+        "threefold-repetition"
+    );
 
     // Crazyhouse on one board: captures join the capturer's own reserve, in the position.
     let t = create(m, creation(Variant::Crazyhouse, "zh")).await;
@@ -292,6 +300,7 @@ async fn retries_and_refusals<S: MatchStore>(m: &Matches<S>) {
                 "e5",
                 1,
                 Locale::English,
+                None,
             )
             .await
         }
@@ -397,7 +406,7 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
         assert_eq!(units(&r), 64);
         // Every applied move is one event with the next ply of its board.
         let moves = m
-            .events(&t.id, 0)
+            .events(&t.id, 0, usize::MAX)
             .await
             .unwrap()
             .into_iter()
@@ -441,8 +450,12 @@ async fn suite<S: MatchStore>(m: Arc<Matches<S>>, short: Matches<S>) {
 #[tokio::test]
 async fn memory_store_suite() {
     suite(
-        Arc::new(Matches::new(MemoryStore::new(Retention::default()), key())),
-        Matches::new(MemoryStore::new(SHORT), key()),
+        Arc::new(Matches::new(
+            MemoryStore::new(Retention::default(), 1000),
+            key(),
+            MatchLimits::default(),
+        )),
+        Matches::new(MemoryStore::new(SHORT, 1000), key(), MatchLimits::default()),
     )
     .await;
 }
@@ -451,6 +464,7 @@ async fn redis_matches(url: &str, retention: Retention) -> Matches<RedisStore> {
     Matches::new(
         RedisStore::connect(url, retention, 1000).await.unwrap(),
         key(),
+        MatchLimits::default(),
     )
 }
 
@@ -679,6 +693,7 @@ async fn a_recreated_match_refuses_old_tokens() {
                 seat(A, White),
                 Some(old.token(A, White)),
                 DrawClaim::ThreefoldRepetition,
+                None,
             )
             .await
             .unwrap_err();

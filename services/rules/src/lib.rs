@@ -31,7 +31,7 @@ pub const SERVICE_NAME: &str = "arbiter.rules.v1.RulesService";
 /// Adds the rules service to `host` and reports it serving (it has no dependencies).
 pub async fn mount(host: &mut Host, limits: Limits) {
     let max = host.config().max_message_bytes;
-    host.add_service(Rules::new(limits).into_server(max));
+    host.add_service(Rules::new(limits, host.cpu()).into_server(max));
     host.health()
         .set_serving::<RulesServiceServer<Rules>>()
         .await;

@@ -1,4 +1,4 @@
-//! Each RPC as a plain function from request to response: decode (via [`crate::convert`]),
+//! Each RPC as a plain function from request to response: decode (via `arbiter_kit::convert`),
 //! call `arbiter-core`, encode. Synchronous and free of gRPC plumbing, so they are tested
 //! directly and the tonic handlers stay one line each.
 
@@ -6,7 +6,7 @@ use crate::config::Limits;
 use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_with};
 use arbiter_core::{
     AnyPosition, EndReason, Game, GameError, GameState, IllegalReason, Locale, MoveError, Notation,
-    Position,
+    PerftError, PerftLimits, Position,
 };
 use arbiter_kit::ApiError;
 use arbiter_kit::convert::{
@@ -15,6 +15,7 @@ use arbiter_kit::convert::{
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::rules::v1 as rules;
 use rules::validate_move_response::Result as Verdict;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Encodes why a move text is not a legal move.
 pub fn illegal_to_proto(e: &MoveError) -> rules::IllegalMove {
@@ -45,6 +46,11 @@ pub fn illegal_to_proto(e: &MoveError) -> rules::IllegalMove {
         message: e.to_string(),
         candidates,
     }
+}
+
+/// The answer of a CPU-heavy request whose caller went away or ran out of time.
+fn stopped() -> ApiError {
+    ApiError::DeadlineExceeded("stopped: the request was cancelled or its deadline passed".into())
 }
 
 /// ValidateMove: a verdict for one move.
@@ -243,6 +249,7 @@ fn tags_to_proto(tags: &[(String, String)]) -> Vec<rules::Tag> {
 pub fn import_pgn(
     req: &rules::ImportPgnRequest,
     limits: &Limits,
+    stop: &AtomicBool,
 ) -> Result<rules::ImportPgnResponse, ApiError> {
     if req.pgn.len() > limits.max_pgn_bytes {
         return Err(ApiError::exhausted(
@@ -265,6 +272,9 @@ pub fn import_pgn(
     let (read, write) = (locale(req.input_locale), locale(req.output_locale));
     let mut out = Vec::with_capacity(games.len());
     for (i, pgn) in games.iter_mut().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return Err(stopped());
+        }
         let game = pgn
             .validate(read, write)
             .map_err(|e| ApiError::invalid("pgn", format!("game {}: {e}", i + 1)))?;
@@ -325,9 +335,13 @@ pub fn export_pgn(
     })
 }
 
-/// Perft, bounded by the request's and the server's node budget. CPU-heavy: the handler runs it
-/// on the blocking pool.
-pub fn perft(req: &rules::PerftRequest, limits: &Limits) -> Result<rules::PerftResponse, ApiError> {
+/// Perft, bounded by the request's and the server's node budget, and stopped when `stop` is
+/// raised. CPU-heavy: the handler runs it in the process's CPU pool.
+pub fn perft(
+    req: &rules::PerftRequest,
+    limits: &Limits,
+    stop: &AtomicBool,
+) -> Result<rules::PerftResponse, ApiError> {
     let pos = position(req.position.as_ref(), "position")?;
     if req.depth > limits.max_perft_depth {
         return Err(ApiError::invalid(
@@ -342,12 +356,15 @@ pub fn perft(req: &rules::PerftRequest, limits: &Limits) -> Result<rules::PerftR
         0 => limits.max_perft_nodes,
         n => n.min(limits.max_perft_nodes),
     };
-    let exhausted =
-        |e: arbiter_core::PerftBudgetExceeded| ApiError::exhausted("node_budget", e.to_string());
+    let limits = PerftLimits { budget, stop };
+    let refused = |e: PerftError| match e {
+        PerftError::BudgetExceeded { .. } => ApiError::exhausted("node_budget", e.to_string()),
+        PerftError::Stopped => stopped(),
+    };
     if req.divide {
         let split = pos
-            .perft_divide_bounded(req.depth, budget)
-            .map_err(exhausted)?;
+            .perft_divide_bounded(req.depth, limits)
+            .map_err(refused)?;
         Ok(rules::PerftResponse {
             nodes: split.total,
             divide: split
@@ -358,7 +375,7 @@ pub fn perft(req: &rules::PerftRequest, limits: &Limits) -> Result<rules::PerftR
         })
     } else {
         Ok(rules::PerftResponse {
-            nodes: pos.perft_bounded(req.depth, budget).map_err(exhausted)?,
+            nodes: pos.perft_bounded(req.depth, limits).map_err(refused)?,
             divide: Vec::new(),
         })
     }

@@ -17,13 +17,16 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 #[derive(Debug, Clone)]
 pub struct Rules {
     limits: Arc<Limits>,
+    cpu: CpuPool,
 }
 
 impl Rules {
-    /// A service enforcing `limits`.
-    pub fn new(limits: Limits) -> Rules {
+    /// A service enforcing `limits`, running its CPU-heavy requests (PGN import, perft) in
+    /// `cpu`.
+    pub fn new(limits: Limits, cpu: CpuPool) -> Rules {
         Rules {
             limits: Arc::new(limits),
+            cpu,
         }
     }
 
@@ -35,6 +38,7 @@ impl Rules {
     }
 }
 
+use arbiter_kit::cpu::CpuPool;
 use arbiter_kit::reply;
 
 #[tonic::async_trait]
@@ -90,7 +94,13 @@ impl RulesService for Rules {
         &self,
         req: Request<rules::ImportPgnRequest>,
     ) -> Reply<rules::ImportPgnResponse> {
-        reply(ops::import_pgn(req.get_ref(), &self.limits))
+        let limits = Arc::clone(&self.limits);
+        let req = req.into_inner();
+        let result = self
+            .cpu
+            .run(move |stop| ops::import_pgn(&req, &limits, stop))
+            .await?;
+        reply(result)
     }
 
     async fn export_pgn(
@@ -103,10 +113,10 @@ impl RulesService for Rules {
     async fn perft(&self, req: Request<rules::PerftRequest>) -> Reply<rules::PerftResponse> {
         let limits = Arc::clone(&self.limits);
         let req = req.into_inner();
-        // Perft is CPU-bound (bounded by the node budget): keep it off the async workers.
-        let result = tokio::task::spawn_blocking(move || ops::perft(&req, &limits))
-            .await
-            .map_err(|e| Status::internal(format!("perft task failed: {e}")))?;
+        let result = self
+            .cpu
+            .run(move |stop| ops::perft(&req, &limits, stop))
+            .await?;
         reply(result)
     }
 

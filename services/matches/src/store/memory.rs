@@ -6,7 +6,7 @@ use super::{
     ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
     OfferCommit, Retention, StoreError,
 };
-use crate::record::{Record, StoredEvent, pack_into};
+use crate::record::{Done, Record, StoredEvent, pack_into};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 struct Stored {
     record: Arc<Record>,
     events: Vec<String>,
+    /// Requests applied under an id: `done` key → what they did.
+    done: HashMap<String, Done>,
     expires: Instant,
 }
 
@@ -45,17 +47,20 @@ impl Matches {
 pub struct MemoryStore {
     matches: Mutex<Matches>,
     retention: Retention,
+    max_matches: usize,
 }
 
 impl MemoryStore {
-    /// An empty store.
-    pub fn new(retention: Retention) -> MemoryStore {
+    /// An empty store holding at most `max_matches` (live ones expire only when idle for the
+    /// TTL; finished ones after the grace period).
+    pub fn new(retention: Retention, max_matches: usize) -> MemoryStore {
         MemoryStore {
             matches: Mutex::new(Matches {
                 by_id: HashMap::new(),
                 last_sweep: Instant::now(),
             }),
             retention,
+            max_matches,
         }
     }
 
@@ -81,6 +86,9 @@ fn end(
 
 fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     let current = Arc::clone(&m.record);
+    if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
+        return MoveResult::Done(*done, current);
+    }
     if current.outcome.is_some() {
         return MoveResult::Over(current);
     }
@@ -133,6 +141,10 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     let bughouse = record.is_bughouse();
     pack_into(&mut move_event, &[record.boards[i].full_position(bughouse)]);
     m.events.push(move_event);
+    if let Some(key) = &c.request {
+        let seq = m.events.len() as u64;
+        m.done.insert(key.clone(), Done::Move { seq });
+    }
     m.events
         .extend(reserve_events.iter().map(StoredEvent::encode));
     if declined {
@@ -166,12 +178,21 @@ impl MatchStore for MemoryStore {
         if let Some(m) = all.live(&record.id, now) {
             return Ok(CreateResult::Exists(Arc::clone(&m.record)));
         }
+        if all.by_id.len() >= self.max_matches {
+            // Make room from expired matches only, never from a live one.
+            all.by_id.retain(|_, m| m.expires > now);
+            all.last_sweep = now;
+            if all.by_id.len() >= self.max_matches {
+                return Ok(CreateResult::Full(self.max_matches));
+            }
+        }
         let stored = Arc::new(record.clone());
         all.by_id.insert(
             record.id.clone(),
             Stored {
                 record: Arc::clone(&stored),
                 events: Vec::new(),
+                done: HashMap::new(),
                 expires: now + self.retention.ttl,
             },
         );
@@ -196,6 +217,9 @@ impl MatchStore for MemoryStore {
         Ok(self
             .with(id, |m, r| {
                 let current = Arc::clone(&m.record);
+                if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
+                    return ChangeResult::Done(*done, current);
+                }
                 if current.outcome.is_some() {
                     return ChangeResult::Over(current);
                 }
@@ -207,6 +231,9 @@ impl MatchStore for MemoryStore {
                 }
                 let mut record = (*current).clone();
                 end(m, &mut record, c.outcome, r);
+                if let Some(key) = &c.request {
+                    m.done.insert(key.clone(), Done::Ended);
+                }
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);
                 ChangeResult::Applied(Arc::clone(&m.record))
@@ -218,11 +245,17 @@ impl MatchStore for MemoryStore {
         Ok(self
             .with(id, |m, r| {
                 let current = Arc::clone(&m.record);
+                if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
+                    return ChangeResult::Done(*done, current);
+                }
                 if current.outcome.is_some() {
                     return ChangeResult::Over(current);
                 }
                 if current.nonce != c.nonce {
                     return ChangeResult::Stale(current);
+                }
+                if let Some(key) = &c.request {
+                    m.done.insert(key.clone(), Done::Offered);
                 }
                 if current.draw_offers[c.side.index()] {
                     // Already offered: nothing new.
@@ -243,17 +276,31 @@ impl MatchStore for MemoryStore {
             .unwrap_or(ChangeResult::Missing))
     }
 
-    async fn events(&self, id: &str, after: u64) -> Result<Vec<(u64, String)>, StoreError> {
+    async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
         Ok(self
             .with(id, |m, _| {
                 m.events
                     .iter()
                     .enumerate()
                     .skip(usize::try_from(after).unwrap_or(usize::MAX))
+                    .take(max)
                     .map(|(i, e)| (i as u64 + 1, e.clone()))
                     .collect()
             })
             .unwrap_or_default())
+    }
+
+    async fn probe(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
+        Ok(self.with(id, |m, _| m.done.get(key).copied()).flatten())
     }
 }
 

@@ -11,7 +11,7 @@
 pub mod memory;
 pub mod redis;
 
-use crate::record::{LastMove, Record};
+use crate::record::{Done, LastMove, Record};
 use arbiter_core::Color;
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
 use std::future::Future;
@@ -121,6 +121,9 @@ pub struct MoveCommit {
     pub move_event: String,
     /// The outcome, when the move ends the match.
     pub end: Option<MatchOutcome>,
+    /// The `done` key of the request's id, if it has one: a commit whose key is known is not
+    /// applied again ([`MoveResult::Done`]); an applied one records it.
+    pub request: Option<String>,
 }
 
 /// What a move commit did. Every answer carries the record as it stands after the step.
@@ -133,6 +136,8 @@ pub enum MoveResult {
     Stale(Arc<Record>),
     /// The match is over: nothing changed.
     Over(Arc<Record>),
+    /// The request's id was applied before: nothing changed.
+    Done(Done, Arc<Record>),
     /// No such match (or it expired).
     Missing,
 }
@@ -146,6 +151,8 @@ pub struct EndCommit {
     pub guard: Option<(BoardId, u32)>,
     /// The outcome.
     pub outcome: MatchOutcome,
+    /// The `done` key of the request's id, if it has one.
+    pub request: Option<String>,
 }
 
 /// A draw offer, as the store applies it.
@@ -157,6 +164,8 @@ pub struct OfferCommit {
     pub side: Color,
     /// The outcome if the other side's offer stands (a draw by agreement).
     pub agreed: MatchOutcome,
+    /// The `done` key of the request's id, if it has one.
+    pub request: Option<String>,
 }
 
 /// What an end or offer commit did.
@@ -168,6 +177,8 @@ pub enum ChangeResult {
     Stale(Arc<Record>),
     /// The match is over: nothing changed.
     Over(Arc<Record>),
+    /// The request's id was applied before: nothing changed.
+    Done(Done, Arc<Record>),
     /// No such match.
     Missing,
 }
@@ -179,6 +190,8 @@ pub enum CreateResult {
     Created(Arc<Record>),
     /// A match with that id exists (the caller compares its `spec`).
     Exists(Arc<Record>),
+    /// The store holds its maximum of matches.
+    Full(usize),
 }
 
 /// Storage for matches. Implementations apply each change atomically.
@@ -224,12 +237,24 @@ pub trait MatchStore: Send + Sync + 'static {
         commit: &OfferCommit,
     ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
 
-    /// The events after sequence number `after` (1-based), with their numbers.
+    /// At most `max` events after sequence number `after` (1-based), with their numbers.
     fn events(
         &self,
         id: &str,
         after: u64,
+        max: usize,
     ) -> impl Future<Output = Result<Vec<(u64, String)>, StoreError>> + Send;
+
+    /// Whether the store can serve: `Err` with the reason (unreachable, or a Redis that may
+    /// evict keys) for health reporting.
+    fn probe(&self) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// What the request with `done` key `key` did, if it was applied.
+    fn done(
+        &self,
+        id: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Done>, StoreError>> + Send;
 }
 
 /// The store a server runs with: in process (the embedded default) or Redis.
@@ -279,7 +304,20 @@ impl MatchStore for AnyStore {
         dispatch!(self, s => s.commit_offer(id, commit).await)
     }
 
-    async fn events(&self, id: &str, after: u64) -> Result<Vec<(u64, String)>, StoreError> {
-        dispatch!(self, s => s.events(id, after).await)
+    async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        dispatch!(self, s => s.events(id, after, max).await)
+    }
+
+    async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
+        dispatch!(self, s => s.done(id, key).await)
+    }
+
+    async fn probe(&self) -> Result<(), String> {
+        dispatch!(self, s => s.probe().await)
     }
 }

@@ -17,7 +17,7 @@ use super::{
     OfferCommit, Retention, StoreError,
 };
 use crate::record::{
-    MUTABLE_FIELDS, Record, StoredEvent, board_letter, encode_outcome, side_letter,
+    Done, MUTABLE_FIELDS, Record, StoredEvent, board_letter, encode_outcome, side_letter,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
@@ -26,9 +26,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
-/// the events it writes), `pick` (the keys of the match, bughouse or single board), `state` (a
-/// reply with the record: the status, the event count, and the hash as a flat array, which
-/// costs Redis far less than packing it in Lua).
+/// the events it writes), `pick` (the three keys of the match, bughouse or single board:
+/// state, events, done), `expire`, `state` (a reply with the record: the status, the event
+/// count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
 const PRELUDE: &str = r"
 local function pack(t)
   local parts = {}
@@ -39,9 +39,17 @@ local function pack(t)
   return table.concat(parts)
 end
 local function pick()
-  if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2] end
-  if redis.call('EXISTS', KEYS[3]) == 1 then return KEYS[3], KEYS[4] end
-  return nil, nil
+  if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2], KEYS[3] end
+  if redis.call('EXISTS', KEYS[4]) == 1 then return KEYS[4], KEYS[5], KEYS[6] end
+  return nil, nil, nil
+end
+local function expire(S, E, D, ms)
+  redis.call('PEXPIRE', S, ms)
+  redis.call('PEXPIRE', E, ms)
+  redis.call('PEXPIRE', D, ms)
+end
+local function announce()
+  redis.call('PUBLISH', 'arbiter:matches:changes', string.match(KEYS[1], '{(.*)}'))
 end
 local function state(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
@@ -53,17 +61,17 @@ end
 
 /// ARGV: kind (`bug` or `game`), TTL in ms, then field, value, ….
 const CREATE: &str = r"
-local S, E = pick()
+local S, E, D = pick()
 if S then return state(S, E, 'exists') end
-if ARGV[1] == 'bug' then S, E = KEYS[1], KEYS[2] else S, E = KEYS[3], KEYS[4] end
-redis.call('DEL', E)
+if ARGV[1] == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS[4], KEYS[5], KEYS[6] end
+redis.call('DEL', E, D)
 redis.call('HSET', S, unpack(ARGV, 3))
 redis.call('PEXPIRE', S, ARGV[2])
 return state(S, E, 'created')
 ";
 
 const LOAD: &str = r"
-local S, E = pick()
+local S, E, D = pick()
 if not S then return {'missing'} end
 return state(S, E, 'ok')
 ";
@@ -74,11 +82,16 @@ return state(S, E, 'ok')
 ///
 /// ARGV: 1 nonce, 2 board, 3 expected ply, 4 position, 5 history mode (`a`, `r` or empty),
 /// 6 history key, 7 take side, 8 take letter, 9 give board, 10 give side, 11 give letter,
-/// 12 last move, 13 the mover's side of the match (bughouse: team), 14 move event without the position (appended here, with the
-/// reserves after the step), 15 end outcome, 16 end event, 17 TTL, 18 grace.
+/// 12 last move, 13 the mover's side of the match (bughouse: team), 14 move event without the
+/// position (appended here, with the reserves after the step), 15 end outcome, 16 end event,
+/// 17 TTL, 18 grace, 19 `compact` or `full`, 20 the request's `done` key (or empty).
 const MOVE: &str = r"
-local S, E = pick()
+local S, E, D = pick()
 if not S then return {'missing'} end
+if ARGV[20] ~= '' then
+  local done = redis.call('HGET', D, ARGV[20])
+  if done then return state(S, E, 'done:' .. done) end
+end
 local b = ARGV[2]
 local guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b)
 if guard[2] ~= ARGV[1] then return state(S, E, 'stale') end
@@ -128,6 +141,9 @@ if white then
   position = string.sub(position, 1, sp - 1) .. '[' .. white .. black .. ']' .. string.sub(position, sp)
 end
 events[1] = ARGV[14] .. pack({position})
+if ARGV[20] ~= '' then
+  redis.call('HSET', D, ARGV[20], 'M' .. (redis.call('LLEN', E) + 1))
+end
 local ttl = ARGV[17]
 if ARGV[15] ~= '' then
   redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15])
@@ -135,15 +151,20 @@ if ARGV[15] ~= '' then
   ttl = ARGV[18]
 end
 redis.call('RPUSH', E, unpack(events))
-redis.call('PEXPIRE', S, ttl)
-redis.call('PEXPIRE', E, ttl)
+expire(S, E, D, ttl)
+announce()
 return reply(S, E, 'ok')
 ";
 
-/// ARGV: 1 nonce, 2 guard board (or empty), 3 guard ply, 4 outcome, 5 end event, 6 grace.
+/// ARGV: 1 nonce, 2 guard board (or empty), 3 guard ply, 4 outcome, 5 end event, 6 grace,
+/// 7 the request's `done` key (or empty).
 const END: &str = r"
-local S, E = pick()
+local S, E, D = pick()
 if not S then return {'missing'} end
+if ARGV[7] ~= '' then
+  local done = redis.call('HGET', D, ARGV[7])
+  if done then return state(S, E, 'done:' .. done) end
+end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
 if ARGV[2] ~= '' and redis.call('HGET', S, 'ply:' .. ARGV[2]) ~= ARGV[3] then
@@ -151,17 +172,27 @@ if ARGV[2] ~= '' and redis.call('HGET', S, 'ply:' .. ARGV[2]) ~= ARGV[3] then
 end
 redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
 redis.call('RPUSH', E, ARGV[5])
-redis.call('PEXPIRE', S, ARGV[6])
-redis.call('PEXPIRE', E, ARGV[6])
+if ARGV[7] ~= '' then redis.call('HSET', D, ARGV[7], 'E') end
+expire(S, E, D, ARGV[6])
+announce()
 return state(S, E, 'ok')
 ";
 
-/// ARGV: 1 nonce, 2 side, 3 offer event, 4 agreed outcome, 5 end event, 6 TTL, 7 grace.
+/// ARGV: 1 nonce, 2 side, 3 offer event, 4 agreed outcome, 5 end event, 6 TTL, 7 grace,
+/// 8 the request's `done` key (or empty).
 const OFFER: &str = r"
-local S, E = pick()
+local S, E, D = pick()
 if not S then return {'missing'} end
+if ARGV[8] ~= '' then
+  local done = redis.call('HGET', D, ARGV[8])
+  if done then return state(S, E, 'done:' .. done) end
+end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
+if ARGV[8] ~= '' then
+  redis.call('HSET', D, ARGV[8], 'D')
+  redis.call('PEXPIRE', D, redis.call('PTTL', S))
+end
 if redis.call('HGET', S, 'draw:' .. ARGV[2]) == '1' then return state(S, E, 'ok') end
 redis.call('HSET', S, 'draw:' .. ARGV[2], '1')
 redis.call('RPUSH', E, ARGV[3])
@@ -173,8 +204,8 @@ if redis.call('HGET', S, 'draw:' .. other) == '1' then
   redis.call('RPUSH', E, ARGV[5])
   ttl = ARGV[7]
 end
-redis.call('PEXPIRE', S, ttl)
-redis.call('PEXPIRE', E, ttl)
+expire(S, E, D, ttl)
+announce()
 return state(S, E, 'ok')
 ";
 
@@ -186,9 +217,49 @@ fn script(body: &str) -> Script {
     ))
 }
 
+/// The channel every change is announced on (its message: the match id), so that each replica's
+/// watchers wake at once.
+pub const CHANGES: &str = "arbiter:matches:changes";
+
+/// How to reach Redis.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// `redis://host:port/db`, maybe with a user (and password) in it.
+    pub url: String,
+    /// A password that replaces the URL's (read from a file or the environment).
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &crate::config::redact_url(&self.url))
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+impl RedisConfig {
+    /// The client for this configuration (no connection yet).
+    pub fn client(&self) -> Result<redis::Client, StoreError> {
+        use redis::IntoConnectionInfo;
+        let mut info = self.url.as_str().into_connection_info().map_err(|e| {
+            StoreError::Unavailable(format!(
+                "bad Redis URL {}: {e}",
+                crate::config::redact_url(&self.url)
+            ))
+        })?;
+        if let Some(password) = &self.password {
+            info.redis.password = Some(password.clone());
+        }
+        redis::Client::open(info).map_err(unavailable)
+    }
+}
+
 /// Matches in Redis (see the module documentation).
 pub struct RedisStore {
-    conn: ConnectionManager,
+    /// Set once the first connection succeeds; the manager reconnects by itself afterwards.
+    conn: Arc<std::sync::OnceLock<ConnectionManager>>,
     retention: Retention,
     cache: Mutex<HashMap<String, Arc<Record>>>,
     cache_capacity: usize,
@@ -212,14 +283,24 @@ fn unavailable(e: redis::RedisError) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-/// The four keys a script gets: the bughouse pair, then the single-board pair.
-fn keys(id: &str) -> [String; 4] {
+/// The six keys a script gets: the bughouse state, events and done, then the single board's.
+fn keys(id: &str) -> [String; 6] {
     [
         format!("bug:{{{id}}}:state"),
         format!("bug:{{{id}}}:events"),
+        format!("bug:{{{id}}}:done"),
         format!("game:{{{id}}}:state"),
         format!("game:{{{id}}}:events"),
+        format!("game:{{{id}}}:done"),
     ]
+}
+
+/// A script invocation with the six keys of match `id`.
+fn invoke<'a>(script: &'a Script, id: &str) -> redis::ScriptInvocation<'a> {
+    let [k1, k2, k3, k4, k5, k6] = keys(id);
+    let mut inv = script.key(k1);
+    inv.key(k2).key(k3).key(k4).key(k5).key(k6);
+    inv
 }
 
 fn millis(d: Duration) -> u64 {
@@ -237,23 +318,41 @@ fn utf8(bytes: Vec<u8>) -> Result<String, StoreError> {
 }
 
 impl RedisStore {
-    /// Connects to `url` (`redis://host:port/db`). Each command fails after a short timeout
-    /// while Redis is unreachable, and the connection is re-established when it returns.
-    /// `cache_capacity` bounds the snapshots kept in this process.
-    pub async fn connect(
-        url: &str,
+    /// A store for `config` that connects in the background: until the first connection
+    /// succeeds every call fails with [`StoreError::Unavailable`] (so a server starts while Redis
+    /// is down); afterwards each command fails after a short timeout while Redis is unreachable,
+    /// and the connection is re-established when it returns. `cache_capacity` bounds the
+    /// snapshots kept in this process. Needs a Tokio runtime.
+    pub fn open(
+        config: &RedisConfig,
         retention: Retention,
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(unavailable)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Duration::from_secs(2))
-            .set_response_timeout(Duration::from_secs(2))
-            .set_number_of_retries(2)
-            .set_max_delay(500);
-        let conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(unavailable)?;
+        let client = config.client()?;
+        let conn = Arc::new(std::sync::OnceLock::new());
+        let slot = Arc::clone(&conn);
+        tokio::spawn(async move {
+            let mut delay = Duration::from_millis(100);
+            loop {
+                let manager = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Duration::from_secs(2))
+                    .set_response_timeout(Duration::from_secs(2))
+                    .set_number_of_retries(2)
+                    .set_max_delay(500);
+                match ConnectionManager::new_with_config(client.clone(), manager).await {
+                    Ok(c) => {
+                        let _ = slot.set(c);
+                        tracing::info!("connected to Redis");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot connect to Redis yet; retrying");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        });
         Ok(RedisStore {
             conn,
             retention,
@@ -267,6 +366,34 @@ impl RedisStore {
         })
     }
 
+    /// [`RedisStore::open`], waiting up to 10 s for the first connection (for tests and tools).
+    pub async fn connect(
+        url: &str,
+        retention: Retention,
+        cache_capacity: usize,
+    ) -> Result<RedisStore, StoreError> {
+        let config = RedisConfig {
+            url: url.to_owned(),
+            password: None,
+        };
+        let store = RedisStore::open(&config, retention, cache_capacity)?;
+        for _ in 0..200 {
+            if store.conn.get().is_some() {
+                return Ok(store);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(StoreError::Unavailable("cannot connect to Redis".into()))
+    }
+
+    /// The connection, once there is one.
+    fn conn(&self) -> Result<ConnectionManager, StoreError> {
+        self.conn
+            .get()
+            .cloned()
+            .ok_or_else(|| StoreError::Unavailable("not connected to Redis yet".into()))
+    }
+
     /// Runs a script invocation and decodes its reply, keeping the record it returns.
     async fn run(
         &self,
@@ -275,7 +402,7 @@ impl RedisStore {
         base: Option<&Record>,
     ) -> Result<Reply, StoreError> {
         let reply: Vec<redis::Value> = invocation
-            .invoke_async(&mut self.conn.clone())
+            .invoke_async(&mut self.conn()?)
             .await
             .map_err(unavailable)?;
         let mut parts = reply.into_iter();
@@ -363,6 +490,9 @@ fn change_result(reply: Reply) -> Result<ChangeResult, StoreError> {
         return Ok(ChangeResult::Missing);
     }
     let (status, record) = with_record(reply)?;
+    if let Some(done) = status.strip_prefix("done:") {
+        return Ok(ChangeResult::Done(Done::decode(done)?, record));
+    }
     Ok(match status.as_str() {
         "ok" => ChangeResult::Applied(record),
         "stale" => ChangeResult::Stale(record),
@@ -373,9 +503,7 @@ fn change_result(reply: Reply) -> Result<ChangeResult, StoreError> {
 
 impl MatchStore for RedisStore {
     async fn create(&self, record: &Record) -> Result<CreateResult, StoreError> {
-        let [k1, k2, k3, k4] = keys(&record.id);
-        let mut inv = self.create.key(k1);
-        inv.key(k2).key(k3).key(k4);
+        let mut inv = invoke(&self.create, &record.id);
         inv.arg(if record.is_bughouse() { "bug" } else { "game" })
             .arg(millis(self.retention.ttl));
         for (name, value) in record.to_fields() {
@@ -390,9 +518,7 @@ impl MatchStore for RedisStore {
     }
 
     async fn load(&self, id: &str) -> Result<Option<Arc<Record>>, StoreError> {
-        let [k1, k2, k3, k4] = keys(id);
-        let mut inv = self.load.key(k1);
-        inv.key(k2).key(k3).key(k4);
+        let mut inv = invoke(&self.load, id);
         let reply = self.run(id, &mut inv, None).await?;
         match reply.status.as_str() {
             "missing" => Ok(None),
@@ -409,7 +535,6 @@ impl MatchStore for RedisStore {
     }
 
     async fn commit_move(&self, id: &str, c: &MoveCommit) -> Result<MoveResult, StoreError> {
-        let [k1, k2, k3, k4] = keys(id);
         let (mode, key) = match c.history {
             Some(HistoryUpdate::Append(k)) => ("a", format!("{k:016x}")),
             Some(HistoryUpdate::Reset(k)) => ("r", format!("{k:016x}")),
@@ -433,11 +558,8 @@ impl MatchStore for RedisStore {
         // The snapshot this process holds: the reply need only carry what a move can change.
         let base = (self.cache.lock().expect("not poisoned").get(id).cloned())
             .filter(|r| r.nonce == c.nonce);
-        let mut inv = self.play.key(k1);
-        inv.key(k2)
-            .key(k3)
-            .key(k4)
-            .arg(&c.nonce)
+        let mut inv = invoke(&self.play, id);
+        inv.arg(&c.nonce)
             .arg(board_letter(c.board))
             .arg(c.expected_ply)
             .arg(&c.position)
@@ -455,12 +577,16 @@ impl MatchStore for RedisStore {
             .arg(end_event)
             .arg(millis(self.retention.ttl))
             .arg(millis(self.retention.grace))
-            .arg(if base.is_some() { "compact" } else { "full" });
+            .arg(if base.is_some() { "compact" } else { "full" })
+            .arg(c.request.as_deref().unwrap_or(""));
         let reply = self.run(id, &mut inv, base.as_deref()).await?;
         if reply.status == "missing" {
             return Ok(MoveResult::Missing);
         }
         let (status, record) = with_record(reply)?;
+        if let Some(done) = status.strip_prefix("done:") {
+            return Ok(MoveResult::Done(Done::decode(done)?, record));
+        }
         Ok(match status.as_str() {
             "ok" => MoveResult::Applied(record),
             "stale" => MoveResult::Stale(record),
@@ -470,42 +596,41 @@ impl MatchStore for RedisStore {
     }
 
     async fn commit_end(&self, id: &str, c: &EndCommit) -> Result<ChangeResult, StoreError> {
-        let [k1, k2, k3, k4] = keys(id);
         let (guard_board, guard_ply) = c.guard.map_or((String::new(), String::new()), |(b, p)| {
             (board_letter(b).to_owned(), p.to_string())
         });
-        let mut inv = self.end.key(k1);
-        inv.key(k2)
-            .key(k3)
-            .key(k4)
-            .arg(&c.nonce)
+        let mut inv = invoke(&self.end, id);
+        inv.arg(&c.nonce)
             .arg(guard_board)
             .arg(guard_ply)
             .arg(encode_outcome(&c.outcome))
             .arg(StoredEvent::End(c.outcome).encode())
-            .arg(millis(self.retention.grace));
+            .arg(millis(self.retention.grace))
+            .arg(c.request.as_deref().unwrap_or(""));
         change_result(self.run(id, &mut inv, None).await?)
     }
 
     async fn commit_offer(&self, id: &str, c: &OfferCommit) -> Result<ChangeResult, StoreError> {
-        let [k1, k2, k3, k4] = keys(id);
-        let mut inv = self.offer.key(k1);
-        inv.key(k2)
-            .key(k3)
-            .key(k4)
-            .arg(&c.nonce)
+        let mut inv = invoke(&self.offer, id);
+        inv.arg(&c.nonce)
             .arg(side_letter(c.side))
             .arg(StoredEvent::DrawOffer(c.side).encode())
             .arg(encode_outcome(&c.agreed))
             .arg(StoredEvent::End(c.agreed).encode())
             .arg(millis(self.retention.ttl))
-            .arg(millis(self.retention.grace));
+            .arg(millis(self.retention.grace))
+            .arg(c.request.as_deref().unwrap_or(""));
         change_result(self.run(id, &mut inv, None).await?)
     }
 
-    async fn events(&self, id: &str, after: u64) -> Result<Vec<(u64, String)>, StoreError> {
-        let [bug_state, bug_events, _, game_events] = keys(id);
-        let mut conn = self.conn.clone();
+    async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let [bug_state, bug_events, _, _, game_events, _] = keys(id);
+        let mut conn = self.conn()?;
         // The match's kind is in this process's snapshot, else one EXISTS tells.
         let cached = self
             .cache
@@ -519,11 +644,105 @@ impl MatchStore for RedisStore {
         };
         let list = if bughouse { bug_events } else { game_events };
         let start = isize::try_from(after).unwrap_or(isize::MAX);
-        let lines: Vec<Vec<u8>> = conn.lrange(&list, start, -1).await.map_err(unavailable)?;
+        let end = start
+            .saturating_add(isize::try_from(max).unwrap_or(isize::MAX))
+            .saturating_sub(1);
+        let lines: Vec<Vec<u8>> = conn.lrange(&list, start, end).await.map_err(unavailable)?;
         lines
             .into_iter()
             .enumerate()
             .map(|(i, l)| Ok((after + i as u64 + 1, utf8(l)?)))
             .collect()
+    }
+
+    /// Reachable, and set to evict nothing (`maxmemory-policy noeviction`): a Redis that may
+    /// evict would drop matches under memory pressure.
+    async fn probe(&self) -> Result<(), String> {
+        let mut conn = self.conn().map_err(|e| e.to_string())?;
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| format!("Redis is unreachable: {e}"))?;
+        let policy = info
+            .lines()
+            .find_map(|l| l.strip_prefix("maxmemory_policy:"))
+            .map(str::trim)
+            .unwrap_or("unknown");
+        if policy == "noeviction" {
+            Ok(())
+        } else {
+            Err(format!(
+                "Redis maxmemory-policy is '{policy}': it may evict matches; set it to noeviction"
+            ))
+        }
+    }
+
+    async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
+        let [_, _, bug_done, _, _, game_done] = keys(id);
+        let mut conn = self.conn()?;
+        let (bug, game): (Option<String>, Option<String>) = redis::pipe()
+            .hget(&bug_done, key)
+            .hget(&game_done, key)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        bug.or(game)
+            .map(|d| Done::decode(&d))
+            .transpose()
+            .map_err(StoreError::from)
+    }
+}
+
+/// Listens for the changes every replica announces on [`CHANGES`] and wakes the local watchers
+/// of each changed match, until `shutdown` turns true. One subscription per process; after a
+/// lost connection it reconnects and wakes every watcher, who read again by sequence number.
+pub async fn listen_for_changes(
+    client: redis::Client,
+    watchers: Arc<crate::watchers::Watchers>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    use tokio_stream::StreamExt;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(CHANGES).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            r = subscribed => r,
+            () = crate::watchers::until_down(&mut shutdown) => return,
+        };
+        match pubsub {
+            Ok(mut pubsub) => {
+                delay = Duration::from_millis(100);
+                // Whatever was announced while disconnected: read again.
+                watchers.wake_all();
+                let mut messages = pubsub.on_message();
+                loop {
+                    tokio::select! {
+                        m = messages.next() => match m {
+                            Some(m) => {
+                                if let Ok(id) = m.get_payload::<String>() {
+                                    watchers.wake(&id);
+                                }
+                            }
+                            None => break,
+                        },
+                        () = crate::watchers::until_down(&mut shutdown) => return,
+                    }
+                }
+                tracing::warn!("lost the Redis subscription to match changes; reconnecting");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot subscribe to match changes yet; retrying");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = crate::watchers::until_down(&mut shutdown) => return,
+        }
+        delay = (delay * 2).min(Duration::from_secs(5));
     }
 }

@@ -1,0 +1,195 @@
+//! The watchers of this process, by match: each match being watched has one notification, which
+//! every change to it (made here, or announced by another replica through Redis) wakes. A
+//! watcher then reads the new events by sequence number, so a wake-up that carries nothing, or
+//! two that merge, lose nothing. Watchers are bounded in total and per match.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// Limits on watchers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WatchLimits {
+    /// Watch streams open at once in this process.
+    pub total: usize,
+    /// Watch streams open at once on one match.
+    pub per_match: usize,
+}
+
+impl Default for WatchLimits {
+    fn default() -> WatchLimits {
+        WatchLimits {
+            total: 10_000,
+            per_match: 256,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Watched {
+    notify: Arc<Notify>,
+    watchers: usize,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    by_match: HashMap<String, Watched>,
+    total: usize,
+}
+
+/// The watchers of this process.
+#[derive(Debug, Default)]
+pub struct Watchers {
+    registry: Mutex<Registry>,
+    limits: WatchLimits,
+}
+
+/// One open watch: its match's notification; leaving when dropped.
+#[derive(Debug)]
+pub struct Watch {
+    watchers: Arc<Watchers>,
+    id: String,
+    notify: Arc<Notify>,
+}
+
+impl Watch {
+    /// The notification every change to the match wakes.
+    pub fn notify(&self) -> &Notify {
+        &self.notify
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut r = self.watchers.registry.lock().expect("not poisoned");
+        r.total -= 1;
+        if let Some(w) = r.by_match.get_mut(&self.id) {
+            w.watchers -= 1;
+            if w.watchers == 0 {
+                r.by_match.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// Why a watch cannot open.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WatchRefused {
+    /// This process has its maximum of watch streams.
+    Total(usize),
+    /// This match has its maximum of watch streams.
+    PerMatch(usize),
+}
+
+impl Watchers {
+    /// No watchers yet, with `limits`.
+    pub fn new(limits: WatchLimits) -> Watchers {
+        Watchers {
+            registry: Mutex::default(),
+            limits,
+        }
+    }
+
+    /// Opens a watch on match `id`, within the limits.
+    pub fn join(self: &Arc<Self>, id: &str) -> Result<Watch, WatchRefused> {
+        let mut r = self.registry.lock().expect("not poisoned");
+        if r.total >= self.limits.total {
+            return Err(WatchRefused::Total(self.limits.total));
+        }
+        let per_match = self.limits.per_match;
+        let watched = r.by_match.entry(id.to_owned()).or_insert_with(|| Watched {
+            notify: Arc::new(Notify::new()),
+            watchers: 0,
+        });
+        if watched.watchers >= per_match {
+            return Err(WatchRefused::PerMatch(per_match));
+        }
+        watched.watchers += 1;
+        let notify = Arc::clone(&watched.notify);
+        r.total += 1;
+        Ok(Watch {
+            watchers: Arc::clone(self),
+            id: id.to_owned(),
+            notify,
+        })
+    }
+
+    /// Wakes the watchers of match `id`, if any.
+    pub fn wake(&self, id: &str) {
+        let r = self.registry.lock().expect("not poisoned");
+        if let Some(w) = r.by_match.get(id) {
+            w.notify.notify_waiters();
+        }
+    }
+
+    /// Wakes every watcher (after a lost connection to the other replicas' announcements: each
+    /// reads again what it may have missed).
+    pub fn wake_all(&self) {
+        let r = self.registry.lock().expect("not poisoned");
+        for w in r.by_match.values() {
+            w.notify.notify_waiters();
+        }
+    }
+
+    /// Watch streams open now.
+    pub fn open(&self) -> usize {
+        self.registry.lock().expect("not poisoned").total
+    }
+}
+
+/// Completes once `flag` is true (at once if it already is, and if its sender is gone: the
+/// server is stopping either way).
+pub async fn until_down(flag: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = flag.wait_for(|down| *down).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watches_are_counted_and_bounded() {
+        let w = Arc::new(Watchers::new(WatchLimits {
+            total: 3,
+            per_match: 2,
+        }));
+        let a1 = w.join("a").unwrap();
+        let _a2 = w.join("a").unwrap();
+        assert_eq!(w.join("a").unwrap_err(), WatchRefused::PerMatch(2));
+        let _b = w.join("b").unwrap();
+        assert_eq!(w.join("c").unwrap_err(), WatchRefused::Total(3));
+        drop(a1);
+        assert_eq!(w.open(), 2);
+        let _c = w.join("c").unwrap();
+        assert_eq!(w.open(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_change_wakes_its_match_only() {
+        let w = Arc::new(Watchers::new(WatchLimits::default()));
+        let a = w.join("a").unwrap();
+        let b = w.join("b").unwrap();
+        let woken_a = a.notify().notified();
+        let woken_b = b.notify().notified();
+        tokio::pin!(woken_a, woken_b);
+        woken_a.as_mut().enable();
+        woken_b.as_mut().enable();
+        w.wake("a");
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(100), &mut woken_a)
+                .await
+                .is_ok()
+        );
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), &mut woken_b)
+                .await
+                .is_err()
+        );
+        w.wake_all();
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(100), woken_b)
+                .await
+                .is_ok()
+        );
+    }
+}
