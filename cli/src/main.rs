@@ -237,9 +237,11 @@ async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
         .map_err(|e| CliError(format!("--addr {url}: {e}")))
 }
 
-/// Runs `work` against `addr`, or against an embedded server with `config` when there is none.
+/// Runs `work` against `addr`, or against an embedded server with `config` when there is none,
+/// once the server reports `service` as serving (at most 30 s: a Redis may still be starting).
 async fn against<T, F, Fut>(
     addr: Option<String>,
+    service: &str,
     config: impl FnOnce() -> Result<arbiter_server::ServerConfig, CliError>,
     work: F,
 ) -> Result<T, CliError>
@@ -255,9 +257,18 @@ where
         }
     };
     let channel = connect(&url).await?;
-    let result = work(channel)
-        .await
-        .map_err(|e| CliError(format!("bench failed: {e}")));
+    let result = match arbiter_bench::wait_until_serving(
+        channel.clone(),
+        service,
+        std::time::Duration::from_secs(30),
+    )
+    .await
+    {
+        Ok(()) => work(channel)
+            .await
+            .map_err(|e| CliError(format!("bench failed: {e}"))),
+        Err(e) => Err(CliError(format!("bench not started: {e}"))),
+    };
     if let Some((tx, handle)) = stop {
         let _ = tx.send(());
         let _ = handle.await;
@@ -281,6 +292,7 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
             runtime()?.block_on(async {
                 let phases = against(
                     addr,
+                    "arbiter.rules.v1.RulesService",
                     || Ok(Default::default()),
                     |channel| {
                         let cfg = cfg.clone();
@@ -318,7 +330,7 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
                 Ok(config)
             };
             runtime()?.block_on(async {
-                let result = against(addr, config, |channel| {
+                let result = against(addr, "arbiter.matches.v1.MatchService", config, |channel| {
                     let cfg = cfg.clone();
                     async move { arbiter_bench::matches::run(channel, &cfg).await }
                 })

@@ -594,3 +594,20 @@ fn crazyhouse_bughouse_and_bpgn_through_the_cli() {
         "game 1: move 2 (1b. e5)",
     );
 }
+
+/// 20,000 nested variations once overflowed the stack and aborted `arbiter pgn`; now they are
+/// refused with a precise message, and hostile BPGN too.
+#[test]
+fn hostile_pgn_is_refused_without_a_crash() {
+    let mut pgn = String::from("1. e4 ");
+    pgn.push_str(&"( e4 ".repeat(20_000));
+    pgn.push_str(&") ".repeat(20_000));
+    pgn.push('*');
+    assert_fails(&["pgn"], Some(&pgn), "nested more than 64 deep");
+    let bpgn = format!("1A. e4 {} *", "( e4 ".repeat(50_000));
+    assert_fails(&["bpgn"], Some(&bpgn), "unterminated variation");
+    let long: String = (1..=5000)
+        .map(|n| format!("{n}A. Nf3 {n}a. Nf6 "))
+        .collect();
+    assert_fails(&["bpgn"], Some(&long), "more than 8192 moves");
+}

@@ -6,39 +6,27 @@ use arbiter_proto::common::v1 as common;
 use arbiter_proto::matches::v1::{self as pb, match_service_client::MatchServiceClient};
 use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
 use arbiter_server::{SERVICE_NAMES, ServerArgs, ServerConfig, serve};
+use arbiter_testkit::grpc::TestServer;
 use clap::Parser;
-use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 #[tokio::test]
 async fn every_service_on_one_port() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, ServerConfig::default(), async {
-        let _ = stopped.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let server =
+        TestServer::start(|listener, shutdown| serve(listener, ServerConfig::default(), shutdown))
+            .await;
+    let channel = server.channel();
 
-    let mut health = HealthClient::new(channel.clone());
     for service in [
         "",
         "arbiter.rules.v1.RulesService",
         "arbiter.matches.v1.MatchService",
     ] {
-        let r = health
-            .check(HealthCheckRequest {
-                service: service.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(r.status, ServingStatus::Serving as i32, "{service}");
+        assert_eq!(
+            server.health(service).await,
+            ServingStatus::Serving,
+            "{service}"
+        );
     }
 
     use tonic_reflection::pb::v1::{
@@ -92,8 +80,7 @@ async fn every_service_on_one_port() {
         .into_inner();
     assert_eq!(created.seats.len(), 2);
 
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    server.stop().await;
 }
 
 #[derive(Parser, Debug)]

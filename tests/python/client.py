@@ -109,9 +109,9 @@ def matches(channel):
     check(created.seats == again.seats, "CreateMatch retry gives the same tokens")
     mid, tokens = created.state.match_id, seat_tokens(created)
 
-    def move(side, text, ply, board=A, token=None, match=None):
+    def move(side, text, ply, board=A, token=None, match=None, request_id=""):
         return m.MakeMove(mt.MakeMoveRequest(match_id=match or mid, board=board, side=side,
-                                             move=text, expected_ply=ply),
+                                             move=text, expected_ply=ply, request_id=request_id),
                           metadata=auth(token or tokens[(board, side)]))
 
     try:
@@ -124,8 +124,11 @@ def matches(channel):
         check(False, "the opponent's token must fail")
     except grpc.RpcError as e:
         check(e.code() == grpc.StatusCode.PERMISSION_DENIED, "wrong token")
-    for ply, (side, text) in enumerate([(W, "f3"), (K, "e5"), (W, "g4")]):
-        move(side, text, ply)
+    first = move(W, "f3", 0, request_id="py-w-1")
+    move(K, "e5", 1)
+    again = move(W, "f3", 0, request_id="py-w-1")
+    check(again.duplicate and again.move == first.move, "a retry by request id is a duplicate")
+    move(W, "g4", 2)
     try:
         move(K, "Qh4", 1)
         check(False, "a stale ply must fail")

@@ -185,7 +185,22 @@ fn tokens(text: &str) -> Result<Vec<String>, BpgnError> {
     Ok(out)
 }
 
-/// Reads every game of a BPGN text.
+/// Most games one BPGN text may hold.
+pub const MAX_BPGN_GAMES: usize = 10_000;
+
+/// Most moves (both boards together) one BPGN game may hold.
+pub const MAX_BPGN_MOVES: usize = 8_192;
+
+/// At most 40 characters of `s`, with `…` when cut (error messages quote input in part).
+fn short(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+/// Reads every game of a BPGN text, within [`MAX_BPGN_GAMES`] games of at most
+/// [`MAX_BPGN_MOVES`] moves each (checked while reading).
 pub fn read_bpgn(text: &str) -> Result<Vec<BpgnGame>, BpgnError> {
     let mut games = Vec::new();
     let mut game = BpgnGame::default();
@@ -195,6 +210,11 @@ pub fn read_bpgn(text: &str) -> Result<Vec<BpgnGame>, BpgnError> {
         let moves = std::mem::take(movetext);
         parse_movetext(game, &moves)?;
         if !game.tags.is_empty() || !game.moves.is_empty() || game.result.is_some() {
+            if games.len() == MAX_BPGN_GAMES {
+                return Err(syntax(format!(
+                    "more than {MAX_BPGN_GAMES} games in one text"
+                )));
+            }
             games.push(std::mem::take(game));
         }
         Ok::<(), BpgnError>(())
@@ -221,21 +241,22 @@ fn parse_tag(line: &str) -> Result<(String, String), BpgnError> {
     let inner = line
         .strip_prefix('[')
         .and_then(|l| l.strip_suffix(']'))
-        .ok_or_else(|| syntax(format!("bad tag line '{line}'")))?;
+        .ok_or_else(|| syntax(format!("bad tag line '{}'", short(line))))?;
     let (name, value) = inner
         .trim()
         .split_once(char::is_whitespace)
-        .ok_or_else(|| syntax(format!("bad tag line '{line}'")))?;
+        .ok_or_else(|| syntax(format!("bad tag line '{}'", short(line))))?;
     if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(syntax(format!(
-            "tag name '{name}': letters, digits and '_' only"
+            "tag name '{}': letters, digits and '_' only",
+            short(name)
         )));
     }
     let value = value.trim();
     let value = value
         .strip_prefix('"')
         .and_then(|v| v.strip_suffix('"'))
-        .ok_or_else(|| syntax(format!("tag {name}: the value must be quoted")))?;
+        .ok_or_else(|| syntax(format!("tag {}: the value must be quoted", short(name))))?;
     Ok((
         name.to_owned(),
         value.replace("\\\"", "\"").replace("\\\\", "\\"),
@@ -268,9 +289,17 @@ fn parse_movetext(game: &mut BpgnGame, text: &str) -> Result<(), BpgnError> {
             }
             san = rest;
         }
-        let (board, color) = next
-            .take()
-            .ok_or_else(|| syntax(format!("move '{token}' has no board number before it")))?;
+        let (board, color) = next.take().ok_or_else(|| {
+            syntax(format!(
+                "move '{}' has no board number before it",
+                short(&token)
+            ))
+        })?;
+        if game.moves.len() == MAX_BPGN_MOVES {
+            return Err(syntax(format!(
+                "a game of more than {MAX_BPGN_MOVES} moves"
+            )));
+        }
         game.moves.push(BpgnMove {
             board,
             color,

@@ -283,3 +283,22 @@ fn bpgn_errors_name_the_move() {
         Err(BpgnError::Start { .. })
     ));
 }
+
+#[test]
+fn bpgn_reading_is_bounded() {
+    use super::bpgn::{MAX_BPGN_GAMES, MAX_BPGN_MOVES};
+    let long: String = (1..=MAX_BPGN_MOVES / 2 + 1)
+        .map(|n| format!("{n}A. Nf3 {n}a. Nf6 "))
+        .collect();
+    let e = read_bpgn(&long).unwrap_err();
+    assert!(e.to_string().contains("more than 8192 moves"), "{e}");
+    let many = "[Event \"x\"]\n1A. e4 *\n\n".repeat(MAX_BPGN_GAMES + 1);
+    let e = read_bpgn(&many).unwrap_err();
+    assert!(e.to_string().contains("more than 10000 games"), "{e}");
+    // A huge token is quoted in part only.
+    let e = read_bpgn(&"x".repeat(100_000)).unwrap_err();
+    assert!(e.to_string().len() < 200, "{}", e.to_string().len());
+    // Deep variations do not recurse.
+    let deep = format!("1A. e4 {}{} *", "( e4 ".repeat(50_000), ") ".repeat(50_000));
+    assert_eq!(read_bpgn(&deep).unwrap()[0].moves.len(), 1);
+}

@@ -95,7 +95,7 @@ fn bad_position_strings_are_precise_errors() {
         (
             "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 0",
             "fullmove_number",
-            "positive",
+            "from 1 to 1000000",
         ),
         (
             "b/qbq/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 1",

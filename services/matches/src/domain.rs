@@ -872,8 +872,16 @@ impl<S: MatchStore> Matches<S> {
                     continue;
                 }
                 Err(Refusal::Stale { actual }) => {
-                    return match self.duplicate_or_stale(&record, seat, text, expected_ply, actual)
-                    {
+                    // With a request id, only the id tells a retry; without one, the same seat,
+                    // text and ply do.
+                    let text_retry = request.is_none();
+                    return match self.duplicate_or_stale(
+                        &record,
+                        seat,
+                        text_retry.then_some(text),
+                        expected_ply,
+                        actual,
+                    ) {
                         Ok(answer) => Ok(answer),
                         Err(e) => refused(e, record).await,
                     };
@@ -985,18 +993,19 @@ impl<S: MatchStore> Matches<S> {
     }
 
     /// The answer to a move whose board is no longer at `expected_ply`: the same move already
-    /// applied by the same seat (a retry: answered as a duplicate, nothing changes), or
-    /// `STALE_PLY`.
+    /// applied by the same seat (a retry known by its `text`: answered as a duplicate, nothing
+    /// changes), or `STALE_PLY` (`MATCH_OVER` once the match has ended).
     fn duplicate_or_stale(
         &self,
         record: &Arc<Record>,
         seat: Seat,
-        text: &str,
+        text: Option<&str>,
         expected_ply: u32,
         actual: u32,
     ) -> Result<MoveAnswer, MatchError> {
         let board = &record.boards[seat.board.index()];
-        if let Some(last) = &board.last
+        if let Some(text) = text
+            && let Some(last) = &board.last
             && expected_ply.checked_add(1) == Some(actual)
             && last.ply == actual
             && last.side == seat.color

@@ -82,6 +82,21 @@ pub async fn mount(
             shutdown.clone(),
         ));
     }
+    // Known from the start: in process it serves at once; with Redis, once the first check
+    // passes (the follower below).
+    let reporter = host.health();
+    match &config.store {
+        StoreConfig::Memory => {
+            reporter
+                .set_serving::<MatchServiceServer<MatchGrpc>>()
+                .await
+        }
+        StoreConfig::Redis(_) => {
+            reporter
+                .set_not_serving::<MatchServiceServer<MatchGrpc>>()
+                .await;
+        }
+    }
     tokio::spawn(follow_health(
         Arc::clone(&matches),
         host.health(),

@@ -750,6 +750,32 @@ impl StoredEvent {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Whatever bytes a store returns, decoding answers with a value or `Corrupt`: never a
+        /// panic.
+        #[test]
+        fn decoding_never_panics(
+            text in ".{0,200}",
+            fields in proptest::collection::vec((".{0,12}", ".{0,40}"), 0..40),
+        ) {
+            let _ = unpack(&text);
+            let _ = StoredEvent::decode(&text);
+            let _ = Done::decode(&text);
+            let _ = Record::from_pairs("m", fields.clone(), 0);
+            let mut with_schema = fields;
+            with_schema.push(("v".into(), SCHEMA.into()));
+            with_schema.push(("variant".into(), "bughouse".into()));
+            let _ = Record::from_pairs("m", with_schema, 0);
+        }
+
+        /// Any list of strings packs and unpacks to itself.
+        #[test]
+        fn packing_round_trips(items in proptest::collection::vec(".{0,30}", 0..20)) {
+            let packed = pack(&items);
+            proptest::prop_assert_eq!(unpack(&packed).unwrap(), items);
+        }
+    }
+
     #[test]
     fn packing_survives_any_text() {
         let items = ["", "a:b", "12:x", "line\nbreak\ttab", "é✓", "9999999999"];

@@ -3,88 +3,33 @@
 //! every variant to mate, stalemate, resignation, agreed and claimed draws, bughouse matches,
 //! seat credentials and the platform credential, and refusals that change nothing.
 
+mod support;
+
+use arbiter_kit::ServeConfig;
 use arbiter_kit::auth::PlatformAuth;
-use arbiter_kit::{ServeConfig, ServeError};
 use arbiter_matches::MatchesConfig;
 use arbiter_proto::common::v1::{self as common, Variant};
 use arbiter_proto::matches::v1::{self as pb, match_service_client::MatchServiceClient};
-use std::collections::HashMap;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use support::*;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
-struct Server {
-    channel: Channel,
-    stop: Option<oneshot::Sender<()>>,
-    handle: JoinHandle<Result<(), ServeError>>,
-}
-
 async fn start_with(platform: PlatformAuth) -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let handle = tokio::spawn(arbiter_matches::serve(
-        listener,
-        ServeConfig::default(),
-        MatchesConfig::default(),
-        platform,
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    Server {
-        channel,
-        stop: Some(stop),
-        handle,
-    }
+    TestServer::start(|listener, shutdown| {
+        arbiter_matches::serve(
+            listener,
+            ServeConfig::default(),
+            MatchesConfig::default(),
+            platform,
+            shutdown,
+        )
+    })
+    .await
 }
 
 async fn start() -> Server {
     start_with(PlatformAuth::loopback_only()).await
-}
-
-impl Server {
-    fn client(&self) -> MatchServiceClient<Channel> {
-        MatchServiceClient::new(self.channel.clone())
-    }
-
-    async fn stop(mut self) {
-        self.stop.take().unwrap().send(()).unwrap();
-        self.handle.await.unwrap().unwrap();
-    }
-}
-
-fn bearer<T>(message: T, token: &str) -> Request<T> {
-    let mut r = Request::new(message);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    r
-}
-
-const A: i32 = pb::Board::A as i32;
-const B: i32 = pb::Board::B as i32;
-const WHITE: i32 = pb::Side::White as i32;
-const BLACK: i32 = pb::Side::Black as i32;
-
-/// A created match and its seat tokens by (board, side).
-#[derive(Clone, Debug)]
-struct Table {
-    id: String,
-    tokens: HashMap<(i32, i32), String>,
-    created: pb::CreateMatchResponse,
-}
-
-impl Table {
-    fn token(&self, board: i32, side: i32) -> &str {
-        &self.tokens[&(board, side)]
-    }
 }
 
 fn creation(variant: Variant, start: &str, rules: &[(&str, &str)]) -> pb::CreateMatchRequest {
@@ -109,23 +54,6 @@ fn creation(variant: Variant, start: &str, rules: &[(&str, &str)]) -> pb::Create
     }
 }
 
-async fn create_from(c: &mut MatchServiceClient<Channel>, req: pb::CreateMatchRequest) -> Table {
-    let r = c.create_match(req).await.unwrap().into_inner();
-    let tokens = r
-        .seats
-        .iter()
-        .map(|s| {
-            let seat = s.seat.clone().unwrap();
-            ((seat.board, seat.side), s.token.clone())
-        })
-        .collect();
-    Table {
-        id: r.state.as_ref().unwrap().match_id.clone(),
-        tokens,
-        created: r,
-    }
-}
-
 async fn create(
     c: &mut MatchServiceClient<Channel>,
     variant: Variant,
@@ -144,29 +72,6 @@ async fn get(c: &mut MatchServiceClient<Channel>, id: &str) -> pb::MatchState {
     .into_inner()
     .state
     .unwrap()
-}
-
-async fn make_move(
-    c: &mut MatchServiceClient<Channel>,
-    t: &Table,
-    board: i32,
-    side: i32,
-    mv: &str,
-    ply: u32,
-) -> Result<pb::MakeMoveResponse, Status> {
-    c.make_move(bearer(
-        pb::MakeMoveRequest {
-            match_id: t.id.clone(),
-            board,
-            side,
-            r#move: mv.into(),
-            expected_ply: ply,
-            ..Default::default()
-        },
-        t.token(board, side),
-    ))
-    .await
-    .map(tonic::Response::into_inner)
 }
 
 /// Plays `moves` on board A of a single-board game, each for the side to move.

@@ -416,6 +416,137 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
     }
 }
 
+/// Real contention: three clients per seat (sharing the seat's token) race to move on the same
+/// board at the same ply, with request ids; they retry some of their requests, and the two
+/// boards' drops race the captures that feed them. After every operation the match holds 64
+/// units; in the end every applied request is exactly one move event, and each retry was
+/// answered with what its request did.
+async fn contention<S: MatchStore>(m: Arc<Matches<S>>) {
+    use std::sync::Mutex;
+    /// One applied request: match id, request id, board, ply it made, its move.
+    type Applied = (String, String, BoardId, u32, String);
+    let applied: Arc<Mutex<Vec<Applied>>> = Arc::default();
+    let mut tables = Vec::new();
+    for i in 0..4 {
+        tables.push(Arc::new(
+            create(&m, creation(Variant::Bughouse, &format!("race{i}"))).await,
+        ));
+    }
+    let mut tasks = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        for (s, (board, color)) in [(A, White), (A, Black), (B, White), (B, Black)]
+            .into_iter()
+            .enumerate()
+        {
+            for client in 0..3 {
+                let (m, t, applied) = (Arc::clone(&m), Arc::clone(t), Arc::clone(&applied));
+                let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ ((i * 12 + s * 3 + client) as u64 + 1);
+                tasks.push(tokio::spawn(async move {
+                    for n in 0..40 {
+                        let r = m.get(&t.id).await.unwrap();
+                        if r.outcome.is_some() {
+                            break;
+                        }
+                        let b = &r.boards[board.index()];
+                        let pos = AnyPosition::from_text(Variant::Bughouse, &b.full_position(true))
+                            .unwrap();
+                        if pos.turn() != color {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            continue;
+                        }
+                        let moves = pos.legal_moves();
+                        if moves.is_empty() {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            continue;
+                        }
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        let uci = moves[(rng % moves.len() as u64) as usize].to_string();
+                        let request = format!("c{client}-{n}");
+                        // Let the other clients of this seat read the same ply: they race.
+                        tokio::task::yield_now().await;
+                        let play = || {
+                            m.play(
+                                &t.id,
+                                seat(board, color),
+                                Some(t.token(board, color)),
+                                &uci,
+                                b.ply,
+                                Locale::English,
+                                Some(&request),
+                            )
+                        };
+                        let first = play().await;
+                        if let Ok(a) = &first {
+                            assert!(!a.duplicate, "a fresh request id is never a duplicate");
+                            assert_eq!(units(&a.record), 64, "{}", bfen(&a.record));
+                            applied.lock().unwrap().push((
+                                t.id.clone(),
+                                format!("{board}{color}{request}"),
+                                board,
+                                a.played.ply,
+                                a.played.uci.clone(),
+                            ));
+                        }
+                        if rng.is_multiple_of(3) {
+                            // A retry: answered with what the first did, applied once.
+                            match (&first, play().await) {
+                                (Ok(a), Ok(again)) => {
+                                    assert!(again.duplicate);
+                                    assert_eq!(
+                                        (again.played.ply, &again.played.uci),
+                                        (a.played.ply, &a.played.uci)
+                                    );
+                                }
+                                (Err(_), Ok(again)) => {
+                                    panic!("a refused request became applied: {again:?}")
+                                }
+                                (Ok(a), Err(e)) => panic!("the retry of {a:?} failed: {e}"),
+                                (Err(_), Err(_)) => {}
+                            }
+                        }
+                        let now = m.get(&t.id).await.unwrap();
+                        assert_eq!(units(&now), 64, "{}", bfen(&now));
+                    }
+                }));
+            }
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let applied = applied.lock().unwrap().clone();
+    assert!(
+        applied.len() > 40,
+        "only {} moves were applied",
+        applied.len()
+    );
+    for t in &tables {
+        let mine: Vec<_> = applied.iter().filter(|a| a.0 == t.id).collect();
+        let events: Vec<(BoardId, u32, String)> = m
+            .events(&t.id, 0, usize::MAX)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|(_, e)| match e {
+                StoredEvent::Move {
+                    board, ply, uci, ..
+                } => Some((board, ply, uci)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(mine.len(), events.len(), "one event per applied request");
+        for (_, _, board, ply, uci) in mine {
+            assert!(
+                events.contains(&(*board, *ply, uci.clone())),
+                "{board} {ply} {uci}"
+            );
+        }
+        assert_eq!(units(&m.get(&t.id).await.unwrap()), 64);
+    }
+}
+
 async fn ttl_expiry<S: MatchStore>(m: &Matches<S>) {
     let mut c = creation(Variant::Chess, "ttl");
     c.match_id = "ttl-room".into();
@@ -443,7 +574,8 @@ async fn suite<S: MatchStore>(m: Arc<Matches<S>>, short: Matches<S>) {
     bughouse_lifecycle(&m).await;
     single_board_lifecycle(&m).await;
     retries_and_refusals(&m).await;
-    hammer(m).await;
+    hammer(Arc::clone(&m)).await;
+    contention(m).await;
     ttl_expiry(&short).await;
 }
 

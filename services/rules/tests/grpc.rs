@@ -1,74 +1,31 @@
 //! The rules service over real gRPC: a server on 127.0.0.1:0 per test, the generated client,
 //! every RPC, every error path, health, reflection, limits and graceful shutdown.
 
-use arbiter_kit::{ServeConfig, ServeError};
+mod support;
+
+use arbiter_kit::ServeConfig;
 use arbiter_proto::common::v1::{self as common, Variant};
-use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
-use arbiter_rules::{Limits, serve};
+use arbiter_proto::rules::v1 as rules;
+use arbiter_rules::Limits;
 use std::time::Duration;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tonic::transport::Channel;
+use support::{Server, chess, start_with};
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
-struct Server {
-    client: RulesServiceClient<Channel>,
-    channel: Channel,
-    stop: Option<oneshot::Sender<()>>,
-    handle: JoinHandle<Result<(), ServeError>>,
-}
-
-async fn start_with(limits: Limits, max_message_bytes: usize) -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let config = ServeConfig {
-        max_message_bytes,
-        ..ServeConfig::default()
-    };
-    let handle = tokio::spawn(serve(listener, config, limits, async {
-        let _ = stopped.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    Server {
-        client: RulesServiceClient::new(channel.clone()),
-        channel,
-        stop: Some(stop),
-        handle,
-    }
-}
-
 async fn start() -> Server {
     start_with(
+        ServeConfig {
+            max_message_bytes: 64 * 1024,
+            ..ServeConfig::default()
+        },
         Limits {
             max_moves: 64,
             max_pgn_bytes: 4096,
             max_perft_nodes: 1_000_000,
             ..Limits::default()
         },
-        64 * 1024,
     )
     .await
-}
-
-impl Server {
-    async fn stop(mut self) {
-        self.stop.take().unwrap().send(()).unwrap();
-        self.handle.await.unwrap().unwrap();
-    }
-}
-
-fn chess(text: &str) -> Option<common::Position> {
-    Some(common::Position {
-        variant: Variant::Chess as i32,
-        text: text.to_owned(),
-        ..Default::default()
-    })
 }
 
 const START: &str = "";
@@ -505,7 +462,7 @@ async fn oversize_message_is_refused() {
 #[tokio::test]
 async fn health_and_reflection() {
     let s = start().await;
-    let mut health = tonic_health::pb::health_client::HealthClient::new(s.channel.clone());
+    let mut health = tonic_health::pb::health_client::HealthClient::new(s.server.channel());
     for service in ["", "arbiter.rules.v1.RulesService"] {
         let r = health
             .check(tonic_health::pb::HealthCheckRequest {
@@ -525,7 +482,7 @@ async fn health_and_reflection() {
         ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
         server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
     };
-    let mut reflection = ServerReflectionClient::new(s.channel.clone());
+    let mut reflection = ServerReflectionClient::new(s.server.channel());
     let req = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
@@ -548,7 +505,7 @@ async fn health_and_reflection() {
 
 #[tokio::test]
 async fn shutdown_completes_in_flight_requests() {
-    let s = start_with(Limits::default(), ServeConfig::default().max_message_bytes).await;
+    let s = start_with(ServeConfig::default(), Limits::default()).await;
     let mut client = s.client.clone();
     // Long enough (about a second in either build) to still be running at shutdown.
     let (depth, nodes) = if cfg!(debug_assertions) {

@@ -10,3 +10,38 @@
 
 pub mod matches;
 pub mod rules;
+
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+/// Waits until the server's health service reports `service` as `SERVING` (a match service
+/// whose Redis is still connecting is `NOT_SERVING`), so that a run measures a ready server.
+/// Gives up after `timeout` with the last status seen.
+pub async fn wait_until_serving(
+    channel: Channel,
+    service: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    let mut health = HealthClient::new(channel);
+    loop {
+        let seen = match health
+            .check(HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await
+        {
+            Ok(r) if r.get_ref().status == ServingStatus::Serving as i32 => return Ok(()),
+            Ok(r) => format!("{:?}", r.get_ref().status()),
+            Err(status) => format!("{}: {}", status.code(), status.message()),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{service} was not serving after {timeout:?} (health: {seen})"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,5 +1,6 @@
 //! Test support shared by Arbiter's crates: a real Redis in a container, through
-//! testcontainers, that sets itself up.
+//! testcontainers, that sets itself up; a TCP proxy that can lose a reply; and a gRPC server
+//! under test on port 0 ([`grpc::TestServer`]).
 //!
 //! The tests use an image of their own, [`IMAGE`]:[`TAG`] (not the public `redis:7`, which a
 //! machine may hold built with other settings). When it is missing, the first test that needs
@@ -12,6 +13,8 @@
 //! protected mode off), so either image behaves the same; a stopped and restarted container
 //! keeps its data.
 #![warn(missing_docs)]
+
+pub mod grpc;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -115,6 +118,10 @@ pub fn ensure_image() {
 }
 
 async fn start(port: Option<u16>) -> Redis {
+    start_with(port, &[]).await
+}
+
+async fn start_with(port: Option<u16>, extra: &[&str]) -> Redis {
     // Building may take a minute: keep it off the async workers.
     tokio::task::spawn_blocking(ensure_image)
         .await
@@ -122,7 +129,7 @@ async fn start(port: Option<u16>) -> Redis {
     let image = GenericImage::new(IMAGE, TAG)
         .with_exposed_port(6379.tcp())
         .with_wait_for(WaitFor::message_on_stdout("Ready to accept connections"));
-    let request = image.with_cmd([
+    let mut cmd: Vec<String> = [
         "redis-server",
         "--protected-mode",
         "no",
@@ -136,7 +143,11 @@ async fn start(port: Option<u16>) -> Redis {
         "yes",
         "--appendfsync",
         "always",
-    ]);
+    ]
+    .map(String::from)
+    .into();
+    cmd.extend(extra.iter().map(|a| (*a).to_owned()));
+    let request = image.with_cmd(cmd);
     let request = match port {
         Some(p) => request.with_mapped_port(p, 6379.tcp()),
         None => request,
@@ -161,4 +172,69 @@ pub async fn redis() -> Redis {
 /// A fresh Redis on host port `port` (which it keeps across a stop and start).
 pub async fn redis_on(port: u16) -> Redis {
     start(Some(port)).await
+}
+
+/// A fresh Redis with extra `redis-server` arguments (`--requirepass`, `--maxmemory-policy`, …).
+pub async fn redis_with(extra: &[&str]) -> Redis {
+    start_with(None, extra).await
+}
+
+/// A TCP proxy in front of a server, for tests of lost replies: it forwards both ways, and when
+/// told to, drops the next reply it sees from the server and cuts that connection (the client
+/// then sees the request fail, although the server did the work).
+#[derive(Debug)]
+pub struct Proxy {
+    /// The address clients connect to.
+    pub addr: std::net::SocketAddr,
+    drop_next: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    /// A proxy to `target`, on a free local port.
+    pub async fn start(target: std::net::SocketAddr) -> Proxy {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("the proxy's address");
+        let drop_next = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&drop_next);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(target).await else {
+                    continue;
+                };
+                let flag = std::sync::Arc::clone(&flag);
+                tokio::spawn(async move {
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = server.into_split();
+                    let upstream = tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                    });
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match server_read.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if flag.swap(false, Ordering::SeqCst) {
+                            break; // the reply is lost, and the connection with it
+                        }
+                        if client_write.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    upstream.abort();
+                });
+            }
+        });
+        Proxy { addr, drop_next }
+    }
+
+    /// Drops the next reply from the server (and that connection).
+    pub fn drop_next_reply(&self) {
+        self.drop_next
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }

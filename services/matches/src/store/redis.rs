@@ -331,6 +331,10 @@ impl RedisStore {
         let client = config.client()?;
         let conn = Arc::new(std::sync::OnceLock::new());
         let slot = Arc::clone(&conn);
+        let scripts: Vec<Script> = [CREATE, LOAD, MOVE, END, OFFER]
+            .into_iter()
+            .map(script)
+            .collect();
         tokio::spawn(async move {
             let mut delay = Duration::from_millis(100);
             loop {
@@ -340,7 +344,15 @@ impl RedisStore {
                     .set_number_of_retries(2)
                     .set_max_delay(500);
                 match ConnectionManager::new_with_config(client.clone(), manager).await {
-                    Ok(c) => {
+                    Ok(mut c) => {
+                        // Loaded up front, so that no change pays a NOSCRIPT round trip (and
+                        // a lost reply is the change's own); after a Redis restart the client
+                        // loads them again on NOSCRIPT.
+                        for s in &scripts {
+                            if let Err(e) = s.prepare_invoke().load_async(&mut c).await {
+                                tracing::warn!(error = %e, "cannot load a script yet");
+                            }
+                        }
                         let _ = slot.set(c);
                         tracing::info!("connected to Redis");
                         return;
