@@ -38,10 +38,12 @@ struct Registry {
 }
 
 /// The watchers of this process.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Watchers {
     registry: Mutex<Registry>,
     limits: WatchLimits,
+    /// Whether any watch is open: the Redis listener subscribes only while one is.
+    watched: tokio::sync::watch::Sender<bool>,
 }
 
 /// One open watch: its match's notification; leaving when dropped.
@@ -69,6 +71,9 @@ impl Drop for Watch {
                 r.by_match.remove(&self.id);
             }
         }
+        if r.total == 0 {
+            self.watchers.watched.send_replace(false);
+        }
     }
 }
 
@@ -87,6 +92,7 @@ impl Watchers {
         Watchers {
             registry: Mutex::default(),
             limits,
+            watched: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -107,6 +113,9 @@ impl Watchers {
         watched.watchers += 1;
         let notify = Arc::clone(&watched.notify);
         r.total += 1;
+        if r.total == 1 {
+            self.watched.send_replace(true);
+        }
         Ok(Watch {
             watchers: Arc::clone(self),
             id: id.to_owned(),
@@ -129,6 +138,12 @@ impl Watchers {
         for w in r.by_match.values() {
             w.notify.notify_waiters();
         }
+    }
+
+    /// Follows whether any watch is open in this process (true from the first until the last
+    /// closes).
+    pub fn watched(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.watched.subscribe()
     }
 
     /// Watch streams open now.
@@ -158,10 +173,15 @@ mod tests {
         assert_eq!(w.join("a").unwrap_err(), WatchRefused::PerMatch(2));
         let _b = w.join("b").unwrap();
         assert_eq!(w.join("c").unwrap_err(), WatchRefused::Total(3));
+        let watched = w.watched();
+        assert!(*watched.borrow());
         drop(a1);
         assert_eq!(w.open(), 2);
-        let _c = w.join("c").unwrap();
+        let c = w.join("c").unwrap();
         assert_eq!(w.open(), 3);
+        drop((c, _a2, _b));
+        assert_eq!(w.open(), 0);
+        assert!(!*watched.borrow(), "no watch open");
     }
 
     #[tokio::test]

@@ -235,6 +235,46 @@ async fn shutdown_ends_watch_streams() {
     }
 }
 
+/// A watcher on one replica sees the moves made through another at once: the replicas share
+/// one Redis, and the mover's replica announces each change, which wakes the watcher's (nothing
+/// polls). The watcher's replica subscribes only once it has a watcher.
+#[tokio::test]
+async fn watchers_follow_moves_made_on_another_replica() {
+    let redis = arbiter_testkit::redis().await;
+    let one = start(config(StoreConfig::redis(redis.url.clone()))).await;
+    let two = start(config(StoreConfig::redis(redis.url.clone()))).await;
+    one.health_becomes(SERVICE, ServingStatus::Serving).await;
+    two.health_becomes(SERVICE, ServingStatus::Serving).await;
+    let mut c1 = one.client();
+    let t = create_from(&mut c1, chess_game(["ann", "bob"], "")).await;
+    let mut watch = two
+        .client()
+        .watch_match(pb::WatchMatchRequest {
+            match_id: t.id.clone(),
+            after_seq: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    for (ply, (side, mv)) in [(WHITE, "e4"), (BLACK, "e5"), (WHITE, "Nf3")]
+        .into_iter()
+        .enumerate()
+    {
+        make_move(&mut c1, &t, A, side, mv, ply as u32)
+            .await
+            .unwrap();
+        let event = tokio::time::timeout(Duration::from_secs(5), watch.message())
+            .await
+            .expect("the other replica's watcher is woken")
+            .unwrap()
+            .expect("an event");
+        assert_eq!(event.seq, ply as u64 + 1, "{event:?}");
+    }
+    drop(watch);
+    one.stop().await;
+    two.stop().await;
+}
+
 /// Health follows Redis: SERVING while it answers, NOT_SERVING while it is away (the calls fail
 /// with UNAVAILABLE), SERVING again when it returns — and NOT_SERVING while Redis is set to
 /// evict keys.

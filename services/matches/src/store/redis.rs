@@ -706,17 +706,29 @@ impl MatchStore for RedisStore {
     }
 }
 
+/// How long the listener stays subscribed after the last local watcher has gone (so that a
+/// watcher count flapping between 0 and 1 does not reconnect each time).
+const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
+
 /// Listens for the changes every replica announces on [`CHANGES`] and wakes the local watchers
-/// of each changed match, until `shutdown` turns true. One subscription per process; after a
-/// lost connection it reconnects and wakes every watcher, who read again by sequence number.
+/// of each changed match, until `shutdown` turns true. One subscription per process, held only
+/// while the process has watchers (a replica nobody watches through receives nothing), dropped
+/// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription it wakes every
+/// watcher, who read again by sequence number whatever was announced before.
 pub async fn listen_for_changes(
     client: redis::Client,
     watchers: Arc<crate::watchers::Watchers>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
+    use crate::watchers::until_down;
     use tokio_stream::StreamExt;
+    let mut watched = watchers.watched();
     let mut delay = Duration::from_millis(100);
     loop {
+        tokio::select! {
+            r = watched.wait_for(|w| *w) => if r.is_err() { return },
+            () = until_down(&mut shutdown) => return,
+        }
         let subscribed = async {
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(CHANGES).await?;
@@ -724,14 +736,18 @@ pub async fn listen_for_changes(
         };
         let pubsub = tokio::select! {
             r = subscribed => r,
-            () = crate::watchers::until_down(&mut shutdown) => return,
+            () = until_down(&mut shutdown) => return,
         };
         match pubsub {
             Ok(mut pubsub) => {
                 delay = Duration::from_millis(100);
-                // Whatever was announced while disconnected: read again.
+                // Whatever was announced before this subscription: read again.
                 watchers.wake_all();
                 let mut messages = pubsub.on_message();
+                let idle = tokio::time::sleep(UNSUBSCRIBE_AFTER);
+                tokio::pin!(idle);
+                // The last watcher may have gone while subscribing.
+                let mut idle_armed = !*watched.borrow_and_update();
                 loop {
                     tokio::select! {
                         m = messages.next() => match m {
@@ -740,12 +756,33 @@ pub async fn listen_for_changes(
                                     watchers.wake(&id);
                                 }
                             }
-                            None => break,
+                            None => {
+                                tracing::warn!(
+                                    "lost the Redis subscription to match changes; reconnecting"
+                                );
+                                break;
+                            }
                         },
-                        () = crate::watchers::until_down(&mut shutdown) => return,
+                        r = watched.changed() => {
+                            if r.is_err() {
+                                return;
+                            }
+                            idle_armed = !*watched.borrow_and_update();
+                            if idle_armed {
+                                idle.as_mut().reset(tokio::time::Instant::now() + UNSUBSCRIBE_AFTER);
+                            }
+                        }
+                        () = &mut idle, if idle_armed => {
+                            tracing::debug!("no watchers left; unsubscribing from match changes");
+                            break;
+                        }
+                        () = until_down(&mut shutdown) => return,
                     }
                 }
-                tracing::warn!("lost the Redis subscription to match changes; reconnecting");
+                if !*watched.borrow() {
+                    // Unsubscribed for want of watchers: wait for the next one, no delay.
+                    continue;
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot subscribe to match changes yet; retrying");
@@ -753,7 +790,7 @@ pub async fn listen_for_changes(
         }
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
-            () = crate::watchers::until_down(&mut shutdown) => return,
+            () = until_down(&mut shutdown) => return,
         }
         delay = (delay * 2).min(Duration::from_secs(5));
     }
