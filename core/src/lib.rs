@@ -12,6 +12,7 @@
 //! - [`AnyPosition`]: one dynamic type over every implemented variant, for services and the CLI.
 //! - [`Game`]: a position plus its history, knowing every ending (automatic and claimable).
 //! - [`pgn`]: PGN reading and writing for any variant.
+//! - [`clock`]: time controls and the clock state machine (lag compensation, delays, stages).
 #![warn(missing_docs)]
 
 pub mod any;
@@ -19,6 +20,7 @@ pub mod bitboard;
 pub mod bughouse;
 pub mod byzantine;
 pub mod chess;
+pub mod clock;
 pub mod crazyhouse;
 pub mod figures;
 pub mod game;
