@@ -162,11 +162,14 @@ pub enum EndReason {
     BareKing,
     /// Byzantine Citadel: a king entered its far citadel (a draw).
     CitadelEntry,
+    /// The game was called off with no result: a side did not make its first move in time. The
+    /// score that goes with it is meaningless (stored as ½–½); nothing is rated.
+    Aborted,
 }
 
 impl EndReason {
     /// Every reason, in declaration order.
-    pub const ALL: [EndReason; 13] = [
+    pub const ALL: [EndReason; 14] = [
         EndReason::Checkmate,
         EndReason::Stalemate,
         EndReason::DeadPosition,
@@ -180,6 +183,7 @@ impl EndReason {
         EndReason::TimeoutVsInsufficientMaterial,
         EndReason::BareKing,
         EndReason::CitadelEntry,
+        EndReason::Aborted,
     ];
 
     /// The reason with this stable name.
@@ -203,6 +207,7 @@ impl EndReason {
             EndReason::TimeoutVsInsufficientMaterial => "timeout-vs-insufficient-material",
             EndReason::BareKing => "bare-king",
             EndReason::CitadelEntry => "citadel-entry",
+            EndReason::Aborted => "aborted",
         }
     }
 

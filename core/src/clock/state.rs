@@ -473,6 +473,20 @@ impl Clock {
         Ok(self.commit(color, &plan, &result, now))
     }
 
+    /// `color`'s side after one more move: move counts and stage advanced (the next stage's
+    /// time is the plan's `stage_ms`); remaining time and quota unchanged.
+    pub fn advanced(&self, color: Color) -> Side {
+        let stages = self.control.stages();
+        let mut side = *self.side(color);
+        side.moves = side.moves.saturating_add(1);
+        side.stage_moves += 1;
+        if stages[usize::from(side.stage)].moves == Some(side.stage_moves) {
+            side.stage = (usize::from(side.stage) + 1).min(stages.len() - 1) as u8;
+            side.stage_moves = 0;
+        }
+        side
+    }
+
     /// Records a press whose plan was applied elsewhere (by a store's script) with `result`.
     pub fn commit(
         &mut self,
@@ -481,17 +495,10 @@ impl Clock {
         result: &PressResult,
         now: u64,
     ) -> Pressed {
-        let stages = self.control.stages().len();
-        let stage_moves_cap = self.control.stages();
-        let side = &mut self.sides[color.index()];
+        let mut side = self.advanced(color);
         side.remaining_ms = result.remaining_ms;
         side.quota_ms = result.quota_ms;
-        side.moves = side.moves.saturating_add(1);
-        side.stage_moves += 1;
-        if stage_moves_cap[usize::from(side.stage)].moves == Some(side.stage_moves) {
-            side.stage = (usize::from(side.stage) + 1).min(stages - 1) as u8;
-            side.stage_moves = 0;
-        }
+        self.sides[color.index()] = side;
         self.phase = match self.phase {
             Phase::Opening {
                 window_ms,

@@ -137,13 +137,15 @@ pub fn end_reason_to_proto(reason: EndReason) -> common::EndReason {
         }
         EndReason::BareKing => common::EndReason::BareKing,
         EndReason::CitadelEntry => common::EndReason::CitadelEntry,
+        EndReason::Aborted => common::EndReason::Aborted,
     }
 }
 
 /// Encodes an outcome.
 pub fn outcome_to_proto(o: Outcome) -> common::Outcome {
     common::Outcome {
-        score: Some(common::Score {
+        // An aborted game has no result.
+        score: (o.reason != EndReason::Aborted).then(|| common::Score {
             white_quarters: u32::from(o.score.quarters(Color::White)),
             black_quarters: u32::from(o.score.quarters(Color::Black)),
             text: o.score.to_string(),

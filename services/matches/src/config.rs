@@ -52,6 +52,9 @@ pub struct MatchLimits {
     pub max_plies: u32,
     /// Watch streams, in total and per match.
     pub watchers: WatchLimits,
+    /// How long each side of a single-board game with clocks has for its first move (untimed)
+    /// before the game is aborted, in ms.
+    pub first_move_ms: u64,
 }
 
 impl Default for MatchLimits {
@@ -60,6 +63,7 @@ impl Default for MatchLimits {
             max_matches: 100_000,
             max_plies: 12_000,
             watchers: WatchLimits::default(),
+            first_move_ms: 30_000,
         }
     }
 }
@@ -131,6 +135,10 @@ pub struct MatchesArgs {
     /// Watch streams open at once on one match.
     #[arg(long, env = "ARBITER_MAX_WATCHERS_PER_MATCH", default_value_t = WatchLimits::default().per_match)]
     pub max_watchers_per_match: usize,
+    /// Seconds each side of a single-board game with clocks has for its first (untimed) move
+    /// before the game is aborted with no result.
+    #[arg(long, env = "ARBITER_FIRST_MOVE_SECS", default_value_t = 30)]
+    pub first_move_secs: u64,
     /// Seconds between checks of the store's health (reachable; Redis evicting nothing).
     #[arg(long, env = "ARBITER_HEALTH_INTERVAL_SECS", default_value_t = 2)]
     pub health_interval_secs: u64,
@@ -162,6 +170,7 @@ impl std::fmt::Debug for MatchesArgs {
             .field("max_plies", &self.max_plies)
             .field("max_watchers", &self.max_watchers)
             .field("max_watchers_per_match", &self.max_watchers_per_match)
+            .field("first_move_secs", &self.first_move_secs)
             .field("health_interval_secs", &self.health_interval_secs)
             .field("seat_key_file", &self.seat_key_file)
             .field("seat_key", &self.seat_key.as_ref().map(|_| "***"))
@@ -236,6 +245,7 @@ impl MatchesArgs {
                     total: self.max_watchers,
                     per_match: self.max_watchers_per_match,
                 },
+                first_move_ms: self.first_move_secs.clamp(1, 86_400) * 1000,
             },
             health_interval: Duration::from_secs(self.health_interval_secs.max(1)),
         })

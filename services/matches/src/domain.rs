@@ -10,13 +10,16 @@
 //! the other board, which can only add to this board's reserves, is never overwritten.
 
 use crate::config::MatchLimits;
-use crate::error::{MatchError, NOT_CLAIMABLE, NOT_YOUR_TURN, STALE_PLY};
-use crate::record::{BoardRecord, Done, LastMove, Record, StoredEvent, done_key, pack};
+use crate::error::{CLOCK_PAUSED, MatchError, NO_CLOCK, NOT_CLAIMABLE, NOT_YOUR_TURN, STALE_PLY};
+use crate::record::{
+    BoardRecord, Done, LastMove, Record, StoredEvent, done_key, encode_clock, pack,
+};
 use crate::seats::{SeatKey, random_hex};
 use crate::store::{
-    ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
-    OfferCommit, ReserveDelta,
+    ChangeResult, ClockChange, ClockCommit, ClockPress, CreateResult, EndCommit, HistoryUpdate,
+    MatchStore, MoveCommit, MoveResult, OfferCommit, ReserveDelta, Timing,
 };
+use arbiter_core::clock::{Clock, ClockError, Phase, TimeControl};
 use crate::watchers::Watchers;
 use arbiter_core::bughouse::{self, BoardId, Match, MatchOutcome, Seat, Team};
 use arbiter_core::crazyhouse::HouseRules;
@@ -42,6 +45,12 @@ pub const MAX_START_BYTES: usize = 512;
 
 /// How often a change is judged again on fresh data before the request is refused.
 const ATTEMPTS: usize = 4;
+/// How long a replica holds a due deadline it claimed before another may take it over.
+pub const CLAIM_LEASE_MS: u64 = 5_000;
+/// How many due matches the flag worker claims at once.
+const CLAIM_BATCH: usize = 256;
+/// The flag worker reads the index at least this often, whatever it was told.
+const MAX_FLAG_SLEEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A new match, as the platform describes it.
 #[derive(Clone, Debug, Default)]
@@ -256,6 +265,52 @@ fn single_outcome(o: Outcome) -> MatchOutcome {
     }
 }
 
+/// The simple delay of each stage of `record`'s time control (empty without clocks).
+fn delays_of(record: &Record) -> Vec<u64> {
+    record.control.as_ref().map_or_else(Vec::new, |c| {
+        c.stages().iter().map(|s| s.bonus.simple_delay_ms()).collect()
+    })
+}
+
+/// The refusal of a press the clock cannot take.
+fn clock_refusal(e: ClockError) -> MatchError {
+    match e {
+        ClockError::Paused => {
+            MatchError::precondition(CLOCK_PAUSED, "the clocks are paused; wait for the resume")
+        }
+        ClockError::Over | ClockError::OutOfTime(_) => MatchError::over(),
+        other => MatchError::precondition(NOT_YOUR_TURN, other.to_string()),
+    }
+}
+
+/// The press that goes with `mover`'s move on `board` of `record`, if the match has clocks.
+fn clock_press(
+    record: &Record,
+    board: BoardId,
+    mover: Color,
+    lag_ms: u64,
+) -> Result<Option<ClockPress>, MatchError> {
+    let Some(clock) = &record.boards[board.index()].clock else {
+        return Ok(None);
+    };
+    let plan = clock.plan_press(mover, lag_ms).map_err(clock_refusal)?;
+    Ok(Some(ClockPress {
+        expected: encode_clock(clock),
+        plan,
+        mover,
+        after: clock.advanced(mover),
+        opening_window: match clock.phase() {
+            Phase::Opening {
+                other_moved: false,
+                window_ms,
+                ..
+            } => Some(window_ms),
+            _ => None,
+        },
+        delays: delays_of(record),
+    }))
+}
+
 /// The side of the match a seat belongs to: its colour, or in bughouse its team (White for
 /// team 1), as scores and draw offers count them.
 fn match_side(record: &Record, seat: Seat) -> Color {
@@ -310,6 +365,7 @@ fn plan_single(
     text: &str,
     expected_ply: u32,
     locale: Locale,
+    lag_ms: u64,
 ) -> Result<Plan, Refusal> {
     if record.outcome.is_some() {
         return Err(MatchError::over().into());
@@ -329,6 +385,7 @@ fn plan_single(
     let m = state
         .check_text(text, Notation::Auto, locale)
         .map_err(game_error)?;
+    let clock = clock_press(record, BoardId::A, seat.color, lag_ms)?;
     let san = state.position().move_to_san(m, locale);
     let uci = m.to_string();
     state.play_checked(m);
@@ -371,6 +428,7 @@ fn plan_single(
             side: seat.color,
             end,
             request: None,
+            clock,
         },
         played: PlayedMove {
             board: BoardId::A,
@@ -405,6 +463,7 @@ fn plan_bughouse(
     text: &str,
     expected_ply: u32,
     locale: Locale,
+    lag_ms: u64,
 ) -> Result<Plan, Refusal> {
     let mut m = bughouse_match(record)?;
     let mv = match m.check(seat, text, expected_ply, locale) {
@@ -423,6 +482,7 @@ fn plan_bughouse(
             return Err(MatchError::invalid("move", e.to_string()).into());
         }
     };
+    let clock = clock_press(record, seat.board, seat.color, lag_ms)?;
     let played = m.play_checked(seat, mv, locale);
     let status = BoardId::BOTH
         .into_iter()
@@ -474,6 +534,7 @@ fn plan_bughouse(
             side: match_side(record, seat),
             end: played.outcome,
             request: None,
+            clock,
         },
         played: PlayedMove {
             board: seat.board,
@@ -495,6 +556,7 @@ pub struct Matches<S> {
     key: SeatKey,
     watchers: Arc<Watchers>,
     max_plies: u32,
+    first_move_ms: u64,
 }
 
 impl<S: MatchStore> Matches<S> {
@@ -505,6 +567,7 @@ impl<S: MatchStore> Matches<S> {
             key,
             watchers: Arc::new(Watchers::new(limits.watchers)),
             max_plies: limits.max_plies,
+            first_move_ms: limits.first_move_ms,
         }
     }
 
@@ -512,6 +575,11 @@ impl<S: MatchStore> Matches<S> {
     /// Redis store's announcements wake them for changes made by other replicas).
     pub fn watchers(&self) -> &Arc<Watchers> {
         &self.watchers
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     /// Whether the store works: `Err` with the reason while it cannot serve (for health).
@@ -541,6 +609,16 @@ impl<S: MatchStore> Matches<S> {
         }
         let time_control = c.time_control.trim();
         check_text("time_control", time_control, MAX_TIME_CONTROL_BYTES)?;
+        let control = if time_control.is_empty() {
+            None
+        } else {
+            Some(
+                TimeControl::parse(time_control)
+                    .map_err(|e| MatchError::invalid("time_control", e.to_string()))?,
+            )
+        };
+        let canonical_tc = control.as_ref().map_or_else(String::new, ToString::to_string);
+        let time_control = canonical_tc.as_str();
         let expected = if bughouse { 4 } else { 2 };
         if c.players.len() != expected {
             return Err(MatchError::invalid(
@@ -584,7 +662,7 @@ impl<S: MatchStore> Matches<S> {
                 format!("at most {MAX_START_BYTES} bytes"),
             ));
         }
-        let (start, boards, rules) = if bughouse {
+        let (start, boards, rules, turns) = if bughouse {
             if let Some((name, _)) = c.rules.0.first() {
                 return Err(MatchError::invalid(
                     "start.rules",
@@ -625,6 +703,7 @@ impl<S: MatchStore> Matches<S> {
                 m.to_bfen(),
                 vec![board(BoardId::A), board(BoardId::B)],
                 RuleOptions::default(),
+                vec![m.board(BoardId::A).turn(), m.board(BoardId::B).turn()],
             )
         } else {
             let pos =
@@ -649,6 +728,7 @@ impl<S: MatchStore> Matches<S> {
                     state.history().to_vec(),
                 )],
                 pos.rule_options(),
+                vec![pos.turn()],
             )
         };
         let spec = {
@@ -682,6 +762,22 @@ impl<S: MatchStore> Matches<S> {
         } else {
             self.key.request_key(&c.request_id)
         };
+        let mut boards = boards;
+        if let Some(control) = &control {
+            // Bughouse: four clocks started together; a single board: lichess's start (each
+            // side's first move untimed, within the first-move window).
+            let now = self.store.now().await?;
+            for (b, &turn) in boards.iter_mut().zip(&turns) {
+                let mut clock = Clock::new(control.clone());
+                let started = if bughouse {
+                    clock.start(turn, now)
+                } else {
+                    clock.start_after_first_moves(turn, now, self.first_move_ms)
+                };
+                started.map_err(|e| corrupt(e.to_string()))?;
+                b.clock = Some(clock);
+            }
+        }
         let record = Record {
             id: id.clone(),
             nonce: random_hex(),
@@ -691,6 +787,7 @@ impl<S: MatchStore> Matches<S> {
             rules,
             players,
             time_control: time_control.to_owned(),
+            control,
             start,
             boards,
             outcome: None,
@@ -810,7 +907,8 @@ impl<S: MatchStore> Matches<S> {
     }
 
     /// Plays `text` for the seat `seat_ref` (whose token is `token`) if its board is at
-    /// `expected_ply`.
+    /// `expected_ply`; with clocks, `lag_ms` is the lag the client reports (compensated within
+    /// its quota).
     #[allow(clippy::too_many_arguments)]
     pub async fn play(
         &self,
@@ -821,6 +919,7 @@ impl<S: MatchStore> Matches<S> {
         expected_ply: u32,
         locale: Locale,
         request_id: Option<&str>,
+        lag_ms: u64,
     ) -> Result<MoveAnswer, MatchError> {
         let text = text.trim();
         if text.is_empty() {
@@ -857,9 +956,9 @@ impl<S: MatchStore> Matches<S> {
                     ),
                 }))
             } else if record.is_bughouse() {
-                plan_bughouse(&record, seat, text, expected_ply, locale)
+                plan_bughouse(&record, seat, text, expected_ply, locale, lag_ms)
             } else {
-                plan_single(&record, seat, text, expected_ply, locale)
+                plan_single(&record, seat, text, expected_ply, locale, lag_ms)
             };
             let plan = match plan {
                 Ok(plan) => plan,
@@ -923,6 +1022,11 @@ impl<S: MatchStore> Matches<S> {
                             "this request id was used for another kind of action",
                         )),
                     };
+                }
+                MoveResult::Late(_) => {
+                    // A flag fell before the move came: the match ends on time, not with it.
+                    self.end_on_time(id).await?;
+                    return refused(MatchError::over(), self.get(id).await?).await;
                 }
                 MoveResult::Missing => return Err(MatchError::NotFound(id.to_owned())),
             }
@@ -1059,6 +1163,7 @@ impl<S: MatchStore> Matches<S> {
             guard: None,
             outcome,
             request: request.clone(),
+            delays: delays_of(&record),
         };
         let result = self.store.commit_end(id, &commit).await?;
         self.change(id, result, request.as_deref()).await
@@ -1084,6 +1189,7 @@ impl<S: MatchStore> Matches<S> {
                 reason: EndReason::Agreement,
             },
             request: request.clone(),
+            delays: delays_of(&record),
         };
         let result = self.store.commit_offer(id, &commit).await?;
         self.change(id, result, request.as_deref()).await
@@ -1136,6 +1242,7 @@ impl<S: MatchStore> Matches<S> {
                 guard: Some((BoardId::A, record.boards[0].ply)),
                 outcome: single_outcome(outcome),
                 request: request.clone(),
+                delays: delays_of(&record),
             };
             match self.store.commit_end(id, &commit).await? {
                 ChangeResult::Stale(now) => {
@@ -1178,6 +1285,12 @@ impl<S: MatchStore> Matches<S> {
             ChangeResult::Stale(_) => Err(MatchError::PermissionDenied(
                 "the match was created again since; the token is not valid any more".into(),
             )),
+            ChangeResult::Late(_) => {
+                self.end_on_time(id).await?;
+                let record = self.get(id).await?;
+                self.refused_change(id, MatchError::over(), record, request)
+                    .await
+            }
             ChangeResult::Missing => Err(MatchError::NotFound(id.to_owned())),
         }
     }
@@ -1200,6 +1313,267 @@ impl<S: MatchStore> Matches<S> {
             });
         }
         Err(e)
+    }
+
+    /// The store's time (Unix ms): the time base of the clocks.
+    pub async fn now(&self) -> Result<u64, MatchError> {
+        Ok(self.store.now().await?)
+    }
+
+    /// Ends match `id` on time if one of its deadlines has passed: a flag (a loss, a draw when
+    /// the opponent cannot possibly mate; in bughouse always a loss for the team, both boards'
+    /// clocks stopping at that instant) or a no-show (aborted, no result). Idempotent: a match
+    /// already over, or not due, is left alone (and filed again at its real deadline). Returns
+    /// whether this call ended it.
+    pub async fn end_on_time(&self, id: &str) -> Result<bool, MatchError> {
+        for _ in 0..ATTEMPTS {
+            let Some(record) = self.store.load(id).await? else {
+                self.store.reindex(id, None).await?;
+                return Ok(false);
+            };
+            if record.outcome.is_some() {
+                self.store.reindex(id, None).await?;
+                return Ok(false);
+            }
+            let now = self.store.now().await?;
+            let due = record
+                .boards
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| Some((BoardId::BOTH[i], b.clock.as_ref()?.deadline()?)))
+                .filter(|(_, d)| d.at <= now)
+                .min_by_key(|(_, d)| d.at);
+            let Some((board, deadline)) = due else {
+                self.store.reindex(id, record.deadline()).await?;
+                return Ok(false);
+            };
+            let outcome = if deadline.no_show {
+                MatchOutcome {
+                    score: Score::DRAW,
+                    board: record.is_bughouse().then_some(board),
+                    reason: EndReason::Aborted,
+                }
+            } else if record.is_bughouse() {
+                let mut m = bughouse_match(&record)?;
+                m.flag_fall(Seat::new(board, deadline.color))
+                    .map_err(|e| corrupt(e.to_string()))?
+            } else {
+                let mut state = single_state(&record)?;
+                single_outcome(
+                    state
+                        .flag_fall(deadline.color)
+                        .map_err(|e| corrupt(e.to_string()))?,
+                )
+            };
+            let mut clocks = Vec::new();
+            let mut events = Vec::new();
+            for (i, b) in record.boards.iter().enumerate() {
+                let Some(clock) = &b.clock else { continue };
+                let mut after = clock.clone();
+                let id_b = BoardId::BOTH[i];
+                if id_b == board {
+                    after.expire(deadline.at).map_err(|e| corrupt(e.to_string()))?;
+                } else if after.stop(deadline.at).is_err() {
+                    continue;
+                }
+                events.push(StoredEvent::clock(id_b, &after, deadline.at).encode());
+                clocks.push(ClockChange {
+                    board: id_b,
+                    expected: encode_clock(clock),
+                    clock: after,
+                });
+            }
+            let commit = ClockCommit {
+                nonce: record.nonce.clone(),
+                clocks,
+                timing: Timing::Due(deadline.at),
+                events,
+                end: Some(outcome),
+                request: None,
+            };
+            match self.store.commit_clock(id, &commit).await? {
+                ChangeResult::Applied(_) => {
+                    self.watchers.wake(id);
+                    tracing::debug!(
+                        match_id = id,
+                        late_ms = now.saturating_sub(deadline.at),
+                        "ended on time"
+                    );
+                    return Ok(true);
+                }
+                ChangeResult::Over(_) | ChangeResult::Missing => return Ok(false),
+                // Changed meanwhile (a move in time): judge again.
+                _ => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// Ends on time every match whose deadline has passed, waking at the earliest deadline of
+    /// the index (and whenever a new earlier one is announced), until `shutdown` turns true.
+    /// Several replicas may run it: each claims due matches with a lease, and ending a match is
+    /// idempotent.
+    pub async fn run_flag_worker(&self, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let notify = self.store.deadline_changed();
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let sleep = match self.store.next_deadline().await {
+                Ok((Some(at), now)) if at <= now => std::time::Duration::ZERO,
+                Ok((Some(at), now)) => {
+                    std::time::Duration::from_millis(at - now).min(MAX_FLAG_SLEEP)
+                }
+                Ok((None, _)) => MAX_FLAG_SLEEP,
+                Err(e) => {
+                    tracing::debug!(error = %e, "flag worker cannot read the deadline index");
+                    MAX_FLAG_SLEEP
+                }
+            };
+            if !sleep.is_zero() {
+                tokio::select! {
+                    () = tokio::time::sleep(sleep) => {}
+                    () = notify.notified() => continue,
+                    () = crate::watchers::until_down(&mut shutdown) => return,
+                }
+            }
+            let due = match self.store.claim_due(CLAIM_LEASE_MS, CLAIM_BATCH).await {
+                Ok(due) => due,
+                Err(e) => {
+                    tracing::debug!(error = %e, "flag worker cannot claim deadlines");
+                    continue;
+                }
+            };
+            for id in due {
+                if let Err(e) = self.end_on_time(&id).await {
+                    tracing::warn!(match_id = %id, error = %e, "cannot end a match on time yet");
+                }
+            }
+        }
+    }
+
+    /// Pauses every running clock of the match (a platform action), at the store's time.
+    pub async fn pause_clocks(
+        &self,
+        id: &str,
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        self.clock_action(id, request_id, |clock, now| clock.pause(now))
+            .await
+    }
+
+    /// Resumes the match's paused clocks (a platform action).
+    pub async fn resume_clocks(
+        &self,
+        id: &str,
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        self.clock_action(id, request_id, |clock, now| clock.resume(now))
+            .await
+    }
+
+    /// Gives `ms` more to the clock of `seat_ref` (a platform action).
+    pub async fn add_time(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        ms: u64,
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        if ms == 0 {
+            return Err(MatchError::invalid("ms", "must be positive"));
+        }
+        let record = self.get(id).await?;
+        let seat = Self::seat(&record, seat_ref)?;
+        self.clock_action_on(id, request_id, Some(seat.board), |clock, now| {
+            clock.add_time(seat.color, ms, now)
+        })
+        .await
+    }
+
+    async fn clock_action(
+        &self,
+        id: &str,
+        request_id: Option<&str>,
+        f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
+    ) -> Result<Changed, MatchError> {
+        self.clock_action_on(id, request_id, None, f).await
+    }
+
+    /// Applies `f` at the store's time to the clocks of `board` (every board if `None`), as one
+    /// guarded step with a snapshot event per clock changed.
+    async fn clock_action_on(
+        &self,
+        id: &str,
+        request_id: Option<&str>,
+        board: Option<BoardId>,
+        f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
+    ) -> Result<Changed, MatchError> {
+        check_request_id(request_id)?;
+        let request = request_id.map(|r| format!("platform/{r}"));
+        for _ in 0..ATTEMPTS {
+            let record = self.get(id).await?;
+            if record.control.is_none() {
+                return Err(MatchError::precondition(NO_CLOCK, "this match has no clocks"));
+            }
+            if record.outcome.is_some() {
+                return self
+                    .refused_change(id, MatchError::over(), record, request.as_deref())
+                    .await;
+            }
+            let now = self.store.now().await?;
+            let mut clocks = Vec::new();
+            let mut events = Vec::new();
+            for (i, b) in record.boards.iter().enumerate() {
+                let id_b = BoardId::BOTH[i];
+                if board.is_some_and(|x| x != id_b) {
+                    continue;
+                }
+                let Some(clock) = &b.clock else { continue };
+                let mut after = clock.clone();
+                match f(&mut after, now) {
+                    Ok(()) => {}
+                    Err(ClockError::OutOfTime(_)) => {
+                        self.end_on_time(id).await?;
+                        let record = self.get(id).await?;
+                        return self
+                            .refused_change(id, MatchError::over(), record, request.as_deref())
+                            .await;
+                    }
+                    Err(e) => {
+                        let refusal = match e {
+                            ClockError::Over => MatchError::over(),
+                            other => MatchError::precondition(CLOCK_PAUSED, other.to_string()),
+                        };
+                        return self
+                            .refused_change(id, refusal, record, request.as_deref())
+                            .await;
+                    }
+                }
+                events.push(StoredEvent::clock(id_b, &after, now).encode());
+                clocks.push(ClockChange {
+                    board: id_b,
+                    expected: encode_clock(clock),
+                    clock: after,
+                });
+            }
+            let commit = ClockCommit {
+                nonce: record.nonce.clone(),
+                clocks,
+                timing: Timing::Live,
+                events,
+                end: None,
+                request: request.clone(),
+            };
+            match self.store.commit_clock(id, &commit).await? {
+                ChangeResult::Stale(_) => continue,
+                other => return self.change(id, other, request.as_deref()).await,
+            }
+        }
+        Err(MatchError::precondition(
+            STALE_PLY,
+            "the match kept changing while the clock action was judged; retry",
+        ))
     }
 
     /// At most `max` events after sequence number `after`.

@@ -16,6 +16,11 @@ pub const NOT_YOUR_TURN: &str = "NOT_YOUR_TURN";
 pub const MATCH_OVER: &str = "MATCH_OVER";
 /// A stable reason: the claimed draw does not hold now.
 pub const NOT_CLAIMABLE: &str = "NOT_CLAIMABLE";
+/// `FAILED_PRECONDITION` reason: the match's clocks are paused (a move waits for the resume),
+/// or a clock action does not fit their state (resuming clocks that run).
+pub const CLOCK_PAUSED: &str = "CLOCK_PAUSED";
+/// `FAILED_PRECONDITION` reason: the match has no clocks.
+pub const NO_CLOCK: &str = "NO_CLOCK";
 
 /// A match request was refused; nothing changed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use crate::record::{Record, StoredEvent};
 use crate::store::{AnyStore, StoreError};
 use crate::watchers::WatchRefused;
 use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat, Team};
+use arbiter_core::clock::{Clock, Phase};
 use arbiter_core::{Color, Outcome, Variant};
 use arbiter_kit::auth::{PlatformAuth, bearer};
 use arbiter_kit::convert::{
@@ -143,8 +144,28 @@ fn common_move(uci: &str, san: &str) -> common::Move {
     }
 }
 
-/// The wire form of a match (`status` from [`board_status`]).
-fn state_to(record: &Record, status: &[BoardStatus]) -> pb::MatchState {
+fn clock_to(clock: &Clock) -> pb::BoardClock {
+    let (running, since, phase) = match clock.phase() {
+        Phase::Idle => (None, 0, pb::ClockPhase::Unspecified),
+        Phase::Opening { turn, since, .. } => (Some(turn), since, pb::ClockPhase::Opening),
+        Phase::Running { turn, since } => (Some(turn), since, pb::ClockPhase::Running),
+        Phase::Paused { .. } => (None, 0, pb::ClockPhase::Paused),
+        Phase::Flagged { .. } => (None, 0, pb::ClockPhase::Flagged),
+        Phase::NoShow { .. } => (None, 0, pb::ClockPhase::NoShow),
+        Phase::Stopped { .. } => (None, 0, pb::ClockPhase::Stopped),
+    };
+    pb::BoardClock {
+        white_ms: clock.side(Color::White).remaining_ms,
+        black_ms: clock.side(Color::Black).remaining_ms,
+        running: running.map_or(pb::Side::Unspecified as i32, side_to),
+        running_since_ms: since,
+        deadline_ms: clock.deadline().map_or(0, |d| d.at),
+        phase: phase as i32,
+    }
+}
+
+/// The wire form of a match (`status` from [`board_status`]) as it held at `now` (Unix ms).
+fn state_to(record: &Record, status: &[BoardStatus], now: u64) -> pb::MatchState {
     let bughouse = record.is_bughouse();
     let boards = record
         .boards
@@ -163,6 +184,7 @@ fn state_to(record: &Record, status: &[BoardStatus]) -> pb::MatchState {
                 black_reserve,
                 claimable_draws: s.claims.iter().map(|&c| claim_to_proto(c)).collect(),
                 last_move: b.last.as_ref().map(|l| common_move(&l.uci, &l.san)),
+                clock: b.clock.as_ref().map(clock_to),
             }
         })
         .collect();
@@ -186,11 +208,21 @@ fn state_to(record: &Record, status: &[BoardStatus]) -> pb::MatchState {
             .map(|(c, _)| side_to(c))
             .collect(),
         start: record.start.clone(),
+        server_time_ms: now,
+        speed: record
+            .control
+            .as_ref()
+            .map_or_else(String::new, |c| c.speed().name().to_owned()),
     }
 }
 
-fn state(record: &Record) -> Result<pb::MatchState, MatchError> {
-    Ok(state_to(record, &board_status(record)?))
+impl MatchGrpc {
+    /// The wire form of `record`, stamped with the store's time now.
+    async fn state(&self, record: &Record) -> Result<pb::MatchState, Status> {
+        let now = self.inner.now().await.map_err(fail)?;
+        let status = board_status(record).map_err(fail)?;
+        Ok(state_to(record, &status, now))
+    }
 }
 
 fn played_to(m: &PlayedMove) -> pb::PlayedMove {
@@ -232,6 +264,18 @@ fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::MatchEvent {
         StoredEvent::DrawOffer(side) => Event::DrawOffer(side_to(*side)),
         StoredEvent::DrawDeclined(side) => Event::DrawDeclined(side_to(*side)),
         StoredEvent::End(o) => Event::End(outcome_to(o, bughouse)),
+        StoredEvent::Clock {
+            board,
+            remaining_ms,
+            running,
+            at,
+        } => Event::Clock(pb::ClockSnapshot {
+            board: board_to(*board),
+            white_ms: remaining_ms[0],
+            black_ms: remaining_ms[1],
+            running: running.map_or(pb::Side::Unspecified as i32, side_to),
+            at_ms: *at,
+        }),
     };
     pb::MatchEvent {
         seq,
@@ -295,7 +339,8 @@ impl MatchService for MatchGrpc {
             .await
             .map_err(fail)?;
         let record = &created.record;
-        reply(state(record).map(|state| {
+        let state = self.state(record).await?;
+        reply(Ok::<_, ApiError>({
             pb::CreateMatchResponse {
                 state: Some(state),
                 seats: created
@@ -318,7 +363,8 @@ impl MatchService for MatchGrpc {
     ) -> Reply<pb::GetMatchResponse> {
         let r = request.into_inner();
         let record = self.inner.get(&r.match_id).await.map_err(fail)?;
-        reply(state(&record).map(|s| pb::GetMatchResponse { state: Some(s) }))
+        let state = self.state(&record).await?;
+        reply(Ok::<_, ApiError>(pb::GetMatchResponse { state: Some(state) }))
     }
 
     async fn make_move(
@@ -328,6 +374,9 @@ impl MatchService for MatchGrpc {
         let token = token(&request)?;
         let r = request.into_inner();
         let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let lag_ms = u64::try_from(r.lag_ms).map_err(|_| {
+            fail(MatchError::invalid("lag_ms", "must not be negative"))
+        })?;
         let answer = self
             .inner
             .play(
@@ -338,12 +387,22 @@ impl MatchService for MatchGrpc {
                 r.expected_ply,
                 locale(r.locale),
                 request_id(&r.request_id),
+                lag_ms,
             )
             .await
             .map_err(fail)?;
+        // The move's own time: when the opponent's turn began.
+        let at = answer.record.boards[answer.played.board.index()]
+            .clock
+            .as_ref()
+            .map_or(0, |c| match c.phase() {
+                Phase::Running { since, .. } | Phase::Opening { since, .. } => since,
+                Phase::Stopped { at } => at,
+                _ => 0,
+            });
         reply(Ok::<_, ApiError>(pb::MakeMoveResponse {
             r#move: Some(played_to(&answer.played)),
-            state: Some(state_to(&answer.record, &answer.status)),
+            state: Some(state_to(&answer.record, &answer.status, at)),
             duplicate: answer.duplicate,
         }))
     }
@@ -362,8 +421,9 @@ impl MatchService for MatchGrpc {
             )
             .await
             .map_err(fail)?;
-        reply(state(&done.record).map(|s| pb::ResignResponse {
-            state: Some(s),
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::ResignResponse {
+            state: Some(state),
             duplicate: done.duplicate,
         }))
     }
@@ -385,8 +445,9 @@ impl MatchService for MatchGrpc {
             )
             .await
             .map_err(fail)?;
-        reply(state(&done.record).map(|s| pb::OfferDrawResponse {
-            state: Some(s),
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::OfferDrawResponse {
+            state: Some(state),
             duplicate: done.duplicate,
         }))
     }
@@ -410,8 +471,64 @@ impl MatchService for MatchGrpc {
             )
             .await
             .map_err(fail)?;
-        reply(state(&done.record).map(|s| pb::ClaimDrawResponse {
-            state: Some(s),
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::ClaimDrawResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn pause_clocks(
+        &self,
+        request: Request<pb::PauseClocksRequest>,
+    ) -> Reply<pb::PauseClocksResponse> {
+        self.platform.check(&request).map_err(Status::from)?;
+        let r = request.into_inner();
+        let done = self
+            .inner
+            .pause_clocks(&r.match_id, request_id(&r.request_id))
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::PauseClocksResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn resume_clocks(
+        &self,
+        request: Request<pb::ResumeClocksRequest>,
+    ) -> Reply<pb::ResumeClocksResponse> {
+        self.platform.check(&request).map_err(Status::from)?;
+        let r = request.into_inner();
+        let done = self
+            .inner
+            .resume_clocks(&r.match_id, request_id(&r.request_id))
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::ResumeClocksResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn add_time(&self, request: Request<pb::AddTimeRequest>) -> Reply<pb::AddTimeResponse> {
+        self.platform.check(&request).map_err(Status::from)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        if r.ms == 0 || r.ms > 86_400_000 {
+            return Err(fail(MatchError::invalid("ms", "must be 1 to 86,400,000")));
+        }
+        let done = self
+            .inner
+            .add_time(&r.match_id, seat, r.ms, request_id(&r.request_id))
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::AddTimeResponse {
+            state: Some(state),
             duplicate: done.duplicate,
         }))
     }

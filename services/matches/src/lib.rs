@@ -81,6 +81,17 @@ pub async fn mount(
             Arc::clone(matches.watchers()),
             shutdown.clone(),
         ));
+        tokio::spawn(store::redis::listen_for_deadlines(
+            redis.client()?,
+            store::MatchStore::deadline_changed(matches.store()),
+            shutdown.clone(),
+        ));
+    }
+    // Flags fall with no move sent: every replica runs the flag worker.
+    {
+        let matches = Arc::clone(&matches);
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { matches.run_flag_worker(shutdown).await });
     }
     // Known from the start: in process it serves at once; with Redis, once the first check
     // passes (the follower below).

@@ -28,6 +28,12 @@
 //! | `last:A` `last:B` | packed `ply, side, text as sent, uci, san` of the board's latest move |
 //! | `hist:A` | single board: repetition keys since the last irreversible move, 16 hex digits each |
 //! | `res:A:w` … `res:B:b` | bughouse: a reserve in FEN letters, `QRBNP` order |
+//! | `ck:A` `ck:B` | with a time control: the board clock's phase, packed ([`encode_phase`]) |
+//! | `ck:A:w` … `ck:B:b` | with a time control: one side's clock, packed `remaining ms, quota ms, moves, stage, moves in stage` |
+//! | `dl:A` `dl:B` | with a time control: the board's next deadline (Unix ms), empty when none |
+//!
+//! A match with clocks is also in the sorted set `arbiter:matches:deadlines` (member the match
+//! id, score its earliest deadline in Unix ms) while a clock runs.
 //!
 //! ## Packing
 //! A packed list is each item as its byte length in decimal, `:`, and the item's bytes
@@ -45,10 +51,13 @@
 //! The event list holds packed lines: `M, board, ply, side, uci, san, position` (a move),
 //! `R, board, side, pieces` (a reserve after a drop or a capture on the partner's board),
 //! `D, side` (a draw offer), `X, side` (that side's offer lapsed: the other side moved),
-//! `E, white quarters, board, reason` (the end). The sequence number of
+//! `E, white quarters, board, reason` (the end), `C, board, white ms, black ms, running side
+//! (w/b/-), Unix ms` (a clock snapshot, after every timed move, flag, pause, resume and time
+//! added). The sequence number of
 //! an event is its position in the list, from 1.
 
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
+use arbiter_core::clock::{Clock, Phase, Side, TimeControl};
 use arbiter_core::outcome::Score;
 use arbiter_core::{Color, EndReason, RuleOptions, Variant};
 use std::fmt;
@@ -215,6 +224,127 @@ fn decode_outcome_parts(parts: &[&str]) -> Result<MatchOutcome, Corrupt> {
     }
 }
 
+/// The stored form of a clock phase: `I`; `O, turn, since, window, other moved (0/1)`;
+/// `R, turn, since`; `P, turn, elapsed, window or empty, other moved`; `F, side, at`;
+/// `N, side, at`; `S, at`.
+pub fn encode_phase(p: Phase) -> String {
+    let n = |v: u64| v.to_string();
+    match p {
+        Phase::Idle => pack(&["I"]),
+        Phase::Opening {
+            turn,
+            since,
+            window_ms,
+            other_moved,
+        } => pack(&[
+            "O",
+            side_letter(turn),
+            &n(since),
+            &n(window_ms),
+            if other_moved { "1" } else { "0" },
+        ]),
+        Phase::Running { turn, since } => pack(&["R", side_letter(turn), &n(since)]),
+        Phase::Paused {
+            turn,
+            elapsed_ms,
+            opening,
+        } => pack(&[
+            "P",
+            side_letter(turn),
+            &n(elapsed_ms),
+            &opening.map_or(String::new(), |(w, _)| n(w)),
+            if opening.is_some_and(|(_, m)| m) { "1" } else { "0" },
+        ]),
+        Phase::Flagged { color, at } => pack(&["F", side_letter(color), &n(at)]),
+        Phase::NoShow { color, at } => pack(&["N", side_letter(color), &n(at)]),
+        Phase::Stopped { at } => pack(&["S", &n(at)]),
+    }
+}
+
+fn decode_phase(text: &str) -> Result<Phase, Corrupt> {
+    let num = |s: &str| parse_num::<u64>(s, "clock time");
+    Ok(match unpack(text)?.as_slice() {
+        ["I"] => Phase::Idle,
+        ["O", turn, since, window, moved] => Phase::Opening {
+            turn: parse_side(turn)?,
+            since: num(since)?,
+            window_ms: num(window)?,
+            other_moved: *moved == "1",
+        },
+        ["R", turn, since] => Phase::Running {
+            turn: parse_side(turn)?,
+            since: num(since)?,
+        },
+        ["P", turn, elapsed, window, moved] => Phase::Paused {
+            turn: parse_side(turn)?,
+            elapsed_ms: num(elapsed)?,
+            opening: if window.is_empty() {
+                None
+            } else {
+                Some((num(window)?, *moved == "1"))
+            },
+        },
+        ["F", side, at] => Phase::Flagged {
+            color: parse_side(side)?,
+            at: num(at)?,
+        },
+        ["N", side, at] => Phase::NoShow {
+            color: parse_side(side)?,
+            at: num(at)?,
+        },
+        ["S", at] => Phase::Stopped { at: num(at)? },
+        _ => return Err(corrupt("bad clock phase")),
+    })
+}
+
+/// The stored form of one side's clock.
+pub fn encode_side(s: &Side) -> String {
+    pack(&[
+        s.remaining_ms.to_string(),
+        s.quota_ms.to_string(),
+        s.moves.to_string(),
+        s.stage.to_string(),
+        s.stage_moves.to_string(),
+    ])
+}
+
+fn decode_side(text: &str) -> Result<Side, Corrupt> {
+    match unpack(text)?.as_slice() {
+        [remaining, quota, moves, stage, stage_moves] => Ok(Side {
+            remaining_ms: parse_num(remaining, "remaining time")?,
+            quota_ms: parse_num(quota, "quota")?,
+            moves: parse_num(moves, "move count")?,
+            stage: parse_num(stage, "stage")?,
+            stage_moves: parse_num(stage_moves, "stage moves")?,
+        }),
+        _ => Err(corrupt("bad side clock")),
+    }
+}
+
+/// The stored fields of a board's clock: phase, white, black.
+pub fn encode_clock(c: &Clock) -> [String; 3] {
+    [
+        encode_phase(c.phase()),
+        encode_side(c.side(Color::White)),
+        encode_side(c.side(Color::Black)),
+    ]
+}
+
+fn decode_clock(control: &TimeControl, [phase, white, black]: [&str; 3]) -> Result<Clock, Corrupt> {
+    Clock::from_parts(
+        control.clone(),
+        [decode_side(white)?, decode_side(black)?],
+        decode_phase(phase)?,
+    )
+    .ok_or_else(|| corrupt("clock inconsistent with its time control"))
+}
+
+/// The stored deadline of a board (`dl:` field): Unix ms, or empty.
+pub fn encode_deadline(c: Option<&Clock>) -> String {
+    c.and_then(Clock::deadline)
+        .map_or(String::new(), |d| d.at.to_string())
+}
+
 /// One board of a stored match.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BoardRecord {
@@ -228,10 +358,12 @@ pub struct BoardRecord {
     pub history: Vec<u64>,
     /// The latest move.
     pub last: Option<LastMove>,
+    /// The board's clock, when the match has a time control.
+    pub clock: Option<Clock>,
 }
 
 impl BoardRecord {
-    /// A board before its first move.
+    /// A board before its first move, without a clock.
     pub fn new(position: String, reserves: [String; 2], history: Vec<u64>) -> BoardRecord {
         BoardRecord {
             position,
@@ -239,6 +371,7 @@ impl BoardRecord {
             reserves,
             history,
             last: None,
+            clock: None,
         }
     }
 
@@ -295,8 +428,10 @@ pub struct Record {
     pub rules: RuleOptions,
     /// Player ids by seat: white, black; or white A, black A, white B, black B.
     pub players: Vec<String>,
-    /// The time control reference.
+    /// The time control in its canonical human form (empty: no clocks).
     pub time_control: String,
+    /// The time control, when the match has clocks.
+    pub control: Option<TimeControl>,
     /// The start position string (bughouse: BFEN).
     pub start: String,
     /// One board, or A and B.
@@ -314,9 +449,10 @@ pub const BOARDS: [BoardId; 2] = [BoardId::A, BoardId::B];
 
 /// The fields a record's changes touch (everything else is written once, at creation), in the
 /// order a move script returns them.
-pub const MUTABLE_FIELDS: [&str; 16] = [
+pub const MUTABLE_FIELDS: [&str; 22] = [
     "over", "outcome", "draw:w", "draw:b", "pos:A", "ply:A", "last:A", "hist:A", "res:A:w",
-    "res:A:b", "pos:B", "ply:B", "last:B", "hist:B", "res:B:w", "res:B:b",
+    "res:A:b", "pos:B", "ply:B", "last:B", "hist:B", "res:B:w", "res:B:b", "ck:A", "ck:A:w",
+    "ck:A:b", "ck:B", "ck:B:w", "ck:B:b",
 ];
 
 /// The raw values of a record, by field.
@@ -339,6 +475,7 @@ struct Slots {
     last: [Option<String>; 2],
     hist: [Option<String>; 2],
     res: [[Option<String>; 2]; 2],
+    ck: [[Option<String>; 3]; 2],
 }
 
 impl Slots {
@@ -370,6 +507,12 @@ impl Slots {
             "res:A:b" => self.res[0][1] = Some(value),
             "res:B:w" => self.res[1][0] = Some(value),
             "res:B:b" => self.res[1][1] = Some(value),
+            "ck:A" => self.ck[0][0] = Some(value),
+            "ck:A:w" => self.ck[0][1] = Some(value),
+            "ck:A:b" => self.ck[0][2] = Some(value),
+            "ck:B" => self.ck[1][0] = Some(value),
+            "ck:B:w" => self.ck[1][1] = Some(value),
+            "ck:B:b" => self.ck[1][2] = Some(value),
             _ => {}
         }
     }
@@ -436,8 +579,24 @@ impl Record {
             } else {
                 f.push((format!("hist:{l}"), encode_history(&board.history)));
             }
+            if let Some(clock) = &board.clock {
+                let [phase, white, black] = encode_clock(clock);
+                f.push((format!("ck:{l}"), phase));
+                f.push((format!("ck:{l}:w"), white));
+                f.push((format!("ck:{l}:b"), black));
+                f.push((format!("dl:{l}"), encode_deadline(Some(clock))));
+            }
         }
         f
+    }
+
+    /// The earliest deadline of the match's running clocks (Unix ms), if any.
+    pub fn deadline(&self) -> Option<u64> {
+        self.boards
+            .iter()
+            .filter_map(|b| b.clock.as_ref()?.deadline())
+            .map(|d| d.at)
+            .min()
     }
 
     /// Decodes a record from its fields, given as owned `(name, value)` pairs in any order
@@ -489,12 +648,20 @@ impl Record {
             rules,
             players,
             time_control: need(f.tc.take(), "tc")?,
+            control: None,
             start: need(f.start.take(), "start")?,
             boards: Vec::new(),
             outcome: None,
             draw_offers: [false; 2],
             last_seq,
         };
+        // A record written before clocks existed has no clock field: it has no clocks.
+        if f.ck.iter().flatten().any(Option::is_some) {
+            record.control = Some(
+                TimeControl::parse(&record.time_control)
+                    .map_err(|e| corrupt(format!("bad time control: {e}")))?,
+            );
+        }
         record.set_mutable(f)?;
         Ok(record)
     }
@@ -525,6 +692,7 @@ impl Record {
             rules: self.rules.clone(),
             players: self.players.clone(),
             time_control: self.time_control.clone(),
+            control: self.control.clone(),
             start: self.start.clone(),
             boards: Vec::new(),
             outcome: None,
@@ -547,8 +715,9 @@ impl Record {
             .zip(f.ply)
             .zip(f.last)
             .zip(f.hist)
-            .zip(f.res);
-        for (i, ((((pos, ply), last), hist), [white, black])) in board_fields.enumerate() {
+            .zip(f.res)
+            .zip(f.ck);
+        for (i, (((((pos, ply), last), hist), [white, black]), ck)) in board_fields.enumerate() {
             if i == if bughouse { 2 } else { 1 } {
                 break;
             }
@@ -565,6 +734,13 @@ impl Record {
                 last: match last {
                     Some(t) => Some(LastMove::decode(&t)?),
                     None => None,
+                },
+                clock: match (&self.control, ck) {
+                    (None, _) => None,
+                    (Some(control), [Some(p), Some(w), Some(b)]) => {
+                        Some(decode_clock(control, [&p, &w, &b])?)
+                    }
+                    (Some(_), _) => return Err(corrupt("a board without its clock")),
                 },
             });
         }
@@ -604,6 +780,8 @@ pub enum Done {
     Ended,
     /// A draw offer.
     Offered,
+    /// A platform's clock action (pause, resume, time added).
+    Clock,
 }
 
 impl Done {
@@ -613,6 +791,7 @@ impl Done {
             Done::Move { seq } => format!("M{seq}"),
             Done::Ended => "E".into(),
             Done::Offered => "D".into(),
+            Done::Clock => "K".into(),
         }
     }
 
@@ -621,6 +800,7 @@ impl Done {
         match text {
             "E" => Ok(Done::Ended),
             "D" => Ok(Done::Offered),
+            "K" => Ok(Done::Clock),
             _ => text
                 .strip_prefix('M')
                 .and_then(|n| n.parse().ok())
@@ -684,9 +864,31 @@ pub enum StoredEvent {
     DrawDeclined(Color),
     /// The match ended.
     End(MatchOutcome),
+    /// A board's clocks: remaining times at `at` (Unix ms), and whose clock runs from then.
+    Clock {
+        /// The board.
+        board: BoardId,
+        /// White's and Black's remaining time in ms at `at`.
+        remaining_ms: [u64; 2],
+        /// Whose clock runs.
+        running: Option<Color>,
+        /// When (Unix ms, the store's time base).
+        at: u64,
+    },
 }
 
 impl StoredEvent {
+    /// The snapshot event of board `board`'s clock at `now`.
+    pub fn clock(board: BoardId, clock: &Clock, now: u64) -> StoredEvent {
+        let snap = clock.snapshot(now);
+        StoredEvent::Clock {
+            board,
+            remaining_ms: snap.remaining_ms,
+            running: snap.running,
+            at: now,
+        }
+    }
+
     /// The stored line.
     pub fn encode(&self) -> String {
         match self {
@@ -713,6 +915,19 @@ impl StoredEvent {
             } => pack(&["R", board_letter(*board), side_letter(*side), pieces]),
             StoredEvent::DrawOffer(side) => pack(&["D", side_letter(*side)]),
             StoredEvent::DrawDeclined(side) => pack(&["X", side_letter(*side)]),
+            StoredEvent::Clock {
+                board,
+                remaining_ms,
+                running,
+                at,
+            } => pack(&[
+                "C",
+                board_letter(*board),
+                remaining_ms[0].to_string().as_str(),
+                remaining_ms[1].to_string().as_str(),
+                running.map_or("-", side_letter),
+                at.to_string().as_str(),
+            ]),
             StoredEvent::End(o) => {
                 let mut out = pack(&["E"]);
                 out.push_str(&encode_outcome(o));
@@ -741,6 +956,15 @@ impl StoredEvent {
             ["D", side] => StoredEvent::DrawOffer(parse_side(side)?),
             ["X", side] => StoredEvent::DrawDeclined(parse_side(side)?),
             ["E", rest @ ..] => StoredEvent::End(decode_outcome_parts(rest)?),
+            ["C", board, white, black, running, at] => StoredEvent::Clock {
+                board: parse_board(board)?,
+                remaining_ms: [parse_num(white, "clock")?, parse_num(black, "clock")?],
+                running: match *running {
+                    "-" => None,
+                    r => Some(parse_side(r)?),
+                },
+                at: parse_num(at, "clock time")?,
+            },
             _ => return Err(corrupt("unknown event")),
         })
     }
@@ -833,6 +1057,7 @@ mod tests {
 
     fn sample(variant: Variant) -> Record {
         let bughouse = variant == Variant::Bughouse;
+        let control = TimeControl::parse("3+2").unwrap();
         let board = |p: &str| BoardRecord {
             position: p.into(),
             ply: 3,
@@ -849,6 +1074,18 @@ mod tests {
                 uci: "e2e4".into(),
                 san: "e4".into(),
             }),
+            clock: Some({
+                let mut c = Clock::new(control.clone());
+                if bughouse {
+                    c.start(Color::White, 1_000).unwrap();
+                    c.press(Color::White, 2_500, 30).unwrap();
+                    c.pause(3_000).unwrap();
+                } else {
+                    c.start_after_first_moves(Color::White, 1_000, 30_000).unwrap();
+                    c.press(Color::White, 2_000, 0).unwrap();
+                }
+                c
+            }),
         };
         Record {
             id: "m1".into(),
@@ -863,6 +1100,7 @@ mod tests {
                 vec!["ann".into(), "bob:1".into()]
             },
             time_control: "3+2".into(),
+            control: Some(control.clone()),
             start: "start".into(),
             boards: if bughouse {
                 vec![board("8/8 w - - 0 1"), board("8/8 b - - 0 1")]
@@ -920,7 +1158,8 @@ mod tests {
             // Dropping an optional field (a draw offer, a last move) still reads; a required
             // one is reported.
             let read = Record::from_list("m1", list, 0);
-            let optional = ["draw:w", "last:A", "last:B"].contains(&fields[skip].0.as_str());
+            let optional = ["draw:w", "last:A", "last:B", "dl:A", "dl:B"]
+                .contains(&fields[skip].0.as_str());
             assert_eq!(read.is_ok(), optional, "without {}", fields[skip].0);
         }
         let list: Vec<String> = fields

@@ -63,15 +63,20 @@ async fn create(
     create_from(c, creation(variant, start, rules)).await
 }
 
+/// The match as stored, without the time it was read (so that two reads compare equal when
+/// nothing changed).
 async fn get(c: &mut MatchServiceClient<Channel>, id: &str) -> pb::MatchState {
-    c.get_match(pb::GetMatchRequest {
-        match_id: id.into(),
-    })
-    .await
-    .unwrap()
-    .into_inner()
-    .state
-    .unwrap()
+    let mut state = c
+        .get_match(pb::GetMatchRequest {
+            match_id: id.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .state
+        .unwrap();
+    state.server_time_ms = 0;
+    state
 }
 
 /// Plays `moves` on board A of a single-board game, each for the side to move.
@@ -89,6 +94,12 @@ async fn play_all(
             .state
             .unwrap();
     }
+    timeless(state)
+}
+
+/// `state` without the time it was produced at (to compare states of different calls).
+fn timeless(mut state: pb::MatchState) -> pb::MatchState {
+    state.server_time_ms = 0;
     state
 }
 
@@ -286,7 +297,13 @@ async fn every_variant_plays_to_its_automatic_endings() {
         );
         let events = watch_all(&mut c, &t.id).await;
         assert_eq!(events.len() as u64, state.last_seq);
-        assert_eq!(events.len(), moves.len() + 1, "{events:?}");
+        // Each move is followed by a snapshot of the clocks (the games have a time control).
+        let clocks = events
+            .iter()
+            .filter(|e| matches!(e.event, Some(pb::match_event::Event::Clock(_))))
+            .count();
+        assert_eq!(clocks, moves.len(), "{events:?}");
+        assert_eq!(events.len(), 2 * moves.len() + 1, "{events:?}");
         assert!(matches!(
             events.last().unwrap().event,
             Some(pb::match_event::Event::End(_))
@@ -332,7 +349,7 @@ async fn claim(
         t.token(A, side),
     ))
     .await
-    .map(|r| r.into_inner().state.unwrap())
+    .map(|r| timeless(r.into_inner().state.unwrap()))
 }
 
 /// Draw claims wherever a variant's rules allow one (threefold repetition in every single-board
@@ -448,7 +465,7 @@ async fn offer(
         t.token(board, side),
     ))
     .await
-    .map(|r| r.into_inner().state.unwrap())
+    .map(|r| timeless(r.into_inner().state.unwrap()))
 }
 
 async fn resign(
@@ -467,7 +484,7 @@ async fn resign(
         t.token(board, side),
     ))
     .await
-    .map(|r| r.into_inner().state.unwrap())
+    .map(|r| timeless(r.into_inner().state.unwrap()))
 }
 
 /// Resignation and draws by agreement in every variant; an offer lapses when the other side

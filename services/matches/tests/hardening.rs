@@ -137,6 +137,7 @@ async fn repeated_offers_add_nothing() {
 async fn resources_are_bounded() {
     let s = start(MatchesConfig {
         limits: MatchLimits {
+            first_move_ms: 30_000,
             max_matches: 3,
             max_plies: 4,
             watchers: WatchLimits {
@@ -412,6 +413,7 @@ async fn a_lost_reply_is_answered_on_retry_exactly_once() {
                 ply,
                 arbiter_core::Locale::English,
                 request.as_deref(),
+                0,
             )
             .await
         }

@@ -89,6 +89,7 @@ async fn mv<S: MatchStore>(
         ply,
         Locale::English,
         None,
+        0,
     )
     .await
 }
@@ -135,10 +136,20 @@ async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
         "rnbqkbnr/ppp1pppp/8/3P4/8/8/PPPP1PPP/RNBQKBNR[] b KQkq - 0 2 | \
          rnbqkbnr/pppppppp/8/8/4p3/5N2/PPPPPPPP/RNBQKB1R[] w KQkq - 0 2"
     );
-    // Events: 5 moves, a reserve change from the capture, one from the drop.
-    let events = m.events(&t.id, 0, usize::MAX).await.unwrap();
-    assert_eq!(events.len(), 7);
-    assert_eq!(events.last().unwrap().0, 7);
+    // Events: 5 moves, a reserve change from the capture, one from the drop, and a clock
+    // snapshot after each move.
+    let all = m.events(&t.id, 0, usize::MAX).await.unwrap();
+    assert_eq!(all.len(), 12);
+    assert_eq!(all.last().unwrap().0, 12);
+    let clock_events = all
+        .iter()
+        .filter(|(_, e)| matches!(e, StoredEvent::Clock { .. }))
+        .count();
+    assert_eq!(clock_events, 5);
+    let events: Vec<_> = all
+        .into_iter()
+        .filter(|(_, e)| !matches!(e, StoredEvent::Clock { .. }))
+        .collect();
     assert!(matches!(
         &events[3].1,
         StoredEvent::Reserve { board: B, side: Black, pieces } if pieces == "p"
@@ -148,7 +159,7 @@ async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
         &events[2].1,
         StoredEvent::Move { position, .. } if position.contains("[]")
     ));
-    assert_eq!(m.events(&t.id, 5, usize::MAX).await.unwrap().len(), 2);
+    assert_eq!(m.events(&t.id, 10, usize::MAX).await.unwrap().len(), 2);
     // Draw offers: one team, then the other.
     let r = m
         .offer_draw(&t.id, seat(A, White), Some(t.token(A, White)), None)
@@ -193,7 +204,7 @@ async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
     let mut anonymous = c.clone();
     anonymous.request_id.clear();
     let mut other = c.clone();
-    other.time_control = "other".into();
+    other.time_control = "5+0".into();
     for c in [anonymous, other] {
         assert!(matches!(
             m.create(c).await,
@@ -301,6 +312,7 @@ async fn retries_and_refusals<S: MatchStore>(m: &Matches<S>) {
                 1,
                 Locale::English,
                 None,
+                0,
             )
             .await
         }
@@ -475,6 +487,7 @@ async fn contention<S: MatchStore>(m: Arc<Matches<S>>) {
                                 b.ply,
                                 Locale::English,
                                 Some(&request),
+                                0,
                             )
                         };
                         let first = play().await;
@@ -743,7 +756,8 @@ async fn one_redis_round_trip_per_move() {
             scripts, n,
             "{variant:?}: one script call per move: {calls:?}"
         );
-        assert_eq!(calls.get("hmget").copied().unwrap_or(0), 2 * n, "{calls:?}");
+        // The guard, the clock's guard, the deadlines before and after, the reply.
+        assert!(calls.get("hmget").copied().unwrap_or(0) <= 5 * n, "{calls:?}");
         assert!(!calls.contains_key("hgetall"), "{calls:?}");
         assert!(
             calls.get("exists").copied().unwrap_or(0) <= 2 * n,

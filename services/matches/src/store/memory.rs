@@ -3,13 +3,62 @@
 //! rules. Matches are lost when the process stops.
 
 use super::{
-    ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
-    OfferCommit, Retention, StoreError,
+    ChangeResult, ClockCommit, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit,
+    MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
-use crate::record::{Done, Record, StoredEvent, pack_into};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use crate::record::{Done, Record, StoredEvent, encode_clock, pack_into};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// This process's time in Unix ms: the wall clock read once, then advanced by the monotonic
+/// clock, so that it never goes back.
+pub fn process_now() -> u64 {
+    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (instant, unix) = ANCHOR.get_or_init(|| {
+        let unix = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        (Instant::now(), unix)
+    });
+    unix + u64::try_from(instant.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whether a deadline of `record` has passed at `now` (then no change but ending it on time
+/// applies).
+fn late(record: &Record, now: u64) -> bool {
+    record.deadline().is_some_and(|d| d <= now)
+}
+
+/// Stops every running clock of `record` at `now` (the match ended another way).
+fn stop_clocks(record: &mut Record, now: u64) {
+    for b in &mut record.boards {
+        if let Some(c) = &mut b.clock {
+            let _ = c.stop(now);
+        }
+    }
+}
+
+/// The deadline index: running matches by their earliest deadline.
+#[derive(Debug, Default)]
+struct Deadlines {
+    by_time: BTreeSet<(u64, String)>,
+    by_id: HashMap<String, u64>,
+}
+
+impl Deadlines {
+    /// Sets `id`'s entry; `true` when it is a new earliest deadline.
+    fn set(&mut self, id: &str, deadline: Option<u64>) -> bool {
+        if let Some(old) = self.by_id.remove(id) {
+            self.by_time.remove(&(old, id.to_owned()));
+        }
+        let Some(at) = deadline else { return false };
+        let earliest = self.by_time.first().is_none_or(|(first, _)| at < *first);
+        self.by_time.insert((at, id.to_owned()));
+        self.by_id.insert(id.to_owned(), at);
+        earliest
+    }
+}
 
 #[derive(Debug)]
 struct Stored {
@@ -24,6 +73,7 @@ struct Stored {
 struct Matches {
     by_id: HashMap<String, Stored>,
     last_sweep: Instant,
+    deadlines: Deadlines,
 }
 
 impl Matches {
@@ -48,6 +98,7 @@ pub struct MemoryStore {
     matches: Mutex<Matches>,
     retention: Retention,
     max_matches: usize,
+    deadline_changed: Arc<tokio::sync::Notify>,
 }
 
 impl MemoryStore {
@@ -58,9 +109,11 @@ impl MemoryStore {
             matches: Mutex::new(Matches {
                 by_id: HashMap::new(),
                 last_sweep: Instant::now(),
+                deadlines: Deadlines::default(),
             }),
             retention,
             max_matches,
+            deadline_changed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -69,6 +122,18 @@ impl MemoryStore {
         let mut all = self.matches.lock().expect("not poisoned");
         let retention = self.retention;
         all.live(id, Instant::now()).map(|m| f(m, retention))
+    }
+
+    /// Runs a change on match `id`, then files its deadline in the index.
+    fn change<T>(&self, id: &str, f: impl FnOnce(&mut Stored, Retention) -> T) -> Option<T> {
+        let mut all = self.matches.lock().expect("not poisoned");
+        let retention = self.retention;
+        let out = all.live(id, Instant::now()).map(|m| f(m, retention))?;
+        let deadline = all.by_id.get(id).and_then(|m| m.record.deadline());
+        if all.deadlines.set(id, deadline) {
+            self.deadline_changed.notify_one();
+        }
+        Some(out)
     }
 }
 
@@ -101,6 +166,23 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     {
         return MoveResult::Stale(current);
     }
+    let now = process_now();
+    if late(&current, now) {
+        return MoveResult::Late(current);
+    }
+    let press = match (&c.clock, &current.boards[i].clock) {
+        (Some(press), Some(clock)) => {
+            if encode_clock(clock) != press.expected {
+                return MoveResult::Stale(current);
+            }
+            match press.plan.apply(now) {
+                Some(result) => Some((press, result)),
+                None => return MoveResult::Late(current),
+            }
+        }
+        (None, None) => None,
+        _ => return MoveResult::Stale(current),
+    };
     let mut record = (*current).clone();
     let mut reserve_events = Vec::new();
     if let Some(take) = c.take {
@@ -135,6 +217,17 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
         Some(HistoryUpdate::Reset(k)) => board.history = vec![k],
         None => {}
     }
+    let clock_event = press.and_then(|(press, result)| {
+        let clock = board.clock.as_mut()?;
+        clock.commit(press.mover, &press.plan, &result, now);
+        if c.end.is_some() {
+            let _ = clock.stop(now);
+        }
+        Some(StoredEvent::clock(c.board, clock, now))
+    });
+    if c.end.is_some() {
+        stop_clocks(&mut record, now);
+    }
     // Moving declines the other side's offer.
     let declined = std::mem::take(&mut record.draw_offers[(!c.side).index()]);
     let mut move_event = c.move_event.clone();
@@ -149,6 +242,9 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
         .extend(reserve_events.iter().map(StoredEvent::encode));
     if declined {
         m.events.push(StoredEvent::DrawDeclined(!c.side).encode());
+    }
+    if let Some(e) = clock_event {
+        m.events.push(e.encode());
     }
     if let Some(o) = c.end {
         end(m, &mut record, o, r);
@@ -187,6 +283,9 @@ impl MatchStore for MemoryStore {
             }
         }
         let stored = Arc::new(record.clone());
+        if all.deadlines.set(&record.id, record.deadline()) {
+            self.deadline_changed.notify_one();
+        }
         all.by_id.insert(
             record.id.clone(),
             Stored {
@@ -209,19 +308,23 @@ impl MatchStore for MemoryStore {
 
     async fn commit_move(&self, id: &str, c: &MoveCommit) -> Result<MoveResult, StoreError> {
         Ok(self
-            .with(id, |m, r| apply_move(m, c, r))
+            .change(id, |m, r| apply_move(m, c, r))
             .unwrap_or(MoveResult::Missing))
     }
 
     async fn commit_end(&self, id: &str, c: &EndCommit) -> Result<ChangeResult, StoreError> {
         Ok(self
-            .with(id, |m, r| {
+            .change(id, |m, r| {
                 let current = Arc::clone(&m.record);
                 if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
                     return ChangeResult::Done(*done, current);
                 }
                 if current.outcome.is_some() {
                     return ChangeResult::Over(current);
+                }
+                let now = process_now();
+                if late(&current, now) {
+                    return ChangeResult::Late(current);
                 }
                 let guard_fails = c.guard.is_some_and(|(b, ply)| {
                     current.boards.get(b.index()).is_none_or(|x| x.ply != ply)
@@ -230,6 +333,7 @@ impl MatchStore for MemoryStore {
                     return ChangeResult::Stale(current);
                 }
                 let mut record = (*current).clone();
+                stop_clocks(&mut record, now);
                 end(m, &mut record, c.outcome, r);
                 if let Some(key) = &c.request {
                     m.done.insert(key.clone(), Done::Ended);
@@ -243,7 +347,7 @@ impl MatchStore for MemoryStore {
 
     async fn commit_offer(&self, id: &str, c: &OfferCommit) -> Result<ChangeResult, StoreError> {
         Ok(self
-            .with(id, |m, r| {
+            .change(id, |m, r| {
                 let current = Arc::clone(&m.record);
                 if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
                     return ChangeResult::Done(*done, current);
@@ -253,6 +357,10 @@ impl MatchStore for MemoryStore {
                 }
                 if current.nonce != c.nonce {
                     return ChangeResult::Stale(current);
+                }
+                let now = process_now();
+                if late(&current, now) {
+                    return ChangeResult::Late(current);
                 }
                 if let Some(key) = &c.request {
                     m.done.insert(key.clone(), Done::Offered);
@@ -265,6 +373,7 @@ impl MatchStore for MemoryStore {
                 record.draw_offers[c.side.index()] = true;
                 m.events.push(StoredEvent::DrawOffer(c.side).encode());
                 if record.draw_offers[(!c.side).index()] {
+                    stop_clocks(&mut record, now);
                     end(m, &mut record, c.agreed, r);
                 } else {
                     m.expires = Instant::now() + r.ttl;
@@ -301,6 +410,86 @@ impl MatchStore for MemoryStore {
 
     async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
         Ok(self.with(id, |m, _| m.done.get(key).copied()).flatten())
+    }
+
+    async fn now(&self) -> Result<u64, StoreError> {
+        Ok(process_now())
+    }
+
+    async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
+        Ok(self
+            .change(id, |m, r| {
+                let current = Arc::clone(&m.record);
+                if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
+                    return ChangeResult::Done(*done, current);
+                }
+                if current.outcome.is_some() {
+                    return ChangeResult::Over(current);
+                }
+                let now = process_now();
+                let unchanged = c.clocks.iter().all(|ch| {
+                    current.boards.get(ch.board.index()).and_then(|b| b.clock.as_ref())
+                        .is_some_and(|clock| encode_clock(clock) == ch.expected)
+                });
+                if current.nonce != c.nonce || !unchanged {
+                    return ChangeResult::Stale(current);
+                }
+                match c.timing {
+                    Timing::Live if late(&current, now) => return ChangeResult::Late(current),
+                    Timing::Due(at) if now < at => return ChangeResult::Stale(current),
+                    _ => {}
+                }
+                let mut record = (*current).clone();
+                for ch in &c.clocks {
+                    record.boards[ch.board.index()].clock = Some(ch.clock.clone());
+                }
+                m.events.extend(c.events.iter().cloned());
+                if let Some(key) = &c.request {
+                    m.done.insert(key.clone(), Done::Clock);
+                }
+                match c.end {
+                    Some(o) => end(m, &mut record, o, r),
+                    None => m.expires = Instant::now() + r.ttl,
+                }
+                record.last_seq = m.events.len() as u64;
+                m.record = Arc::new(record);
+                ChangeResult::Applied(Arc::clone(&m.record))
+            })
+            .unwrap_or(ChangeResult::Missing))
+    }
+
+    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
+        let all = self.matches.lock().expect("not poisoned");
+        Ok((all.deadlines.by_time.first().map(|(at, _)| *at), process_now()))
+    }
+
+    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
+        let mut all = self.matches.lock().expect("not poisoned");
+        let now = process_now();
+        let due: Vec<String> = all
+            .deadlines
+            .by_time
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(max)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in &due {
+            all.deadlines.set(id, Some(now + lease));
+        }
+        Ok(due)
+    }
+
+    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
+        let mut all = self.matches.lock().expect("not poisoned");
+        if all.deadlines.set(id, deadline) {
+            self.deadline_changed.notify_one();
+        }
+        Ok(())
+    }
+
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.deadline_changed)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod redis;
 use crate::record::{Done, LastMove, Record};
 use arbiter_core::Color;
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
+use arbiter_core::clock::{PressPlan, Side};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,6 +125,68 @@ pub struct MoveCommit {
     /// The `done` key of the request's id, if it has one: a commit whose key is known is not
     /// applied again ([`MoveResult::Done`]); an applied one records it.
     pub request: Option<String>,
+    /// The clock press that goes with the move, when the match has clocks.
+    pub clock: Option<ClockPress>,
+}
+
+/// A board clock's press, as the store applies it atomically with the move, at its own time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClockPress {
+    /// The board clock's stored fields (phase, white, black) the plan was made from: a clock
+    /// changed since (a pause, time added) refuses the commit as stale.
+    pub expected: [String; 3],
+    /// The press, to apply at the store's time ([`PressPlan::apply`]).
+    pub plan: PressPlan,
+    /// Who presses.
+    pub mover: Color,
+    /// The mover's clock after the move, except the remaining time and quota that the press
+    /// computes (move counts and stage).
+    pub after: Side,
+    /// `Some(window)` when the next turn is the opponent's untimed first move (it must come
+    /// within `window` ms); `None` when the clock runs.
+    pub opening_window: Option<u64>,
+    /// The simple delay of each stage, to stop a running clock (charging its turn) when the
+    /// move ends the match.
+    pub delays: Vec<u64>,
+}
+
+/// A change of clocks decided by the caller at the store's time (a pause, a resume, time added,
+/// a flag or a no-show), applied only if every clock it replaces is still as the caller saw it
+/// and the timing holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClockCommit {
+    /// The match's nonce the change was judged against.
+    pub nonce: String,
+    /// The clocks replaced.
+    pub clocks: Vec<ClockChange>,
+    /// When the change may apply.
+    pub timing: Timing,
+    /// Events to append (clock snapshots; the end event follows from `end`).
+    pub events: Vec<String>,
+    /// The end of the match (a flag or a no-show), if the change ends it.
+    pub end: Option<MatchOutcome>,
+    /// The `done` key of the request's id, if any.
+    pub request: Option<String>,
+}
+
+/// One board clock replaced by a [`ClockCommit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClockChange {
+    /// The board.
+    pub board: BoardId,
+    /// Its stored fields (phase, white, black) as judged.
+    pub expected: [String; 3],
+    /// The clock after the change.
+    pub clock: arbiter_core::clock::Clock,
+}
+
+/// The timing condition of a [`ClockCommit`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// Only while no deadline of the match has passed (a pause, time added).
+    Live,
+    /// Only once this deadline (Unix ms) has passed (ending on time).
+    Due(u64),
 }
 
 /// What a move commit did. Every answer carries the record as it stands after the step.
@@ -138,6 +201,9 @@ pub enum MoveResult {
     Over(Arc<Record>),
     /// The request's id was applied before: nothing changed.
     Done(Done, Arc<Record>),
+    /// A deadline of the match passed before the move came (the mover's flag, or in bughouse
+    /// any flag of the match): nothing changed; the match is to be ended on time.
+    Late(Arc<Record>),
     /// No such match (or it expired).
     Missing,
 }
@@ -153,6 +219,8 @@ pub struct EndCommit {
     pub outcome: MatchOutcome,
     /// The `done` key of the request's id, if it has one.
     pub request: Option<String>,
+    /// The simple delay of each stage of the match's time control (to stop running clocks).
+    pub delays: Vec<u64>,
 }
 
 /// A draw offer, as the store applies it.
@@ -166,6 +234,8 @@ pub struct OfferCommit {
     pub agreed: MatchOutcome,
     /// The `done` key of the request's id, if it has one.
     pub request: Option<String>,
+    /// The simple delay of each stage of the match's time control (to stop running clocks).
+    pub delays: Vec<u64>,
 }
 
 /// What an end or offer commit did.
@@ -179,6 +249,8 @@ pub enum ChangeResult {
     Over(Arc<Record>),
     /// The request's id was applied before: nothing changed.
     Done(Done, Arc<Record>),
+    /// A deadline of the match had passed: nothing changed; the match is to be ended on time.
+    Late(Arc<Record>),
     /// No such match.
     Missing,
 }
@@ -255,6 +327,42 @@ pub trait MatchStore: Send + Sync + 'static {
         id: &str,
         key: &str,
     ) -> impl Future<Output = Result<Option<Done>, StoreError>> + Send;
+
+    /// The store's time in Unix ms: the time base of every clock (Redis `TIME`, or this
+    /// process's clock).
+    fn now(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Applies a change of clocks decided at the store's time.
+    fn commit_clock(
+        &self,
+        id: &str,
+        commit: &ClockCommit,
+    ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
+
+    /// The earliest deadline in the index (Unix ms) with the store's time now.
+    fn next_deadline(
+        &self,
+    ) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
+
+    /// Claims up to `max` matches whose deadline has passed, for `lease` ms: their entries move
+    /// to now + lease, so that another replica takes them over if this one dies before ending
+    /// them (and a change of the match replaces the entry with its real deadline).
+    fn claim_due(
+        &self,
+        lease: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// Puts match `id` back in the index at `deadline` (`None`: out of it), when a claim found
+    /// it not due.
+    fn reindex(
+        &self,
+        id: &str,
+        deadline: Option<u64>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Woken when the index may have a new earliest deadline (from any replica).
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify>;
 }
 
 /// The store a server runs with: in process (the embedded default) or Redis.
@@ -319,5 +427,29 @@ impl MatchStore for AnyStore {
 
     async fn probe(&self) -> Result<(), String> {
         dispatch!(self, s => s.probe().await)
+    }
+
+    async fn now(&self) -> Result<u64, StoreError> {
+        dispatch!(self, s => s.now().await)
+    }
+
+    async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
+        dispatch!(self, s => s.commit_clock(id, c).await)
+    }
+
+    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
+        dispatch!(self, s => s.next_deadline().await)
+    }
+
+    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, s => s.claim_due(lease, max).await)
+    }
+
+    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
+        dispatch!(self, s => s.reindex(id, deadline).await)
+    }
+
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
+        dispatch!(self, s => s.deadline_changed())
     }
 }

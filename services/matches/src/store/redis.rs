@@ -13,12 +13,14 @@
 //! [`StoreError::Unavailable`] and nothing is applied.
 
 use super::{
-    ChangeResult, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
-    OfferCommit, Retention, StoreError,
+    ChangeResult, ClockCommit, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit,
+    MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{
-    Done, MUTABLE_FIELDS, Record, StoredEvent, board_letter, encode_outcome, side_letter,
+    Done, MUTABLE_FIELDS, Record, StoredEvent, board_letter, encode_clock, encode_deadline,
+    encode_outcome, pack, side_letter,
 };
+use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
@@ -57,6 +59,98 @@ end
 local function compact(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HMGET', S, unpack(MUTABLE)), 'compact'}
 end
+local function unpk(s)
+  local t, i = {}, 1
+  while i <= #s do
+    local c = string.find(s, ':', i, true)
+    local n = tonumber(string.sub(s, i, c - 1))
+    t[#t + 1] = string.sub(s, c + 1, c + n)
+    i = c + n + 1
+  end
+  return t
+end
+local function fmt(x) return string.format('%.0f', x) end
+local function tnow()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function earliest(S)
+  local d = redis.call('HMGET', S, 'dl:A', 'dl:B')
+  local best = nil
+  for i = 1, 2 do
+    local v = tonumber(d[i] or '')
+    if v and (not best or v < best) then best = v end
+  end
+  return best
+end
+local function is_late(S, now)
+  local d = earliest(S)
+  return d ~= nil and d <= now
+end
+local function index(S)
+  local id = string.match(KEYS[1], '{(.*)}')
+  local d = earliest(S)
+  if d then
+    local first = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
+    redis.call('ZADD', DEADLINES, d, id)
+    if not first[2] or d < tonumber(first[2]) then
+      redis.call('PUBLISH', DEADLINE_CHANNEL, fmt(d))
+    end
+  else
+    redis.call('ZREM', DEADLINES, id)
+  end
+end
+local function stop_board(S, b, now, delays)
+  local ph = redis.call('HGET', S, 'ck:' .. b)
+  if not ph then return end
+  local p = unpk(ph)
+  if p[1] == 'F' or p[1] == 'N' or p[1] == 'S' then return end
+  if p[1] == 'R' then
+    local f = 'ck:' .. b .. ':' .. p[2]
+    local side = unpk(redis.call('HGET', S, f))
+    local used = now - tonumber(p[3]) - tonumber(delays[tonumber(side[4]) + 1] or '0')
+    if used < 0 then used = 0 end
+    local rem = tonumber(side[1]) - used
+    if rem < 0 then rem = 0 end
+    side[1] = fmt(rem)
+    redis.call('HSET', S, f, pack(side))
+  end
+  redis.call('HSET', S, 'ck:' .. b, pack({'S', fmt(now)}), 'dl:' .. b, '')
+end
+local function press(a, now)
+  local since, limit = tonumber(a[1]), tonumber(a[2])
+  if now >= since + limit then return nil end
+  local rem, quota = tonumber(a[4]), tonumber(a[5])
+  local stage_ms, next_limit = tonumber(a[12]), tonumber(a[13])
+  if a[3] ~= '1' then
+    return {math.min(rem + stage_ms, MAX_REMAINING), quota, 0, 0, 0, now + next_limit}
+  end
+  local elapsed = now - since
+  if elapsed < 0 then elapsed = 0 end
+  local comp = tonumber(a[6])
+  local charged = elapsed - comp - tonumber(a[7])
+  if charged < 0 then charged = 0 end
+  if charged > rem then
+    comp = comp + charged - rem
+    charged = rem
+  end
+  local bonus = tonumber(a[10]) + math.min(charged, tonumber(a[11]))
+  local q = quota + tonumber(a[8]) - comp
+  if q < 0 then q = 0 end
+  q = math.min(q, tonumber(a[9]))
+  local r = math.min(rem - charged + bonus + stage_ms, MAX_REMAINING)
+  return {r, q, charged, comp, bonus, now + next_limit}
+end
+";
+
+/// Runs the press arithmetic alone (ARGV: the 13 plan values, then `now`), for the test that
+/// checks it against the core's [`PressPlan::apply`].
+const PRESS_CHECK: &str = r"
+local r = press(ARGV, tonumber(ARGV[14]))
+if not r then return {'late'} end
+local out = {}
+for i = 1, #r do out[i] = fmt(r[i]) end
+return out
 ";
 
 /// ARGV: kind (`bug` or `game`), TTL in ms, then field, value, ….
@@ -67,6 +161,7 @@ if ARGV[1] == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS
 redis.call('DEL', E, D)
 redis.call('HSET', S, unpack(ARGV, 3))
 redis.call('PEXPIRE', S, ARGV[2])
+index(S)
 return state(S, E, 'created')
 ";
 
@@ -84,7 +179,11 @@ return state(S, E, 'ok')
 /// 6 history key, 7 take side, 8 take letter, 9 give board, 10 give side, 11 give letter,
 /// 12 last move, 13 the mover's side of the match (bughouse: team), 14 move event without the
 /// position (appended here, with the reserves after the step), 15 end outcome, 16 end event,
-/// 17 TTL, 18 grace, 19 `compact` or `full`, 20 the request's `done` key (or empty).
+/// 17 TTL, 18 grace, 19 `compact` or `full`, 20 the request's `done` key (or empty);
+/// with clocks: 21 `p`, 22–24 the board clock's fields as judged, 25–37 the press plan
+/// ([`plan_args`]), 38 the mover's side letter, 39–41 the mover's moves, stage and moves in
+/// stage after the move, 42 the opponent's first-move window (empty: the clock runs),
+/// 43 the stages' simple delays, packed.
 const MOVE: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
@@ -99,6 +198,19 @@ local reply = state
 if ARGV[19] == 'compact' then reply = compact end
 if guard[1] == '1' then return reply(S, E, 'over') end
 if guard[3] ~= ARGV[3] then return reply(S, E, 'stale') end
+local now, clock = nil, nil
+if ARGV[21] == 'p' then
+  now = tnow()
+  if is_late(S, now) then return reply(S, E, 'late') end
+  local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
+  if ck[1] ~= ARGV[22] or ck[2] ~= ARGV[23] or ck[3] ~= ARGV[24] then
+    return reply(S, E, 'stale')
+  end
+  clock = press({unpack(ARGV, 25, 37)}, now)
+  if not clock then return reply(S, E, 'late') end
+  clock.other = ck[2]
+  if ARGV[38] == 'w' then clock.other = ck[3] end
+end
 local ORDER = 'QRBNPqrbnp'
 local events = {''}
 if ARGV[7] ~= '' then
@@ -144,6 +256,28 @@ events[1] = ARGV[14] .. pack({position})
 if ARGV[20] ~= '' then
   redis.call('HSET', D, ARGV[20], 'M' .. (redis.call('LLEN', E) + 1))
 end
+if clock then
+  local mover, opp = ARGV[38], 'b'
+  if mover == 'b' then opp = 'w' end
+  local phase
+  if ARGV[42] ~= '' then
+    phase = pack({'O', opp, fmt(now), ARGV[42], '1'})
+  else
+    phase = pack({'R', opp, fmt(now)})
+  end
+  redis.call('HSET', S, 'ck:' .. b, phase, 'dl:' .. b, fmt(clock[6]),
+    'ck:' .. b .. ':' .. mover, pack({fmt(clock[1]), fmt(clock[2]), ARGV[39], ARGV[40], ARGV[41]}))
+  local rem = {w = fmt(clock[1]), b = fmt(clock[1])}
+  rem[opp] = unpk(clock.other)[1]
+  local running = opp
+  if ARGV[15] ~= '' then
+    local delays = unpk(ARGV[43])
+    stop_board(S, 'A', now, delays)
+    stop_board(S, 'B', now, delays)
+    running = '-'
+  end
+  events[#events + 1] = pack({'C', b, rem.w, rem.b, running, fmt(now)})
+end
 local ttl = ARGV[17]
 if ARGV[15] ~= '' then
   redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15])
@@ -152,12 +286,13 @@ if ARGV[15] ~= '' then
 end
 redis.call('RPUSH', E, unpack(events))
 expire(S, E, D, ttl)
+if clock then index(S) end
 announce()
 return reply(S, E, 'ok')
 ";
 
 /// ARGV: 1 nonce, 2 guard board (or empty), 3 guard ply, 4 outcome, 5 end event, 6 grace,
-/// 7 the request's `done` key (or empty).
+/// 7 the request's `done` key (or empty), 8 the stages' simple delays, packed (clocks only).
 const END: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
@@ -170,6 +305,12 @@ if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') en
 if ARGV[2] ~= '' and redis.call('HGET', S, 'ply:' .. ARGV[2]) ~= ARGV[3] then
   return state(S, E, 'stale')
 end
+local now = tnow()
+if is_late(S, now) then return state(S, E, 'late') end
+local delays = unpk(ARGV[8])
+stop_board(S, 'A', now, delays)
+stop_board(S, 'B', now, delays)
+index(S)
 redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
 redis.call('RPUSH', E, ARGV[5])
 if ARGV[7] ~= '' then redis.call('HSET', D, ARGV[7], 'E') end
@@ -179,7 +320,7 @@ return state(S, E, 'ok')
 ";
 
 /// ARGV: 1 nonce, 2 side, 3 offer event, 4 agreed outcome, 5 end event, 6 TTL, 7 grace,
-/// 8 the request's `done` key (or empty).
+/// 8 the request's `done` key (or empty), 9 the stages' simple delays, packed.
 const OFFER: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
@@ -189,6 +330,8 @@ if ARGV[8] ~= '' then
 end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
+local now = tnow()
+if is_late(S, now) then return state(S, E, 'late') end
 if ARGV[8] ~= '' then
   redis.call('HSET', D, ARGV[8], 'D')
   redis.call('PEXPIRE', D, redis.call('PTTL', S))
@@ -200,6 +343,10 @@ local other = 'w'
 if ARGV[2] == 'w' then other = 'b' end
 local ttl = ARGV[6]
 if redis.call('HGET', S, 'draw:' .. other) == '1' then
+  local delays = unpk(ARGV[9])
+  stop_board(S, 'A', now, delays)
+  stop_board(S, 'B', now, delays)
+  index(S)
   redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
   redis.call('RPUSH', E, ARGV[5])
   ttl = ARGV[7]
@@ -209,10 +356,115 @@ announce()
 return state(S, E, 'ok')
 ";
 
+/// A change of clocks decided by the caller. ARGV: 1 nonce, 2 timing (`live`, or the deadline
+/// that must have passed), 3 the request's `done` key (or empty), 4 outcome (or empty), 5 end
+/// event, 6 TTL, 7 grace, 8 the number of clocks n, then per clock 8 values (board, the three
+/// fields as judged, the three new fields, the new deadline), then the events to append.
+const CLOCK: &str = r"
+local S, E, D = pick()
+if not S then return {'missing'} end
+if ARGV[3] ~= '' then
+  local done = redis.call('HGET', D, ARGV[3])
+  if done then return state(S, E, 'done:' .. done) end
+end
+if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
+if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
+local n = tonumber(ARGV[8])
+for i = 0, n - 1 do
+  local at = 9 + i * 8
+  local b = ARGV[at]
+  local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
+  if ck[1] ~= ARGV[at + 1] or ck[2] ~= ARGV[at + 2] or ck[3] ~= ARGV[at + 3] then
+    return state(S, E, 'stale')
+  end
+end
+local now = tnow()
+if ARGV[2] == 'live' then
+  if is_late(S, now) then return state(S, E, 'late') end
+elseif now < tonumber(ARGV[2]) then
+  return state(S, E, 'stale')
+end
+for i = 0, n - 1 do
+  local at = 9 + i * 8
+  local b = ARGV[at]
+  redis.call('HSET', S, 'ck:' .. b, ARGV[at + 4], 'ck:' .. b .. ':w', ARGV[at + 5],
+    'ck:' .. b .. ':b', ARGV[at + 6], 'dl:' .. b, ARGV[at + 7])
+end
+local first = 9 + n * 8
+if first <= #ARGV then redis.call('RPUSH', E, unpack(ARGV, first)) end
+if ARGV[3] ~= '' then redis.call('HSET', D, ARGV[3], 'K') end
+local ttl = ARGV[6]
+if ARGV[4] ~= '' then
+  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
+  redis.call('RPUSH', E, ARGV[5])
+  ttl = ARGV[7]
+end
+expire(S, E, D, ttl)
+index(S)
+announce()
+return state(S, E, 'ok')
+";
+
+/// Claims due entries of the deadline index: KEYS[1] the index; ARGV 1 lease (ms), 2 max.
+const CLAIM: &str = r"
+local now = tnow()
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for i = 1, #ids do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ids[i]) end
+return ids
+";
+
+/// Files a match in the deadline index again (ARGV 1: its deadline, or empty to remove it):
+/// KEYS[1] the index.
+const REINDEX: &str = r"
+local id = ARGV[2]
+if ARGV[1] == '' then
+  redis.call('ZREM', KEYS[1], id)
+  return 0
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+redis.call('ZADD', KEYS[1], ARGV[1], id)
+if not first[2] or tonumber(ARGV[1]) < tonumber(first[2]) then
+  redis.call('PUBLISH', DEADLINE_CHANNEL, ARGV[1])
+end
+return 1
+";
+
+/// The sorted set of running matches by earliest deadline (Unix ms). One key for all matches:
+/// the deadline index assumes a single Redis (or one primary), not a cluster.
+pub const DEADLINES: &str = "arbiter:matches:deadlines";
+
+/// The channel on which a new earliest deadline is announced (its message: the deadline).
+pub const DEADLINE_CHANNEL: &str = "arbiter:matches:deadline";
+
+/// The 13 values of a press plan, in the order the scripts' `press` reads them.
+pub fn plan_args(p: &PressPlan) -> [String; 13] {
+    [
+        p.since.to_string(),
+        p.limit_ms.to_string(),
+        if p.timed { "1" } else { "0" }.to_owned(),
+        p.remaining_ms.to_string(),
+        p.quota_ms.to_string(),
+        p.comp_ms.to_string(),
+        p.delay_ms.to_string(),
+        p.gain_ms.to_string(),
+        p.cap_ms.to_string(),
+        p.increment_ms.to_string(),
+        p.bronstein_ms.to_string(),
+        p.stage_ms.to_string(),
+        p.next_limit_ms.to_string(),
+    ]
+}
+
+fn delays_arg(delays: &[u64]) -> String {
+    pack(&delays.iter().map(u64::to_string).collect::<Vec<_>>())
+}
+
 fn script(body: &str) -> Script {
     let mutable: Vec<String> = MUTABLE_FIELDS.iter().map(|f| format!("'{f}'")).collect();
     Script::new(&format!(
-        "local MUTABLE = {{{}}}\n{PRELUDE}{body}",
+        "local MUTABLE = {{{}}}\nlocal DEADLINES = '{DEADLINES}'\n\
+         local DEADLINE_CHANNEL = '{DEADLINE_CHANNEL}'\nlocal MAX_REMAINING = {MAX_REMAINING_MS}\n\
+         {PRELUDE}{body}",
         mutable.join(", ")
     ))
 }
@@ -268,6 +520,10 @@ pub struct RedisStore {
     play: Script,
     end: Script,
     offer: Script,
+    clock: Script,
+    claim: Script,
+    reindex: Script,
+    deadline_changed: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -331,7 +587,7 @@ impl RedisStore {
         let client = config.client()?;
         let conn = Arc::new(std::sync::OnceLock::new());
         let slot = Arc::clone(&conn);
-        let scripts: Vec<Script> = [CREATE, LOAD, MOVE, END, OFFER]
+        let scripts: Vec<Script> = [CREATE, LOAD, MOVE, END, OFFER, CLOCK, CLAIM, REINDEX]
             .into_iter()
             .map(script)
             .collect();
@@ -375,6 +631,10 @@ impl RedisStore {
             play: script(MOVE),
             end: script(END),
             offer: script(OFFER),
+            clock: script(CLOCK),
+            claim: script(CLAIM),
+            reindex: script(REINDEX),
+            deadline_changed: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -509,6 +769,7 @@ fn change_result(reply: Reply) -> Result<ChangeResult, StoreError> {
         "ok" => ChangeResult::Applied(record),
         "stale" => ChangeResult::Stale(record),
         "over" => ChangeResult::Over(record),
+        "late" => ChangeResult::Late(record),
         other => return Err(RedisStore::unexpected(other)),
     })
 }
@@ -591,6 +852,21 @@ impl MatchStore for RedisStore {
             .arg(millis(self.retention.grace))
             .arg(if base.is_some() { "compact" } else { "full" })
             .arg(c.request.as_deref().unwrap_or(""));
+        if let Some(p) = &c.clock {
+            inv.arg("p");
+            for f in &p.expected {
+                inv.arg(f);
+            }
+            for a in plan_args(&p.plan) {
+                inv.arg(a);
+            }
+            inv.arg(side_letter(p.mover))
+                .arg(p.after.moves)
+                .arg(p.after.stage)
+                .arg(p.after.stage_moves)
+                .arg(p.opening_window.map_or(String::new(), |w| w.to_string()))
+                .arg(delays_arg(&p.delays));
+        }
         let reply = self.run(id, &mut inv, base.as_deref()).await?;
         if reply.status == "missing" {
             return Ok(MoveResult::Missing);
@@ -603,6 +879,7 @@ impl MatchStore for RedisStore {
             "ok" => MoveResult::Applied(record),
             "stale" => MoveResult::Stale(record),
             "over" => MoveResult::Over(record),
+            "late" => MoveResult::Late(record),
             other => return Err(Self::unexpected(other)),
         })
     }
@@ -618,7 +895,8 @@ impl MatchStore for RedisStore {
             .arg(encode_outcome(&c.outcome))
             .arg(StoredEvent::End(c.outcome).encode())
             .arg(millis(self.retention.grace))
-            .arg(c.request.as_deref().unwrap_or(""));
+            .arg(c.request.as_deref().unwrap_or(""))
+            .arg(delays_arg(&c.delays));
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -631,7 +909,8 @@ impl MatchStore for RedisStore {
             .arg(StoredEvent::End(c.agreed).encode())
             .arg(millis(self.retention.ttl))
             .arg(millis(self.retention.grace))
-            .arg(c.request.as_deref().unwrap_or(""));
+            .arg(c.request.as_deref().unwrap_or(""))
+            .arg(delays_arg(&c.delays));
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -688,6 +967,89 @@ impl MatchStore for RedisStore {
                 "Redis maxmemory-policy is '{policy}': it may evict matches; set it to noeviction"
             ))
         }
+    }
+
+    async fn now(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn()?;
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(secs * 1000 + micros / 1000)
+    }
+
+    async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
+        let mut inv = invoke(&self.clock, id);
+        let (outcome, end_event) = c.end.map_or((String::new(), String::new()), |o| {
+            (encode_outcome(&o), StoredEvent::End(o).encode())
+        });
+        inv.arg(&c.nonce)
+            .arg(match c.timing {
+                Timing::Live => "live".to_owned(),
+                Timing::Due(at) => at.to_string(),
+            })
+            .arg(c.request.as_deref().unwrap_or(""))
+            .arg(outcome)
+            .arg(end_event)
+            .arg(millis(self.retention.ttl))
+            .arg(millis(self.retention.grace))
+            .arg(c.clocks.len());
+        for ch in &c.clocks {
+            inv.arg(board_letter(ch.board));
+            for f in &ch.expected {
+                inv.arg(f);
+            }
+            for f in encode_clock(&ch.clock) {
+                inv.arg(f);
+            }
+            inv.arg(encode_deadline(Some(&ch.clock)));
+        }
+        for e in &c.events {
+            inv.arg(e);
+        }
+        change_result(self.run(id, &mut inv, None).await?)
+    }
+
+    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
+        let mut conn = self.conn()?;
+        let ((secs, micros), first): ((u64, u64), Vec<(String, f64)>) = redis::pipe()
+            .cmd("TIME")
+            .zrange_withscores(DEADLINES, 0, 0)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        // Scores are whole milliseconds, exact in a double.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let next = first.first().map(|(_, at)| *at as u64);
+        Ok((next, secs * 1000 + micros / 1000))
+    }
+
+    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn()?;
+        self.claim
+            .key(DEADLINES)
+            .arg(lease)
+            .arg(max)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
+        let mut conn = self.conn()?;
+        let _: i64 = self
+            .reindex
+            .key(DEADLINES)
+            .arg(deadline.map_or(String::new(), |d| d.to_string()))
+            .arg(id)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.deadline_changed)
     }
 
     async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
@@ -794,4 +1156,82 @@ pub async fn listen_for_changes(
         }
         delay = (delay * 2).min(Duration::from_secs(5));
     }
+}
+
+/// Listens for new earliest deadlines announced by any replica on [`DEADLINE_CHANNEL`] and
+/// wakes this process's flag worker through `notify`, until `shutdown` turns true. On every
+/// (re)subscription it wakes the worker once, which reads the index again.
+pub async fn listen_for_deadlines(
+    client: redis::Client,
+    notify: Arc<tokio::sync::Notify>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    use crate::watchers::until_down;
+    use tokio_stream::StreamExt;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(DEADLINE_CHANNEL).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            r = subscribed => r,
+            () = until_down(&mut shutdown) => return,
+        };
+        match pubsub {
+            Ok(mut pubsub) => {
+                delay = Duration::from_millis(100);
+                notify.notify_one();
+                let mut messages = pubsub.on_message();
+                loop {
+                    tokio::select! {
+                        m = messages.next() => match m {
+                            Some(_) => notify.notify_one(),
+                            None => {
+                                tracing::warn!("lost the Redis subscription to deadlines; reconnecting");
+                                break;
+                            }
+                        },
+                        () = until_down(&mut shutdown) => return,
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot subscribe to deadlines yet; retrying");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = until_down(&mut shutdown) => return,
+        }
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Runs the scripts' press arithmetic on Redis for `plan` at `now` (for the test that checks
+/// it against [`PressPlan::apply`]): `None` when late, else remaining, quota, charged,
+/// compensation, bonus and the next deadline.
+pub async fn press_on_redis(
+    conn: &mut redis::aio::MultiplexedConnection,
+    plan: &PressPlan,
+    now: u64,
+) -> Result<Option<[u64; 6]>, StoreError> {
+    let check = script(PRESS_CHECK);
+    let mut inv = check.prepare_invoke();
+    for a in plan_args(plan) {
+        inv.arg(a);
+    }
+    inv.arg(now);
+    let out: Vec<String> = inv.invoke_async(conn).await.map_err(unavailable)?;
+    if out.first().is_some_and(|s| s == "late") {
+        return Ok(None);
+    }
+    let nums: Vec<u64> = out
+        .iter()
+        .map(|s| s.parse().map_err(|_| StoreError::Corrupt(format!("bad number '{s}'"))))
+        .collect::<Result<_, _>>()?;
+    nums.try_into()
+        .map(Some)
+        .map_err(|_| StoreError::Corrupt("a press returns six numbers".into()))
 }
