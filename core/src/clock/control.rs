@@ -370,13 +370,12 @@ impl fmt::Display for TimeControl {
             if i > 0 {
                 out.push_str(", ");
             }
-            // Minutes when exact to 3 decimals, else seconds (`10s`).
-            match ms_text(s.time_ms, 60_000) {
-                Some(minutes) => out.push_str(&minutes),
-                None => {
-                    out.push_str(&seconds_text(s.time_ms));
-                    out.push('s');
-                }
+            // Minutes in quarters (`0.25`, `1.5`, `3`), else seconds (`10s`, `3s`).
+            if s.time_ms.is_multiple_of(15_000) {
+                out.push_str(&ms_text(s.time_ms, 60_000).unwrap_or_default());
+            } else {
+                out.push_str(&seconds_text(s.time_ms));
+                out.push('s');
             }
             if let Some(m) = s.moves {
                 out.push_str(&format!("/{m}"));

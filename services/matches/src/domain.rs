@@ -19,9 +19,9 @@ use crate::store::{
     ChangeResult, ClockChange, ClockCommit, ClockPress, CreateResult, EndCommit, HistoryUpdate,
     MatchStore, MoveCommit, MoveResult, OfferCommit, ReserveDelta, Timing,
 };
-use arbiter_core::clock::{Clock, ClockError, Phase, TimeControl};
 use crate::watchers::Watchers;
 use arbiter_core::bughouse::{self, BoardId, Match, MatchOutcome, Seat, Team};
+use arbiter_core::clock::{Clock, ClockError, Phase, TimeControl};
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{
     AnyPosition, Color, Crazyhouse, DrawClaim, EndReason, GameError, GameState, Locale, Notation,
@@ -45,12 +45,6 @@ pub const MAX_START_BYTES: usize = 512;
 
 /// How often a change is judged again on fresh data before the request is refused.
 const ATTEMPTS: usize = 4;
-/// How long a replica holds a due deadline it claimed before another may take it over.
-pub const CLAIM_LEASE_MS: u64 = 5_000;
-/// How many due matches the flag worker claims at once.
-const CLAIM_BATCH: usize = 256;
-/// The flag worker reads the index at least this often, whatever it was told.
-const MAX_FLAG_SLEEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A new match, as the platform describes it.
 #[derive(Clone, Debug, Default)]
@@ -268,7 +262,10 @@ fn single_outcome(o: Outcome) -> MatchOutcome {
 /// The simple delay of each stage of `record`'s time control (empty without clocks).
 fn delays_of(record: &Record) -> Vec<u64> {
     record.control.as_ref().map_or_else(Vec::new, |c| {
-        c.stages().iter().map(|s| s.bonus.simple_delay_ms()).collect()
+        c.stages()
+            .iter()
+            .map(|s| s.bonus.simple_delay_ms())
+            .collect()
     })
 }
 
@@ -617,7 +614,9 @@ impl<S: MatchStore> Matches<S> {
                     .map_err(|e| MatchError::invalid("time_control", e.to_string()))?,
             )
         };
-        let canonical_tc = control.as_ref().map_or_else(String::new, ToString::to_string);
+        let canonical_tc = control
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string);
         let time_control = canonical_tc.as_str();
         let expected = if bughouse { 4 } else { 2 };
         if c.players.len() != expected {
@@ -1347,7 +1346,22 @@ impl<S: MatchStore> Matches<S> {
                 self.store.reindex(id, record.deadline()).await?;
                 return Ok(false);
             };
-            let outcome = if deadline.no_show {
+            // Bughouse: flags of both teams falling at the same instant draw the match.
+            let simultaneous = record.is_bughouse().then(|| {
+                let other = board.other();
+                let d = record.boards[other.index()].clock.as_ref()?.deadline()?;
+                let teams_differ =
+                    Seat::new(other, d.color).team() != Seat::new(board, deadline.color).team();
+                (d.at == deadline.at && !d.no_show && teams_differ).then_some(other)
+            });
+            let simultaneous = simultaneous.flatten();
+            let outcome = if let Some(_other) = simultaneous {
+                MatchOutcome {
+                    score: Score::DRAW,
+                    board: None,
+                    reason: EndReason::Timeout,
+                }
+            } else if deadline.no_show {
                 MatchOutcome {
                     score: Score::DRAW,
                     board: record.is_bughouse().then_some(board),
@@ -1371,8 +1385,10 @@ impl<S: MatchStore> Matches<S> {
                 let Some(clock) = &b.clock else { continue };
                 let mut after = clock.clone();
                 let id_b = BoardId::BOTH[i];
-                if id_b == board {
-                    after.expire(deadline.at).map_err(|e| corrupt(e.to_string()))?;
+                if id_b == board || simultaneous == Some(id_b) {
+                    after
+                        .expire(deadline.at)
+                        .map_err(|e| corrupt(e.to_string()))?;
                 } else if after.stop(deadline.at).is_err() {
                     continue;
                 }
@@ -1409,47 +1425,11 @@ impl<S: MatchStore> Matches<S> {
         Ok(false)
     }
 
-    /// Ends on time every match whose deadline has passed, waking at the earliest deadline of
-    /// the index (and whenever a new earlier one is announced), until `shutdown` turns true.
-    /// Several replicas may run it: each claims due matches with a lease, and ending a match is
-    /// idempotent.
-    pub async fn run_flag_worker(&self, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-        let notify = self.store.deadline_changed();
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            let sleep = match self.store.next_deadline().await {
-                Ok((Some(at), now)) if at <= now => std::time::Duration::ZERO,
-                Ok((Some(at), now)) => {
-                    std::time::Duration::from_millis(at - now).min(MAX_FLAG_SLEEP)
-                }
-                Ok((None, _)) => MAX_FLAG_SLEEP,
-                Err(e) => {
-                    tracing::debug!(error = %e, "flag worker cannot read the deadline index");
-                    MAX_FLAG_SLEEP
-                }
-            };
-            if !sleep.is_zero() {
-                tokio::select! {
-                    () = tokio::time::sleep(sleep) => {}
-                    () = notify.notified() => continue,
-                    () = crate::watchers::until_down(&mut shutdown) => return,
-                }
-            }
-            let due = match self.store.claim_due(CLAIM_LEASE_MS, CLAIM_BATCH).await {
-                Ok(due) => due,
-                Err(e) => {
-                    tracing::debug!(error = %e, "flag worker cannot claim deadlines");
-                    continue;
-                }
-            };
-            for id in due {
-                if let Err(e) = self.end_on_time(&id).await {
-                    tracing::warn!(match_id = %id, error = %e, "cannot end a match on time yet");
-                }
-            }
-        }
+    /// Ends on time every match whose deadline has passed, until `shutdown` turns true (the
+    /// shared flag worker of `arbiter-timekeeping` over this service's store). Several replicas
+    /// may run it: each claims due matches with a lease, and ending a match is idempotent.
+    pub async fn run_flag_worker(&self, shutdown: tokio::sync::watch::Receiver<bool>) {
+        arbiter_timekeeping::run_flag_worker(self, shutdown).await;
     }
 
     /// Pauses every running clock of the match (a platform action), at the store's time.
@@ -1514,7 +1494,10 @@ impl<S: MatchStore> Matches<S> {
         for _ in 0..ATTEMPTS {
             let record = self.get(id).await?;
             if record.control.is_none() {
-                return Err(MatchError::precondition(NO_CLOCK, "this match has no clocks"));
+                return Err(MatchError::precondition(
+                    NO_CLOCK,
+                    "this match has no clocks",
+                ));
             }
             if record.outcome.is_some() {
                 return self
@@ -1590,5 +1573,25 @@ impl<S: MatchStore> Matches<S> {
             .into_iter()
             .map(|(seq, line)| Ok((seq, StoredEvent::decode(&line)?)))
             .collect()
+    }
+}
+
+impl<S: MatchStore> arbiter_timekeeping::DeadlineSource for Matches<S> {
+    type Error = MatchError;
+
+    async fn next_deadline(&self) -> Result<(Option<u64>, u64), MatchError> {
+        Ok(self.store.next_deadline().await?)
+    }
+
+    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, MatchError> {
+        Ok(self.store.claim_due(lease, max).await?)
+    }
+
+    async fn end_on_time(&self, id: &str) -> Result<bool, MatchError> {
+        Matches::end_on_time(self, id).await
+    }
+
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
+        self.store.deadline_changed()
     }
 }

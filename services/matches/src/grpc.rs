@@ -364,7 +364,9 @@ impl MatchService for MatchGrpc {
         let r = request.into_inner();
         let record = self.inner.get(&r.match_id).await.map_err(fail)?;
         let state = self.state(&record).await?;
-        reply(Ok::<_, ApiError>(pb::GetMatchResponse { state: Some(state) }))
+        reply(Ok::<_, ApiError>(pb::GetMatchResponse {
+            state: Some(state),
+        }))
     }
 
     async fn make_move(
@@ -374,9 +376,8 @@ impl MatchService for MatchGrpc {
         let token = token(&request)?;
         let r = request.into_inner();
         let seat = seat_ref(r.board, r.side).map_err(fail)?;
-        let lag_ms = u64::try_from(r.lag_ms).map_err(|_| {
-            fail(MatchError::invalid("lag_ms", "must not be negative"))
-        })?;
+        let lag_ms = u64::try_from(r.lag_ms)
+            .map_err(|_| fail(MatchError::invalid("lag_ms", "must not be negative")))?;
         let answer = self
             .inner
             .play(

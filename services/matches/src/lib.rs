@@ -81,8 +81,9 @@ pub async fn mount(
             Arc::clone(matches.watchers()),
             shutdown.clone(),
         ));
-        tokio::spawn(store::redis::listen_for_deadlines(
+        tokio::spawn(arbiter_timekeeping::listen_for_deadlines(
             redis.client()?,
+            store::redis::DEADLINE_CHANNEL,
             store::MatchStore::deadline_changed(matches.store()),
             shutdown.clone(),
         ));

@@ -253,7 +253,11 @@ pub fn encode_phase(p: Phase) -> String {
             side_letter(turn),
             &n(elapsed_ms),
             &opening.map_or(String::new(), |(w, _)| n(w)),
-            if opening.is_some_and(|(_, m)| m) { "1" } else { "0" },
+            if opening.is_some_and(|(_, m)| m) {
+                "1"
+            } else {
+                "0"
+            },
         ]),
         Phase::Flagged { color, at } => pack(&["F", side_letter(color), &n(at)]),
         Phase::NoShow { color, at } => pack(&["N", side_letter(color), &n(at)]),
@@ -1081,7 +1085,8 @@ mod tests {
                     c.press(Color::White, 2_500, 30).unwrap();
                     c.pause(3_000).unwrap();
                 } else {
-                    c.start_after_first_moves(Color::White, 1_000, 30_000).unwrap();
+                    c.start_after_first_moves(Color::White, 1_000, 30_000)
+                        .unwrap();
                     c.press(Color::White, 2_000, 0).unwrap();
                 }
                 c
@@ -1158,8 +1163,8 @@ mod tests {
             // Dropping an optional field (a draw offer, a last move) still reads; a required
             // one is reported.
             let read = Record::from_list("m1", list, 0);
-            let optional = ["draw:w", "last:A", "last:B", "dl:A", "dl:B"]
-                .contains(&fields[skip].0.as_str());
+            let optional =
+                ["draw:w", "last:A", "last:B", "dl:A", "dl:B"].contains(&fields[skip].0.as_str());
             assert_eq!(read.is_ok(), optional, "without {}", fields[skip].0);
         }
         let list: Vec<String> = fields

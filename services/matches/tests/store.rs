@@ -757,7 +757,10 @@ async fn one_redis_round_trip_per_move() {
             "{variant:?}: one script call per move: {calls:?}"
         );
         // The guard, the clock's guard, the deadlines before and after, the reply.
-        assert!(calls.get("hmget").copied().unwrap_or(0) <= 5 * n, "{calls:?}");
+        assert!(
+            calls.get("hmget").copied().unwrap_or(0) <= 5 * n,
+            "{calls:?}"
+        );
         assert!(!calls.contains_key("hgetall"), "{calls:?}");
         assert!(
             calls.get("exists").copied().unwrap_or(0) <= 2 * n,

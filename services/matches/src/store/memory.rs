@@ -7,22 +7,12 @@ use super::{
     MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{Done, Record, StoredEvent, encode_clock, pack_into};
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use arbiter_timekeeping::DeadlineIndex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// This process's time in Unix ms: the wall clock read once, then advanced by the monotonic
-/// clock, so that it never goes back.
-pub fn process_now() -> u64 {
-    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
-    let (instant, unix) = ANCHOR.get_or_init(|| {
-        let unix = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        (Instant::now(), unix)
-    });
-    unix + u64::try_from(instant.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
+pub use arbiter_timekeeping::process_now;
 
 /// Whether a deadline of `record` has passed at `now` (then no change but ending it on time
 /// applies).
@@ -39,27 +29,6 @@ fn stop_clocks(record: &mut Record, now: u64) {
     }
 }
 
-/// The deadline index: running matches by their earliest deadline.
-#[derive(Debug, Default)]
-struct Deadlines {
-    by_time: BTreeSet<(u64, String)>,
-    by_id: HashMap<String, u64>,
-}
-
-impl Deadlines {
-    /// Sets `id`'s entry; `true` when it is a new earliest deadline.
-    fn set(&mut self, id: &str, deadline: Option<u64>) -> bool {
-        if let Some(old) = self.by_id.remove(id) {
-            self.by_time.remove(&(old, id.to_owned()));
-        }
-        let Some(at) = deadline else { return false };
-        let earliest = self.by_time.first().is_none_or(|(first, _)| at < *first);
-        self.by_time.insert((at, id.to_owned()));
-        self.by_id.insert(id.to_owned(), at);
-        earliest
-    }
-}
-
 #[derive(Debug)]
 struct Stored {
     record: Arc<Record>,
@@ -73,7 +42,7 @@ struct Stored {
 struct Matches {
     by_id: HashMap<String, Stored>,
     last_sweep: Instant,
-    deadlines: Deadlines,
+    deadlines: DeadlineIndex,
 }
 
 impl Matches {
@@ -109,7 +78,7 @@ impl MemoryStore {
             matches: Mutex::new(Matches {
                 by_id: HashMap::new(),
                 last_sweep: Instant::now(),
-                deadlines: Deadlines::default(),
+                deadlines: DeadlineIndex::default(),
             }),
             retention,
             max_matches,
@@ -428,7 +397,10 @@ impl MatchStore for MemoryStore {
                 }
                 let now = process_now();
                 let unchanged = c.clocks.iter().all(|ch| {
-                    current.boards.get(ch.board.index()).and_then(|b| b.clock.as_ref())
+                    current
+                        .boards
+                        .get(ch.board.index())
+                        .and_then(|b| b.clock.as_ref())
                         .is_some_and(|clock| encode_clock(clock) == ch.expected)
                 });
                 if current.nonce != c.nonce || !unchanged {
@@ -460,24 +432,12 @@ impl MatchStore for MemoryStore {
 
     async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
         let all = self.matches.lock().expect("not poisoned");
-        Ok((all.deadlines.by_time.first().map(|(at, _)| *at), process_now()))
+        Ok((all.deadlines.first(), process_now()))
     }
 
     async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
         let mut all = self.matches.lock().expect("not poisoned");
-        let now = process_now();
-        let due: Vec<String> = all
-            .deadlines
-            .by_time
-            .iter()
-            .take_while(|(at, _)| *at <= now)
-            .take(max)
-            .map(|(_, id)| id.clone())
-            .collect();
-        for id in &due {
-            all.deadlines.set(id, Some(now + lease));
-        }
-        Ok(due)
+        Ok(all.deadlines.claim(process_now(), lease, max))
     }
 
     async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {

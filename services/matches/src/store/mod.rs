@@ -340,9 +340,7 @@ pub trait MatchStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
 
     /// The earliest deadline in the index (Unix ms) with the store's time now.
-    fn next_deadline(
-        &self,
-    ) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
+    fn next_deadline(&self) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
 
     /// Claims up to `max` matches whose deadline has passed, for `lease` ms: their entries move
     /// to now + lease, so that another replica takes them over if this one dies before ending

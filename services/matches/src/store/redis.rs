@@ -21,6 +21,7 @@ use crate::record::{
     encode_outcome, pack, side_letter,
 };
 use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
+use arbiter_timekeeping::lua;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
@@ -32,14 +33,6 @@ use std::time::Duration;
 /// state, events, done), `expire`, `state` (a reply with the record: the status, the event
 /// count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
 const PRELUDE: &str = r"
-local function pack(t)
-  local parts = {}
-  for i = 1, #t do
-    local v = tostring(t[i])
-    parts[i] = #v .. ':' .. v
-  end
-  return table.concat(parts)
-end
 local function pick()
   if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2], KEYS[3] end
   if redis.call('EXISTS', KEYS[4]) == 1 then return KEYS[4], KEYS[5], KEYS[6] end
@@ -59,88 +52,7 @@ end
 local function compact(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HMGET', S, unpack(MUTABLE)), 'compact'}
 end
-local function unpk(s)
-  local t, i = {}, 1
-  while i <= #s do
-    local c = string.find(s, ':', i, true)
-    local n = tonumber(string.sub(s, i, c - 1))
-    t[#t + 1] = string.sub(s, c + 1, c + n)
-    i = c + n + 1
-  end
-  return t
-end
-local function fmt(x) return string.format('%.0f', x) end
-local function tnow()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function earliest(S)
-  local d = redis.call('HMGET', S, 'dl:A', 'dl:B')
-  local best = nil
-  for i = 1, 2 do
-    local v = tonumber(d[i] or '')
-    if v and (not best or v < best) then best = v end
-  end
-  return best
-end
-local function is_late(S, now)
-  local d = earliest(S)
-  return d ~= nil and d <= now
-end
-local function index(S)
-  local id = string.match(KEYS[1], '{(.*)}')
-  local d = earliest(S)
-  if d then
-    local first = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
-    redis.call('ZADD', DEADLINES, d, id)
-    if not first[2] or d < tonumber(first[2]) then
-      redis.call('PUBLISH', DEADLINE_CHANNEL, fmt(d))
-    end
-  else
-    redis.call('ZREM', DEADLINES, id)
-  end
-end
-local function stop_board(S, b, now, delays)
-  local ph = redis.call('HGET', S, 'ck:' .. b)
-  if not ph then return end
-  local p = unpk(ph)
-  if p[1] == 'F' or p[1] == 'N' or p[1] == 'S' then return end
-  if p[1] == 'R' then
-    local f = 'ck:' .. b .. ':' .. p[2]
-    local side = unpk(redis.call('HGET', S, f))
-    local used = now - tonumber(p[3]) - tonumber(delays[tonumber(side[4]) + 1] or '0')
-    if used < 0 then used = 0 end
-    local rem = tonumber(side[1]) - used
-    if rem < 0 then rem = 0 end
-    side[1] = fmt(rem)
-    redis.call('HSET', S, f, pack(side))
-  end
-  redis.call('HSET', S, 'ck:' .. b, pack({'S', fmt(now)}), 'dl:' .. b, '')
-end
-local function press(a, now)
-  local since, limit = tonumber(a[1]), tonumber(a[2])
-  if now >= since + limit then return nil end
-  local rem, quota = tonumber(a[4]), tonumber(a[5])
-  local stage_ms, next_limit = tonumber(a[12]), tonumber(a[13])
-  if a[3] ~= '1' then
-    return {math.min(rem + stage_ms, MAX_REMAINING), quota, 0, 0, 0, now + next_limit}
-  end
-  local elapsed = now - since
-  if elapsed < 0 then elapsed = 0 end
-  local comp = tonumber(a[6])
-  local charged = elapsed - comp - tonumber(a[7])
-  if charged < 0 then charged = 0 end
-  if charged > rem then
-    comp = comp + charged - rem
-    charged = rem
-  end
-  local bonus = tonumber(a[10]) + math.min(charged, tonumber(a[11]))
-  local q = quota + tonumber(a[8]) - comp
-  if q < 0 then q = 0 end
-  q = math.min(q, tonumber(a[9]))
-  local r = math.min(rem - charged + bonus + stage_ms, MAX_REMAINING)
-  return {r, q, charged, comp, bonus, now + next_limit}
-end
+
 ";
 
 /// Runs the press arithmetic alone (ARGV: the 13 plan values, then `now`), for the test that
@@ -161,7 +73,7 @@ if ARGV[1] == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS
 redis.call('DEL', E, D)
 redis.call('HSET', S, unpack(ARGV, 3))
 redis.call('PEXPIRE', S, ARGV[2])
-index(S)
+index(S, ID)
 return state(S, E, 'created')
 ";
 
@@ -286,7 +198,7 @@ if ARGV[15] ~= '' then
 end
 redis.call('RPUSH', E, unpack(events))
 expire(S, E, D, ttl)
-if clock then index(S) end
+if clock then index(S, ID) end
 announce()
 return reply(S, E, 'ok')
 ";
@@ -310,7 +222,7 @@ if is_late(S, now) then return state(S, E, 'late') end
 local delays = unpk(ARGV[8])
 stop_board(S, 'A', now, delays)
 stop_board(S, 'B', now, delays)
-index(S)
+index(S, ID)
 redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
 redis.call('RPUSH', E, ARGV[5])
 if ARGV[7] ~= '' then redis.call('HSET', D, ARGV[7], 'E') end
@@ -346,7 +258,7 @@ if redis.call('HGET', S, 'draw:' .. other) == '1' then
   local delays = unpk(ARGV[9])
   stop_board(S, 'A', now, delays)
   stop_board(S, 'B', now, delays)
-  index(S)
+  index(S, ID)
   redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
   redis.call('RPUSH', E, ARGV[5])
   ttl = ARGV[7]
@@ -400,7 +312,7 @@ if ARGV[4] ~= '' then
   ttl = ARGV[7]
 end
 expire(S, E, D, ttl)
-index(S)
+index(S, ID)
 announce()
 return state(S, E, 'ok')
 ";
@@ -462,10 +374,10 @@ fn delays_arg(delays: &[u64]) -> String {
 fn script(body: &str) -> Script {
     let mutable: Vec<String> = MUTABLE_FIELDS.iter().map(|f| format!("'{f}'")).collect();
     Script::new(&format!(
-        "local MUTABLE = {{{}}}\nlocal DEADLINES = '{DEADLINES}'\n\
-         local DEADLINE_CHANNEL = '{DEADLINE_CHANNEL}'\nlocal MAX_REMAINING = {MAX_REMAINING_MS}\n\
-         {PRELUDE}{body}",
-        mutable.join(", ")
+        "local MUTABLE = {{{}}}\nlocal ID = string.match(KEYS[1] or '', '{{(.*)}}')\n{}{}{PRELUDE}{body}",
+        mutable.join(", "),
+        lua::header(DEADLINES, DEADLINE_CHANNEL, MAX_REMAINING_MS),
+        lua::CLOCKS,
     ))
 }
 
@@ -971,11 +883,9 @@ impl MatchStore for RedisStore {
 
     async fn now(&self) -> Result<u64, StoreError> {
         let mut conn = self.conn()?;
-        let (secs, micros): (u64, u64) = redis::cmd("TIME")
-            .query_async(&mut conn)
+        arbiter_timekeeping::redis_now(&mut conn)
             .await
-            .map_err(unavailable)?;
-        Ok(secs * 1000 + micros / 1000)
+            .map_err(unavailable)
     }
 
     async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
@@ -1158,57 +1068,6 @@ pub async fn listen_for_changes(
     }
 }
 
-/// Listens for new earliest deadlines announced by any replica on [`DEADLINE_CHANNEL`] and
-/// wakes this process's flag worker through `notify`, until `shutdown` turns true. On every
-/// (re)subscription it wakes the worker once, which reads the index again.
-pub async fn listen_for_deadlines(
-    client: redis::Client,
-    notify: Arc<tokio::sync::Notify>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    use crate::watchers::until_down;
-    use tokio_stream::StreamExt;
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(DEADLINE_CHANNEL).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            r = subscribed => r,
-            () = until_down(&mut shutdown) => return,
-        };
-        match pubsub {
-            Ok(mut pubsub) => {
-                delay = Duration::from_millis(100);
-                notify.notify_one();
-                let mut messages = pubsub.on_message();
-                loop {
-                    tokio::select! {
-                        m = messages.next() => match m {
-                            Some(_) => notify.notify_one(),
-                            None => {
-                                tracing::warn!("lost the Redis subscription to deadlines; reconnecting");
-                                break;
-                            }
-                        },
-                        () = until_down(&mut shutdown) => return,
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot subscribe to deadlines yet; retrying");
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = until_down(&mut shutdown) => return,
-        }
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
-}
-
 /// Runs the scripts' press arithmetic on Redis for `plan` at `now` (for the test that checks
 /// it against [`PressPlan::apply`]): `None` when late, else remaining, quota, charged,
 /// compensation, bonus and the next deadline.
@@ -1229,7 +1088,10 @@ pub async fn press_on_redis(
     }
     let nums: Vec<u64> = out
         .iter()
-        .map(|s| s.parse().map_err(|_| StoreError::Corrupt(format!("bad number '{s}'"))))
+        .map(|s| {
+            s.parse()
+                .map_err(|_| StoreError::Corrupt(format!("bad number '{s}'")))
+        })
         .collect::<Result<_, _>>()?;
     nums.try_into()
         .map(Some)

@@ -1,0 +1,257 @@
+//! # arbiter-timekeeping
+//!
+//! What the services that keep clocks share (the match service for hosted games, the clock
+//! service for standalone clocks), so that both measure, index and end on time the same way:
+//!
+//! - [`process_now`]: the in-process time base (Unix ms that never go back);
+//! - [`DeadlineIndex`]: running games by earliest deadline, in process;
+//! - [`lua::CLOCKS`]: the Lua helpers of the Redis scripts: the press arithmetic (the core's
+//!   `PressPlan::apply`, in Lua, checked against it by a test), stopping a board's clocks, and
+//!   the deadline index as a sorted set with its announcement channel;
+//! - [`run_flag_worker`]: the loop every replica runs, generic over a [`DeadlineSource`]: it
+//!   sleeps until the earliest deadline (or an announcement of an earlier one), claims due
+//!   entries with a lease, and ends each game on time through the source (idempotent);
+//! - [`listen_for_deadlines`]: the Redis subscription that wakes the worker when any replica
+//!   files a new earliest deadline.
+#![warn(missing_docs)]
+
+pub mod lua;
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// This process's time in Unix ms: the wall clock read once, then advanced by the monotonic
+/// clock, so that it never goes back.
+pub fn process_now() -> u64 {
+    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (instant, unix) = ANCHOR.get_or_init(|| {
+        let unix = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        (Instant::now(), unix)
+    });
+    unix + u64::try_from(instant.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Running games by their earliest deadline (Unix ms), in process.
+#[derive(Debug, Default)]
+pub struct DeadlineIndex {
+    by_time: BTreeSet<(u64, String)>,
+    by_id: HashMap<String, u64>,
+}
+
+impl DeadlineIndex {
+    /// Files `id` at `deadline` (`None`: out of the index); `true` when it is a new earliest
+    /// deadline (the worker must be woken).
+    pub fn set(&mut self, id: &str, deadline: Option<u64>) -> bool {
+        if let Some(old) = self.by_id.remove(id) {
+            self.by_time.remove(&(old, id.to_owned()));
+        }
+        let Some(at) = deadline else { return false };
+        let earliest = self.by_time.first().is_none_or(|(first, _)| at < *first);
+        self.by_time.insert((at, id.to_owned()));
+        self.by_id.insert(id.to_owned(), at);
+        earliest
+    }
+
+    /// The earliest deadline.
+    pub fn first(&self) -> Option<u64> {
+        self.by_time.first().map(|(at, _)| *at)
+    }
+
+    /// Claims up to `max` entries due at `now`: they move to `now + lease`.
+    pub fn claim(&mut self, now: u64, lease: u64, max: usize) -> Vec<String> {
+        let due: Vec<String> = self
+            .by_time
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(max)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in &due {
+            self.set(id, Some(now + lease));
+        }
+        due
+    }
+
+    /// How many games are filed.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether no game is filed.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+/// How long a replica holds a due deadline it claimed before another may take it over.
+pub const CLAIM_LEASE_MS: u64 = 5_000;
+/// How many due games the flag worker claims at once.
+pub const CLAIM_BATCH: usize = 256;
+/// The flag worker reads the index at least this often, whatever it was told.
+pub const MAX_FLAG_SLEEP: Duration = Duration::from_secs(1);
+
+/// What the flag worker works on: a deadline index and a way to end a game on time.
+pub trait DeadlineSource: Send + Sync {
+    /// The error of the source's store.
+    type Error: std::fmt::Display + Send;
+
+    /// The earliest deadline filed, and the store's time now (Unix ms, the same base).
+    fn next_deadline(&self)
+    -> impl Future<Output = Result<(Option<u64>, u64), Self::Error>> + Send;
+
+    /// Claims up to `max` due games for `lease` ms.
+    fn claim_due(
+        &self,
+        lease: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
+    /// Ends game `id` on time if one of its deadlines has passed (re-checked atomically, and
+    /// idempotent); otherwise files it again at its real deadline.
+    fn end_on_time(&self, id: &str) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Notified when a new earliest deadline may have been filed (by any replica).
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify>;
+}
+
+/// Whether `shutdown` has turned true; waits for it otherwise (a closed channel counts).
+async fn until_down(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|down| *down).await;
+}
+
+/// Ends on time every game of `source` whose deadline has passed, waking at the earliest
+/// deadline (and when a new earlier one is announced), until `shutdown` turns true. Any number
+/// of replicas may run it on one store.
+pub async fn run_flag_worker<S: DeadlineSource>(
+    source: &S,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let notify = source.deadline_changed();
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let sleep = match source.next_deadline().await {
+            Ok((Some(at), now)) if at <= now => Duration::ZERO,
+            Ok((Some(at), now)) => Duration::from_millis(at - now).min(MAX_FLAG_SLEEP),
+            Ok((None, _)) => MAX_FLAG_SLEEP,
+            Err(e) => {
+                tracing::debug!(error = %e, "flag worker cannot read the deadline index");
+                MAX_FLAG_SLEEP
+            }
+        };
+        if !sleep.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(sleep) => {}
+                () = notify.notified() => continue,
+                () = until_down(&mut shutdown) => return,
+            }
+        }
+        let due = match source.claim_due(CLAIM_LEASE_MS, CLAIM_BATCH).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::debug!(error = %e, "flag worker cannot claim deadlines");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    () = until_down(&mut shutdown) => return,
+                }
+                continue;
+            }
+        };
+        for id in due {
+            if let Err(e) = source.end_on_time(&id).await {
+                tracing::warn!(id = %id, error = %e, "cannot end a game on time yet");
+            }
+        }
+    }
+}
+
+/// Listens for new earliest deadlines announced by any replica on `channel` and wakes this
+/// process's flag worker through `notify`, until `shutdown` turns true. On every
+/// (re)subscription it wakes the worker once, which reads the index again.
+pub async fn listen_for_deadlines(
+    client: redis::Client,
+    channel: &'static str,
+    notify: Arc<tokio::sync::Notify>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    use tokio_stream::StreamExt;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            r = subscribed => r,
+            () = until_down(&mut shutdown) => return,
+        };
+        match pubsub {
+            Ok(mut pubsub) => {
+                delay = Duration::from_millis(100);
+                notify.notify_one();
+                let mut messages = pubsub.on_message();
+                loop {
+                    tokio::select! {
+                        m = messages.next() => match m {
+                            Some(_) => notify.notify_one(),
+                            None => {
+                                tracing::warn!(channel, "lost a Redis subscription; reconnecting");
+                                break;
+                            }
+                        },
+                        () = until_down(&mut shutdown) => return,
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(channel, error = %e, "cannot subscribe yet; retrying");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = until_down(&mut shutdown) => return,
+        }
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Reads Redis's `TIME` as Unix ms.
+pub async fn redis_now<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+) -> redis::RedisResult<u64> {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await?;
+    Ok(secs * 1000 + micros / 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_orders_claims_and_announces_new_earliest_deadlines() {
+        let mut ix = DeadlineIndex::default();
+        assert!(ix.set("a", Some(100)));
+        assert!(!ix.set("b", Some(200)));
+        assert!(ix.set("c", Some(50)));
+        assert_eq!(ix.first(), Some(50));
+        assert!(!ix.set("c", None));
+        assert_eq!((ix.first(), ix.len()), (Some(100), 2));
+        assert_eq!(ix.claim(150, 1_000, 10), vec!["a".to_owned()]);
+        assert_eq!(ix.first(), Some(200));
+        assert_eq!(ix.claim(150, 1_000, 10), Vec::<String>::new());
+        assert_eq!(ix.claim(1_200, 1_000, 1), vec!["b".to_owned()]);
+    }
+
+    #[test]
+    fn process_time_never_goes_back() {
+        let a = process_now();
+        let b = process_now();
+        assert!(b >= a && a > 1_600_000_000_000);
+    }
+}
