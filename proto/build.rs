@@ -5,10 +5,11 @@
 use prost::Message;
 use std::path::PathBuf;
 
-const PROTOS: [&str; 3] = [
+const PROTOS: [&str; 4] = [
     "arbiter/common/v1/common.proto",
     "arbiter/rules/v1/rules.proto",
     "arbiter/matches/v1/matches.proto",
+    "arbiter/clock/v1/clock.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -121,6 +121,15 @@ enum Command {
         #[command(flatten)]
         server: Box<arbiter_server::ServerArgs>,
     },
+    /// Estimate this machine's clock offset from a server's time authority (NTP-style `Sync`
+    /// exchanges; the best 3 of the last 8 by round trip).
+    ClockSync {
+        /// The server, e.g. http://127.0.0.1:50051.
+        addr: String,
+        /// Exchanges to make.
+        #[arg(long, default_value_t = 8)]
+        samples: usize,
+    },
     /// Load generators for the services.
     Bench {
         #[command(subcommand)]
@@ -276,6 +285,50 @@ where
     result
 }
 
+fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
+    use arbiter_clock::sync::{Estimator, exchange};
+    use arbiter_proto::clock::v1::clock_service_client::ClockServiceClient;
+    use std::fmt::Write as _;
+    use std::time::Duration;
+    let samples = samples.clamp(1, 1000);
+    runtime()?.block_on(async {
+        let mut client = ClockServiceClient::connect(addr.to_owned())
+            .await
+            .map_err(|e| CliError(format!("{addr}: {e}")))?;
+        let local = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
+        };
+        let mut est = Estimator::new();
+        let mut out = String::new();
+        for i in 0..samples {
+            let s = exchange(&mut client, local, Duration::ZERO, Duration::ZERO)
+                .await
+                .map_err(|e| CliError(format!("Sync: {}", e.message())))?;
+            let _ = writeln!(
+                out,
+                "sample {}: offset {} ms, round trip {} ms",
+                i + 1,
+                s.offset_ms(),
+                s.round_trip_ms()
+            );
+            est.add(s);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let e = est.estimate().ok_or_else(|| CliError("no sample".into()))?;
+        let _ = write!(
+            out,
+            "offset {} ms (server = local + offset), round trip {} ms, from the best {} of {}",
+            e.offset_ms,
+            e.round_trip_ms,
+            arbiter_clock::sync::BEST.min(e.samples),
+            e.samples
+        );
+        Ok::<_, CliError>(out)
+    })
+}
+
 fn bench(target: BenchTarget) -> Result<String, CliError> {
     match target {
         BenchTarget::Rules {
@@ -364,6 +417,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
         } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
         Command::Serve { server } => serve(*server)?,
         Command::Bench { target } => bench(target)?,
+        Command::ClockSync { addr, samples } => clock_sync(&addr, samples)?,
         Command::Bpgn { locale } => {
             let mut input = String::new();
             std::io::stdin()

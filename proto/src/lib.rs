@@ -31,3 +31,11 @@ pub mod matches {
         tonic::include_proto!("arbiter.matches.v1");
     }
 }
+
+/// `arbiter.clock.v1`: time sync and standalone clocks.
+pub mod clock {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("arbiter.clock.v1");
+    }
+}

@@ -4,7 +4,8 @@
 //! port in one process (what `arbiter serve` runs: the embedded default, with matches kept in
 //! process unless `--redis-url` is given) and holds the flags they share. No service crate
 //! depends on it; each service also runs alone from its own binary (`arbiter-rules`,
-//! `arbiter-matches`).
+//! `arbiter-matches`, `arbiter-clock`). With `--redis-url`, matches and standalone clocks share
+//! that Redis (and so one time base).
 //!
 //! Services that need one another will be given a trait implementation here (calling the other
 //! in process) or a generated gRPC client (calling it over the network): they never import each
@@ -13,6 +14,7 @@
 
 pub use arbiter_matches::StoreConfig;
 
+use arbiter_clock::{ClockArgs, ClockConfig};
 use arbiter_kit::auth::{PlatformArgs, PlatformAuth};
 use arbiter_kit::{Host, ServeArgs, ServeConfig, ServeError};
 use arbiter_matches::{MatchesArgs, MatchesConfig};
@@ -21,10 +23,11 @@ use std::future::Future;
 use tokio::net::TcpListener;
 
 /// The fully-qualified names of the gRPC services [`serve`] exposes, besides reflection.
-pub const SERVICE_NAMES: [&str; 3] = [
+pub const SERVICE_NAMES: [&str; 4] = [
     "grpc.health.v1.Health",
     arbiter_rules::SERVICE_NAME,
     arbiter_matches::SERVICE_NAME,
+    arbiter_clock::SERVICE_NAME,
 ];
 
 /// Everything the whole server is configured with.
@@ -36,6 +39,8 @@ pub struct ServerConfig {
     pub rules: Limits,
     /// The match service.
     pub matches: MatchesConfig,
+    /// The clock service (its store follows the match service's: the same Redis, or none).
+    pub clock: ClockConfig,
     /// Who may make platform calls.
     pub platform: PlatformAuth,
 }
@@ -47,6 +52,7 @@ impl Default for ServerConfig {
             serve: ServeConfig::default(),
             rules: Limits::default(),
             matches: MatchesConfig::default(),
+            clock: ClockConfig::default(),
             platform: PlatformAuth::loopback_only(),
         }
     }
@@ -64,6 +70,9 @@ pub struct ServerArgs {
     /// The match service.
     #[command(flatten)]
     pub matches: MatchesArgs,
+    /// The clock service.
+    #[command(flatten)]
+    pub clock: ClockArgs,
     /// The platform credential.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -73,10 +82,16 @@ impl ServerArgs {
     /// The configuration these flags describe (reads the key and token files). Call it from
     /// `main`.
     pub fn load(&self) -> Result<ServerConfig, String> {
+        let matches = self.matches.load()?;
+        let redis = match &matches.store {
+            StoreConfig::Redis(redis) => Some(redis.clone()),
+            StoreConfig::Memory => None,
+        };
         Ok(ServerConfig {
             serve: self.serve.config(),
             rules: self.rules.limits(),
-            matches: self.matches.load()?,
+            clock: self.clock.config(redis),
+            matches,
             platform: self.platform.load()?,
         })
     }
@@ -94,6 +109,7 @@ where
 {
     let mut host = Host::new(config.serve);
     arbiter_rules::mount(&mut host, config.rules).await;
-    arbiter_matches::mount(&mut host, config.matches, config.platform).await?;
+    arbiter_matches::mount(&mut host, config.matches, config.platform.clone()).await?;
+    arbiter_clock::mount(&mut host, config.clock, config.platform).await?;
     host.serve(listener, shutdown).await
 }

@@ -1,1 +1,135 @@
-//! placeholder
+//! # arbiter-clock
+//!
+//! The clock service (`arbiter.clock.v1.ClockService`):
+//!
+//! - the **time authority** for clients: `Sync`, an NTP-style exchange on the same time base as
+//!   the match service (Redis `TIME` with Redis, else this process's clock), with the client's
+//!   estimator in [`sync`] (what `arbiter clock-sync` runs);
+//! - **standalone clocks** for platforms that host their games themselves: one or two boards on
+//!   the core's clock model, pressed idempotently per ply, paused, resumed, given time and
+//!   stopped by the platform, with flags that fall on the server with no press sent (the same
+//!   deadline index and flag worker as hosted games, from `arbiter-timekeeping`).
+//!
+//! [`mount`] adds the service to an `arbiter-kit` [`Host`]; [`serve`] runs it alone.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod domain;
+pub mod grpc;
+pub mod record;
+pub mod store;
+pub mod sync;
+
+/// The watchers of this process (from `arbiter-timekeeping`).
+pub use arbiter_timekeeping::watchers;
+pub use config::{ClockArgs, ClockConfig, RedisArgs};
+pub use domain::Clocks;
+
+use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::{Host, ServeConfig, ServeError};
+use arbiter_proto::clock::v1::clock_service_server::ClockServiceServer;
+use grpc::ClockGrpc;
+use std::future::Future;
+use std::sync::Arc;
+use store::AnyStore;
+use tokio::net::TcpListener;
+
+/// The fully-qualified gRPC name of the service.
+pub const SERVICE_NAME: &str = "arbiter.clock.v1.ClockService";
+
+/// Adds the clock service to `host`. Its health follows the store (Redis reachable), checked
+/// every `health_interval`; every replica runs the flag worker.
+pub async fn mount(
+    host: &mut Host,
+    config: ClockConfig,
+    platform: PlatformAuth,
+) -> Result<(), ServeError> {
+    let store = match &config.redis {
+        None => AnyStore::Memory(store::memory::MemoryStore::new(
+            config.ttl,
+            config.max_clocks,
+        )),
+        Some(redis) => {
+            AnyStore::Redis(Box::new(store::redis::RedisStore::open(redis, config.ttl)?))
+        }
+    };
+    let clocks = Arc::new(Clocks::new(store, config.watchers));
+    let shutdown = host.shutting_down();
+    if let Some(redis) = &config.redis {
+        tokio::spawn(watchers::listen_for_changes(
+            redis.client()?,
+            store::redis::CHANGES,
+            Arc::clone(clocks.watchers()),
+            shutdown.clone(),
+        ));
+        tokio::spawn(arbiter_timekeeping::listen_for_deadlines(
+            redis.client()?,
+            store::redis::DEADLINE_CHANNEL,
+            store::ClockStore::deadline_changed(clocks.store()),
+            shutdown.clone(),
+        ));
+    }
+    {
+        let clocks = Arc::clone(&clocks);
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { clocks.run_flag_worker(shutdown).await });
+    }
+    let health = host.health();
+    tokio::spawn(follow_health(
+        Arc::clone(&clocks),
+        health,
+        config.health_interval,
+        shutdown.clone(),
+    ));
+    let max = host.config().max_message_bytes;
+    host.add_service(ClockGrpc::new(clocks, platform, shutdown).into_server(max));
+    Ok(())
+}
+
+async fn follow_health(
+    clocks: Arc<Clocks<AnyStore>>,
+    health: tonic_health::server::HealthReporter,
+    interval: std::time::Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut serving: Option<bool> = None;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let probe = clocks.probe().await;
+        let now = probe.is_ok();
+        if serving != Some(now) && !*shutdown.borrow() {
+            match &probe {
+                Ok(()) => health.set_serving::<ClockServiceServer<ClockGrpc>>().await,
+                Err(reason) => {
+                    tracing::warn!(%reason, "clock store unhealthy: not serving");
+                    health
+                        .set_not_serving::<ClockServiceServer<ClockGrpc>>()
+                        .await;
+                }
+            }
+            serving = Some(now);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            () = watchers::until_down(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Serves the clock service alone (with health and reflection) on `listener` until `shutdown`.
+pub async fn serve<F>(
+    listener: TcpListener,
+    serve: ServeConfig,
+    config: ClockConfig,
+    platform: PlatformAuth,
+    shutdown: F,
+) -> Result<(), ServeError>
+where
+    F: Future<Output = ()> + Send,
+{
+    let mut host = Host::new(serve);
+    mount(&mut host, config, platform).await?;
+    host.serve(listener, shutdown).await
+}

@@ -1,1 +1,45 @@
-fn main() {}
+//! `arbiter-clock`: the clock service as its own process. Configuration comes from flags and
+//! the environment (see `--help`), read here and nowhere else.
+
+use arbiter_clock::{ClockArgs, RedisArgs};
+use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
+use clap::Parser;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "arbiter-clock",
+    version,
+    about = "Arbiter's clock service: time sync and standalone clocks (gRPC)"
+)]
+struct Args {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(flatten)]
+    redis: RedisArgs,
+    #[command(flatten)]
+    clock: ClockArgs,
+    #[command(flatten)]
+    platform: PlatformArgs,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), arbiter_kit::ServeError> {
+    let args = Args::parse();
+    init_tracing();
+    let config = args.clock.config(args.redis.load()?);
+    let platform = args.platform.load()?;
+    platform.warn_if_exposed(args.serve.listen);
+    let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
+    arbiter_clock::serve(
+        listener,
+        args.serve.config(),
+        config,
+        platform,
+        shutdown_signal(),
+    )
+    .await
+}

@@ -28,20 +28,7 @@ impl StoreConfig {
     }
 }
 
-/// `url` with the password of its user information replaced by `***` (for logs).
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rsplit_once('@') {
-        Some((user_info, host)) => {
-            let user = user_info.split_once(':').map_or(user_info, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}{}", &rest[authority_end..])
-        }
-        None => url.to_owned(),
-    }
-}
+pub use arbiter_timekeeping::redis_config::redact_url;
 
 /// Bounds on what the match service holds and accepts.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -23,7 +23,9 @@ pub mod grpc;
 pub mod record;
 pub mod seats;
 pub mod store;
-pub mod watchers;
+
+/// The watchers of this process (from `arbiter-timekeeping`).
+pub use arbiter_timekeeping::watchers;
 
 pub use config::{MatchLimits, MatchesArgs, MatchesConfig, StoreConfig};
 pub use domain::Matches;
@@ -76,8 +78,9 @@ pub async fn mount(
     let matches = Arc::new(Matches::new(store, config.seat_key.clone(), config.limits));
     let shutdown = host.shutting_down();
     if let StoreConfig::Redis(redis) = &config.store {
-        tokio::spawn(store::redis::listen_for_changes(
+        tokio::spawn(watchers::listen_for_changes(
             redis.client()?,
+            store::redis::CHANGES,
             Arc::clone(matches.watchers()),
             shutdown.clone(),
         ));

@@ -57,86 +57,16 @@
 //! an event is its position in the list, from 1.
 
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
-use arbiter_core::clock::{Clock, Phase, Side, TimeControl};
+use arbiter_core::clock::{Clock, TimeControl};
 use arbiter_core::outcome::Score;
 use arbiter_core::{Color, EndReason, RuleOptions, Variant};
-use std::fmt;
+pub use arbiter_timekeeping::fields::{
+    Corrupt, encode_clock, encode_phase, encode_side, pack, pack_into, side_letter, unpack,
+};
+use arbiter_timekeeping::fields::{corrupt, decode_clock, parse_side};
 
 /// The schema version written in every record.
 pub const SCHEMA: &str = "1";
-
-/// A stored value could not be decoded: the record is corrupt (or of an unknown schema).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Corrupt(pub String);
-
-impl fmt::Display for Corrupt {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "corrupt match record: {}", self.0)
-    }
-}
-
-impl std::error::Error for Corrupt {}
-
-fn corrupt(what: impl Into<String>) -> Corrupt {
-    Corrupt(what.into())
-}
-
-/// Appends `items` as a packed list to `out`.
-pub fn pack_into<S: AsRef<str>>(out: &mut String, items: &[S]) {
-    for item in items {
-        let item = item.as_ref();
-        out.push_str(&item.len().to_string());
-        out.push(':');
-        out.push_str(item);
-    }
-}
-
-/// `items` as a packed list.
-pub fn pack<S: AsRef<str>>(items: &[S]) -> String {
-    let mut out = String::new();
-    pack_into(&mut out, items);
-    out
-}
-
-/// The items of a packed list; any inconsistency (a length past the end, a cut inside a
-/// character, a missing `:`) is [`Corrupt`].
-pub fn unpack(text: &str) -> Result<Vec<&str>, Corrupt> {
-    let mut items = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let colon = rest
-            .bytes()
-            .take(11)
-            .position(|b| b == b':')
-            .ok_or_else(|| corrupt("packed list without a length"))?;
-        let len: usize = rest[..colon]
-            .parse()
-            .map_err(|_| corrupt("packed list with a bad length"))?;
-        let body = &rest[colon + 1..];
-        let item = body
-            .get(..len)
-            .ok_or_else(|| corrupt("packed item longer than the list"))?;
-        items.push(item);
-        rest = &body[len..];
-    }
-    Ok(items)
-}
-
-/// The letter of a colour in fields and events.
-pub fn side_letter(c: Color) -> &'static str {
-    match c {
-        Color::White => "w",
-        Color::Black => "b",
-    }
-}
-
-fn parse_side(s: &str) -> Result<Color, Corrupt> {
-    match s {
-        "w" => Ok(Color::White),
-        "b" => Ok(Color::Black),
-        _ => Err(corrupt(format!("bad side '{s}'"))),
-    }
-}
 
 /// The letter of a board in fields and events.
 pub fn board_letter(b: BoardId) -> &'static str {
@@ -222,125 +152,6 @@ fn decode_outcome_parts(parts: &[&str]) -> Result<MatchOutcome, Corrupt> {
         }),
         _ => Err(corrupt("bad outcome")),
     }
-}
-
-/// The stored form of a clock phase: `I`; `O, turn, since, window, other moved (0/1)`;
-/// `R, turn, since`; `P, turn, elapsed, window or empty, other moved`; `F, side, at`;
-/// `N, side, at`; `S, at`.
-pub fn encode_phase(p: Phase) -> String {
-    let n = |v: u64| v.to_string();
-    match p {
-        Phase::Idle => pack(&["I"]),
-        Phase::Opening {
-            turn,
-            since,
-            window_ms,
-            other_moved,
-        } => pack(&[
-            "O",
-            side_letter(turn),
-            &n(since),
-            &n(window_ms),
-            if other_moved { "1" } else { "0" },
-        ]),
-        Phase::Running { turn, since } => pack(&["R", side_letter(turn), &n(since)]),
-        Phase::Paused {
-            turn,
-            elapsed_ms,
-            opening,
-        } => pack(&[
-            "P",
-            side_letter(turn),
-            &n(elapsed_ms),
-            &opening.map_or(String::new(), |(w, _)| n(w)),
-            if opening.is_some_and(|(_, m)| m) {
-                "1"
-            } else {
-                "0"
-            },
-        ]),
-        Phase::Flagged { color, at } => pack(&["F", side_letter(color), &n(at)]),
-        Phase::NoShow { color, at } => pack(&["N", side_letter(color), &n(at)]),
-        Phase::Stopped { at } => pack(&["S", &n(at)]),
-    }
-}
-
-fn decode_phase(text: &str) -> Result<Phase, Corrupt> {
-    let num = |s: &str| parse_num::<u64>(s, "clock time");
-    Ok(match unpack(text)?.as_slice() {
-        ["I"] => Phase::Idle,
-        ["O", turn, since, window, moved] => Phase::Opening {
-            turn: parse_side(turn)?,
-            since: num(since)?,
-            window_ms: num(window)?,
-            other_moved: *moved == "1",
-        },
-        ["R", turn, since] => Phase::Running {
-            turn: parse_side(turn)?,
-            since: num(since)?,
-        },
-        ["P", turn, elapsed, window, moved] => Phase::Paused {
-            turn: parse_side(turn)?,
-            elapsed_ms: num(elapsed)?,
-            opening: if window.is_empty() {
-                None
-            } else {
-                Some((num(window)?, *moved == "1"))
-            },
-        },
-        ["F", side, at] => Phase::Flagged {
-            color: parse_side(side)?,
-            at: num(at)?,
-        },
-        ["N", side, at] => Phase::NoShow {
-            color: parse_side(side)?,
-            at: num(at)?,
-        },
-        ["S", at] => Phase::Stopped { at: num(at)? },
-        _ => return Err(corrupt("bad clock phase")),
-    })
-}
-
-/// The stored form of one side's clock.
-pub fn encode_side(s: &Side) -> String {
-    pack(&[
-        s.remaining_ms.to_string(),
-        s.quota_ms.to_string(),
-        s.moves.to_string(),
-        s.stage.to_string(),
-        s.stage_moves.to_string(),
-    ])
-}
-
-fn decode_side(text: &str) -> Result<Side, Corrupt> {
-    match unpack(text)?.as_slice() {
-        [remaining, quota, moves, stage, stage_moves] => Ok(Side {
-            remaining_ms: parse_num(remaining, "remaining time")?,
-            quota_ms: parse_num(quota, "quota")?,
-            moves: parse_num(moves, "move count")?,
-            stage: parse_num(stage, "stage")?,
-            stage_moves: parse_num(stage_moves, "stage moves")?,
-        }),
-        _ => Err(corrupt("bad side clock")),
-    }
-}
-
-/// The stored fields of a board's clock: phase, white, black.
-pub fn encode_clock(c: &Clock) -> [String; 3] {
-    [
-        encode_phase(c.phase()),
-        encode_side(c.side(Color::White)),
-        encode_side(c.side(Color::Black)),
-    ]
-}
-
-fn decode_clock(control: &TimeControl, [phase, white, black]: [&str; 3]) -> Result<Clock, Corrupt> {
-    Clock::from_parts(
-        control.clone(),
-        [decode_side(white)?, decode_side(black)?],
-        decode_phase(phase)?,
-    )
-    .ok_or_else(|| corrupt("clock inconsistent with its time control"))
 }
 
 /// The stored deadline of a board (`dl:` field): Unix ms, or empty.

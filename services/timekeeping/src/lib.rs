@@ -12,10 +12,15 @@
 //!   sleeps until the earliest deadline (or an announcement of an earlier one), claims due
 //!   entries with a lease, and ends each game on time through the source (idempotent);
 //! - [`listen_for_deadlines`]: the Redis subscription that wakes the worker when any replica
-//!   files a new earliest deadline.
+//!   files a new earliest deadline;
+//! - [`watchers`]: the watch streams of a process by game, woken by local changes and by the
+//!   changes other replicas announce on Redis.
 #![warn(missing_docs)]
 
+pub mod fields;
 pub mod lua;
+pub mod redis_config;
+pub mod watchers;
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -118,10 +123,7 @@ pub trait DeadlineSource: Send + Sync {
     fn deadline_changed(&self) -> Arc<tokio::sync::Notify>;
 }
 
-/// Whether `shutdown` has turned true; waits for it otherwise (a closed channel counts).
-async fn until_down(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|down| *down).await;
-}
+use watchers::until_down;
 
 /// Ends on time every game of `source` whose deadline has passed, waking at the earliest
 /// deadline (and when a new earlier one is announced), until `shutdown` turns true. Any number

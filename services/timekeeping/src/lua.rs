@@ -116,3 +116,48 @@ pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
          local MAX_REMAINING = {max_remaining_ms}\n"
     )
 }
+
+/// Claims due entries of the deadline index: KEYS[1] the index; ARGV 1 lease (ms), 2 max.
+/// Needs [`CLOCKS`] (for `tnow`).
+pub const CLAIM: &str = r"
+local now = tnow()
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for i = 1, #ids do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ids[i]) end
+return ids
+";
+
+/// Files a game in the deadline index again (ARGV 1: its deadline, or empty to remove it;
+/// ARGV 2: its id), announcing a new earliest deadline: KEYS[1] the index. Needs [`header`] and
+/// [`CLOCKS`].
+pub const REINDEX: &str = r"
+local id = ARGV[2]
+if ARGV[1] == '' then
+  redis.call('ZREM', KEYS[1], id)
+  return 0
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+redis.call('ZADD', KEYS[1], ARGV[1], id)
+if not first[2] or tonumber(ARGV[1]) < tonumber(first[2]) then
+  redis.call('PUBLISH', DEADLINE_CHANNEL, ARGV[1])
+end
+return 1
+";
+
+/// The 13 values of a press plan, in the order the scripts' `press` reads them.
+pub fn plan_args(p: &arbiter_core::clock::PressPlan) -> [String; 13] {
+    [
+        p.since.to_string(),
+        p.limit_ms.to_string(),
+        if p.timed { "1" } else { "0" }.to_owned(),
+        p.remaining_ms.to_string(),
+        p.quota_ms.to_string(),
+        p.comp_ms.to_string(),
+        p.delay_ms.to_string(),
+        p.gain_ms.to_string(),
+        p.cap_ms.to_string(),
+        p.increment_ms.to_string(),
+        p.bronstein_ms.to_string(),
+        p.stage_ms.to_string(),
+        p.next_limit_ms.to_string(),
+    ]
+}

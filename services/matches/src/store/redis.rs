@@ -317,55 +317,12 @@ announce()
 return state(S, E, 'ok')
 ";
 
-/// Claims due entries of the deadline index: KEYS[1] the index; ARGV 1 lease (ms), 2 max.
-const CLAIM: &str = r"
-local now = tnow()
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-for i = 1, #ids do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ids[i]) end
-return ids
-";
-
-/// Files a match in the deadline index again (ARGV 1: its deadline, or empty to remove it):
-/// KEYS[1] the index.
-const REINDEX: &str = r"
-local id = ARGV[2]
-if ARGV[1] == '' then
-  redis.call('ZREM', KEYS[1], id)
-  return 0
-end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-redis.call('ZADD', KEYS[1], ARGV[1], id)
-if not first[2] or tonumber(ARGV[1]) < tonumber(first[2]) then
-  redis.call('PUBLISH', DEADLINE_CHANNEL, ARGV[1])
-end
-return 1
-";
-
 /// The sorted set of running matches by earliest deadline (Unix ms). One key for all matches:
 /// the deadline index assumes a single Redis (or one primary), not a cluster.
 pub const DEADLINES: &str = "arbiter:matches:deadlines";
 
 /// The channel on which a new earliest deadline is announced (its message: the deadline).
 pub const DEADLINE_CHANNEL: &str = "arbiter:matches:deadline";
-
-/// The 13 values of a press plan, in the order the scripts' `press` reads them.
-pub fn plan_args(p: &PressPlan) -> [String; 13] {
-    [
-        p.since.to_string(),
-        p.limit_ms.to_string(),
-        if p.timed { "1" } else { "0" }.to_owned(),
-        p.remaining_ms.to_string(),
-        p.quota_ms.to_string(),
-        p.comp_ms.to_string(),
-        p.delay_ms.to_string(),
-        p.gain_ms.to_string(),
-        p.cap_ms.to_string(),
-        p.increment_ms.to_string(),
-        p.bronstein_ms.to_string(),
-        p.stage_ms.to_string(),
-        p.next_limit_ms.to_string(),
-    ]
-}
 
 fn delays_arg(delays: &[u64]) -> String {
     pack(&delays.iter().map(u64::to_string).collect::<Vec<_>>())
@@ -385,40 +342,7 @@ fn script(body: &str) -> Script {
 /// watchers wake at once.
 pub const CHANGES: &str = "arbiter:matches:changes";
 
-/// How to reach Redis.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RedisConfig {
-    /// `redis://host:port/db`, maybe with a user (and password) in it.
-    pub url: String,
-    /// A password that replaces the URL's (read from a file or the environment).
-    pub password: Option<String>,
-}
-
-impl std::fmt::Debug for RedisConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisConfig")
-            .field("url", &crate::config::redact_url(&self.url))
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .finish()
-    }
-}
-
-impl RedisConfig {
-    /// The client for this configuration (no connection yet).
-    pub fn client(&self) -> Result<redis::Client, StoreError> {
-        use redis::IntoConnectionInfo;
-        let mut info = self.url.as_str().into_connection_info().map_err(|e| {
-            StoreError::Unavailable(format!(
-                "bad Redis URL {}: {e}",
-                crate::config::redact_url(&self.url)
-            ))
-        })?;
-        if let Some(password) = &self.password {
-            info.redis.password = Some(password.clone());
-        }
-        redis::Client::open(info).map_err(unavailable)
-    }
-}
+pub use arbiter_timekeeping::redis_config::RedisConfig;
 
 /// Matches in Redis (see the module documentation).
 pub struct RedisStore {
@@ -496,13 +420,22 @@ impl RedisStore {
         retention: Retention,
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
-        let client = config.client()?;
+        let client = config.client().map_err(StoreError::Unavailable)?;
         let conn = Arc::new(std::sync::OnceLock::new());
         let slot = Arc::clone(&conn);
-        let scripts: Vec<Script> = [CREATE, LOAD, MOVE, END, OFFER, CLOCK, CLAIM, REINDEX]
-            .into_iter()
-            .map(script)
-            .collect();
+        let scripts: Vec<Script> = [
+            CREATE,
+            LOAD,
+            MOVE,
+            END,
+            OFFER,
+            CLOCK,
+            lua::CLAIM,
+            lua::REINDEX,
+        ]
+        .into_iter()
+        .map(script)
+        .collect();
         tokio::spawn(async move {
             let mut delay = Duration::from_millis(100);
             loop {
@@ -544,8 +477,8 @@ impl RedisStore {
             end: script(END),
             offer: script(OFFER),
             clock: script(CLOCK),
-            claim: script(CLAIM),
-            reindex: script(REINDEX),
+            claim: script(lua::CLAIM),
+            reindex: script(lua::REINDEX),
             deadline_changed: Arc::new(tokio::sync::Notify::new()),
         })
     }
@@ -769,7 +702,7 @@ impl MatchStore for RedisStore {
             for f in &p.expected {
                 inv.arg(f);
             }
-            for a in plan_args(&p.plan) {
+            for a in lua::plan_args(&p.plan) {
                 inv.arg(a);
             }
             inv.arg(side_letter(p.mover))
@@ -978,96 +911,6 @@ impl MatchStore for RedisStore {
     }
 }
 
-/// How long the listener stays subscribed after the last local watcher has gone (so that a
-/// watcher count flapping between 0 and 1 does not reconnect each time).
-const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
-
-/// Listens for the changes every replica announces on [`CHANGES`] and wakes the local watchers
-/// of each changed match, until `shutdown` turns true. One subscription per process, held only
-/// while the process has watchers (a replica nobody watches through receives nothing), dropped
-/// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription it wakes every
-/// watcher, who read again by sequence number whatever was announced before.
-pub async fn listen_for_changes(
-    client: redis::Client,
-    watchers: Arc<crate::watchers::Watchers>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    use crate::watchers::until_down;
-    use tokio_stream::StreamExt;
-    let mut watched = watchers.watched();
-    let mut delay = Duration::from_millis(100);
-    loop {
-        tokio::select! {
-            r = watched.wait_for(|w| *w) => if r.is_err() { return },
-            () = until_down(&mut shutdown) => return,
-        }
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(CHANGES).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            r = subscribed => r,
-            () = until_down(&mut shutdown) => return,
-        };
-        match pubsub {
-            Ok(mut pubsub) => {
-                delay = Duration::from_millis(100);
-                // Whatever was announced before this subscription: read again.
-                watchers.wake_all();
-                let mut messages = pubsub.on_message();
-                let idle = tokio::time::sleep(UNSUBSCRIBE_AFTER);
-                tokio::pin!(idle);
-                // The last watcher may have gone while subscribing.
-                let mut idle_armed = !*watched.borrow_and_update();
-                loop {
-                    tokio::select! {
-                        m = messages.next() => match m {
-                            Some(m) => {
-                                if let Ok(id) = m.get_payload::<String>() {
-                                    watchers.wake(&id);
-                                }
-                            }
-                            None => {
-                                tracing::warn!(
-                                    "lost the Redis subscription to match changes; reconnecting"
-                                );
-                                break;
-                            }
-                        },
-                        r = watched.changed() => {
-                            if r.is_err() {
-                                return;
-                            }
-                            idle_armed = !*watched.borrow_and_update();
-                            if idle_armed {
-                                idle.as_mut().reset(tokio::time::Instant::now() + UNSUBSCRIBE_AFTER);
-                            }
-                        }
-                        () = &mut idle, if idle_armed => {
-                            tracing::debug!("no watchers left; unsubscribing from match changes");
-                            break;
-                        }
-                        () = until_down(&mut shutdown) => return,
-                    }
-                }
-                if !*watched.borrow() {
-                    // Unsubscribed for want of watchers: wait for the next one, no delay.
-                    continue;
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot subscribe to match changes yet; retrying");
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = until_down(&mut shutdown) => return,
-        }
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
-}
-
 /// Runs the scripts' press arithmetic on Redis for `plan` at `now` (for the test that checks
 /// it against [`PressPlan::apply`]): `None` when late, else remaining, quota, charged,
 /// compensation, bonus and the next deadline.
@@ -1078,7 +921,7 @@ pub async fn press_on_redis(
 ) -> Result<Option<[u64; 6]>, StoreError> {
     let check = script(PRESS_CHECK);
     let mut inv = check.prepare_invoke();
-    for a in plan_args(plan) {
+    for a in lua::plan_args(plan) {
         inv.arg(a);
     }
     inv.arg(now);

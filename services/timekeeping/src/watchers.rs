@@ -1,10 +1,12 @@
-//! The watchers of this process, by match: each match being watched has one notification, which
-//! every change to it (made here, or announced by another replica through Redis) wakes. A
+//! The watchers of this process, by game (a match, a clock): each game being watched has one
+//! notification, which every change to it (made here, or announced by another replica through
+//! Redis, [`listen_for_changes`]) wakes. A
 //! watcher then reads the new events by sequence number, so a wake-up that carries nothing, or
 //! two that merge, lose nothing. Watchers are bounded in total and per match.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Limits on watchers.
@@ -156,6 +158,96 @@ impl Watchers {
 /// server is stopping either way).
 pub async fn until_down(flag: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = flag.wait_for(|down| *down).await;
+}
+
+/// How long the listener stays subscribed after the last local watcher has gone (so that a
+/// watcher count flapping between 0 and 1 does not reconnect each time).
+const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
+
+/// Listens for the changes every replica announces on `channel` (each message: the id of the
+/// changed game) and wakes the local watchers of each, until `shutdown` turns true. One subscription per process, held only
+/// while the process has watchers (a replica nobody watches through receives nothing), dropped
+/// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription it wakes every
+/// watcher, who read again by sequence number whatever was announced before.
+pub async fn listen_for_changes(
+    client: redis::Client,
+    channel: &'static str,
+    watchers: Arc<Watchers>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    use tokio_stream::StreamExt;
+    let mut watched = watchers.watched();
+    let mut delay = Duration::from_millis(100);
+    loop {
+        tokio::select! {
+            r = watched.wait_for(|w| *w) => if r.is_err() { return },
+            () = until_down(&mut shutdown) => return,
+        }
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            r = subscribed => r,
+            () = until_down(&mut shutdown) => return,
+        };
+        match pubsub {
+            Ok(mut pubsub) => {
+                delay = Duration::from_millis(100);
+                // Whatever was announced before this subscription: read again.
+                watchers.wake_all();
+                let mut messages = pubsub.on_message();
+                let idle = tokio::time::sleep(UNSUBSCRIBE_AFTER);
+                tokio::pin!(idle);
+                // The last watcher may have gone while subscribing.
+                let mut idle_armed = !*watched.borrow_and_update();
+                loop {
+                    tokio::select! {
+                        m = messages.next() => match m {
+                            Some(m) => {
+                                if let Ok(id) = m.get_payload::<String>() {
+                                    watchers.wake(&id);
+                                }
+                            }
+                            None => {
+                                tracing::warn!(
+                                    "lost the Redis subscription to match changes; reconnecting"
+                                );
+                                break;
+                            }
+                        },
+                        r = watched.changed() => {
+                            if r.is_err() {
+                                return;
+                            }
+                            idle_armed = !*watched.borrow_and_update();
+                            if idle_armed {
+                                idle.as_mut().reset(tokio::time::Instant::now() + UNSUBSCRIBE_AFTER);
+                            }
+                        }
+                        () = &mut idle, if idle_armed => {
+                            tracing::debug!("no watchers left; unsubscribing from match changes");
+                            break;
+                        }
+                        () = until_down(&mut shutdown) => return,
+                    }
+                }
+                if !*watched.borrow() {
+                    // Unsubscribed for want of watchers: wait for the next one, no delay.
+                    continue;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot subscribe to match changes yet; retrying");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = until_down(&mut shutdown) => return,
+        }
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,483 @@
+//! The clock service's operations, independent of gRPC: create, read, press, pause, resume, add
+//! time, stop, end on time, events. Each is judged by the core's clock on a snapshot and
+//! committed by the store in one guarded step at the store's own time.
+
+use crate::record::{Board, ClockEvent, ClockRecord, Flag};
+use crate::store::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
+use crate::watchers::Watchers;
+use arbiter_core::Color;
+use arbiter_core::clock::{Clock, ClockError, TimeControl};
+use arbiter_kit::ApiError;
+use std::sync::Arc;
+
+/// The API domain of this service's `ErrorInfo` reasons.
+pub const DOMAIN: &str = "arbiter.clock.v1";
+/// Reason: the board has had another number of presses than the request says.
+pub const STALE_PLY: &str = "STALE_PLY";
+/// Reason: the other side's clock runs.
+pub const NOT_YOUR_TURN: &str = "NOT_YOUR_TURN";
+/// Reason: the clock is over (flagged or stopped).
+pub const CLOCK_OVER: &str = "CLOCK_OVER";
+/// Reason: the clock is paused.
+pub const CLOCK_PAUSED: &str = "CLOCK_PAUSED";
+/// Reason: a resume of a clock that is not paused.
+pub const NOT_PAUSED: &str = "NOT_PAUSED";
+
+/// Longest clock id, in bytes.
+pub const MAX_ID_BYTES: usize = 64;
+/// How often a change is judged again on fresh data.
+const ATTEMPTS: usize = 4;
+
+/// The result of a request: the clock, and whether the request repeated one applied before.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    /// The clock as it stands.
+    pub record: Arc<ClockRecord>,
+    /// True for a retried creation or press: nothing changed.
+    pub duplicate: bool,
+}
+
+fn precondition(reason: &'static str, what: impl Into<String>) -> ApiError {
+    ApiError::precondition(DOMAIN, reason, what)
+}
+
+fn over() -> ApiError {
+    precondition(CLOCK_OVER, "the clock is over")
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match e {
+            StoreError::Unavailable(detail) => {
+                tracing::warn!(%detail, "clock store unavailable");
+                ApiError::Unavailable("the clock store cannot be reached".into())
+            }
+            StoreError::Corrupt(detail) => {
+                tracing::error!(%detail, "a stored clock cannot be read");
+                ApiError::DataLoss("the stored clock cannot be read".into())
+            }
+        }
+    }
+}
+
+fn refusal(e: ClockError) -> ApiError {
+    match e {
+        ClockError::NotYourTurn => precondition(NOT_YOUR_TURN, "the other side's clock runs"),
+        ClockError::Paused => precondition(CLOCK_PAUSED, "the clock is paused"),
+        ClockError::NotPaused => precondition(NOT_PAUSED, "the clock is not paused"),
+        other => precondition(CLOCK_OVER, other.to_string()),
+    }
+}
+
+/// Checks a clock id: 1 to 64 bytes of letters, digits, `-`, `_`, `.`, `:`.
+pub fn check_id(id: &str) -> Result<(), ApiError> {
+    if id.is_empty() || id.len() > MAX_ID_BYTES {
+        return Err(ApiError::invalid(
+            "clock_id",
+            format!("1 to {MAX_ID_BYTES} bytes"),
+        ));
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+    {
+        return Err(ApiError::invalid(
+            "clock_id",
+            "letters, digits, '-', '_', '.', ':' only",
+        ));
+    }
+    Ok(())
+}
+
+/// The clock service over a store.
+#[derive(Debug)]
+pub struct Clocks<S> {
+    store: S,
+    watchers: Arc<Watchers>,
+}
+
+impl<S: ClockStore> Clocks<S> {
+    /// Clocks in `store`, their watchers bounded by `watchers`.
+    pub fn new(store: S, watchers: arbiter_timekeeping::watchers::WatchLimits) -> Clocks<S> {
+        Clocks {
+            store,
+            watchers: Arc::new(Watchers::new(watchers)),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The watchers of this process.
+    pub fn watchers(&self) -> &Arc<Watchers> {
+        &self.watchers
+    }
+
+    /// The store's time (Unix ms): the time authority.
+    pub async fn now(&self) -> Result<u64, ApiError> {
+        Ok(self.store.now().await?)
+    }
+
+    /// Whether the store works (for health).
+    pub async fn probe(&self) -> Result<(), String> {
+        self.store.probe().await
+    }
+
+    /// Creates a clock of `boards` boards for `time_control`, started now with `first` to
+    /// move; the same creation again under the same id answers with the existing clock.
+    pub async fn create(
+        &self,
+        id: &str,
+        time_control: &str,
+        boards: u32,
+        first: Color,
+    ) -> Result<Answer, ApiError> {
+        let control = TimeControl::parse(time_control.trim())
+            .map_err(|e| ApiError::invalid("time_control", e.to_string()))?;
+        if !(1..=2).contains(&boards) {
+            return Err(ApiError::invalid("boards", "1 or 2"));
+        }
+        let id = if id.is_empty() {
+            let mut bytes = [0u8; 12];
+            getrandom::fill(&mut bytes).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+            format!(
+                "c{}",
+                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            )
+        } else {
+            check_id(id)?;
+            id.to_owned()
+        };
+        let spec = crate::record::pack(&[
+            control.to_string(),
+            boards.to_string(),
+            crate::record::side_letter(first).to_owned(),
+        ]);
+        let now = self.store.now().await?;
+        let mut list = Vec::new();
+        for _ in 0..boards {
+            let mut clock = Clock::new(control.clone());
+            clock.start(first, now).map_err(refusal)?;
+            list.push(Board {
+                clock,
+                ply: 0,
+                last: None,
+            });
+        }
+        let record = ClockRecord {
+            id: id.clone(),
+            spec: spec.clone(),
+            control,
+            boards: list,
+            over: false,
+            flag: None,
+            last_seq: 0,
+        };
+        match self.store.create(&record).await? {
+            Created::New(r) => Ok(Answer {
+                record: r,
+                duplicate: false,
+            }),
+            Created::Exists(r) if r.spec == spec => Ok(Answer {
+                record: r,
+                duplicate: true,
+            }),
+            Created::Exists(_) => Err(ApiError::AlreadyExists(format!(
+                "clock '{id}' exists with another creation"
+            ))),
+            Created::Full(max) => Err(ApiError::exhausted(
+                "",
+                format!("this server holds its maximum of {max} clocks; retry later"),
+            )),
+        }
+    }
+
+    /// The clock as stored.
+    pub async fn get(&self, id: &str) -> Result<Arc<ClockRecord>, ApiError> {
+        check_id(id)?;
+        self.store
+            .load(id)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no clock '{id}'")))
+    }
+
+    fn board(record: &ClockRecord, board: Option<usize>) -> Result<usize, ApiError> {
+        let b = board.unwrap_or(0);
+        if b >= record.boards.len() {
+            return Err(ApiError::invalid("board", "this clock has only board A"));
+        }
+        Ok(b)
+    }
+
+    /// `side` presses board `board`'s clock, which had `ply` presses, with `lag_ms` of
+    /// reported lag.
+    pub async fn press(
+        &self,
+        id: &str,
+        board: Option<usize>,
+        side: Color,
+        ply: u32,
+        lag_ms: u64,
+    ) -> Result<Answer, ApiError> {
+        let mut record = self.get(id).await?;
+        for _ in 0..ATTEMPTS {
+            let b = Self::board(&record, board)?;
+            if record.over {
+                return Err(over());
+            }
+            let current = &record.boards[b];
+            if current.ply != ply {
+                if current.ply == ply + 1 && current.last == Some(side) {
+                    return Ok(Answer {
+                        record,
+                        duplicate: true,
+                    });
+                }
+                return Err(precondition(
+                    STALE_PLY,
+                    format!("board has had {} presses, not {ply}", current.ply),
+                ));
+            }
+            let plan = current.clock.plan_press(side, lag_ms).map_err(refusal)?;
+            let commit = PressCommit {
+                board: b,
+                ply,
+                mover: side,
+                expected: crate::record::encode_clock(&current.clock),
+                plan,
+                after: current.clock.advanced(side),
+            };
+            match self.store.press(id, &commit).await? {
+                Outcome::Applied(r) => {
+                    self.watchers.wake(id);
+                    return Ok(Answer {
+                        record: r,
+                        duplicate: false,
+                    });
+                }
+                Outcome::Duplicate(r) => {
+                    return Ok(Answer {
+                        record: r,
+                        duplicate: true,
+                    });
+                }
+                Outcome::Late(_) => {
+                    self.end_on_time(id).await?;
+                    return Err(over());
+                }
+                Outcome::Over(_) => return Err(over()),
+                Outcome::Stale(r) => record = r,
+                Outcome::Missing => return Err(ApiError::NotFound(format!("no clock '{id}'"))),
+            }
+        }
+        Err(precondition(
+            STALE_PLY,
+            "the clock kept changing; read it and retry",
+        ))
+    }
+
+    /// Pauses the running boards.
+    pub async fn pause(&self, id: &str) -> Result<Answer, ApiError> {
+        self.change(id, None, |c, now| c.pause(now), false).await
+    }
+
+    /// Resumes the paused boards.
+    pub async fn resume(&self, id: &str) -> Result<Answer, ApiError> {
+        self.change(id, None, |c, now| c.resume(now), false).await
+    }
+
+    /// Gives `side` on `board` `ms` more.
+    pub async fn add_time(
+        &self,
+        id: &str,
+        board: Option<usize>,
+        side: Color,
+        ms: u64,
+    ) -> Result<Answer, ApiError> {
+        if ms == 0 || ms > 86_400_000 {
+            return Err(ApiError::invalid("ms", "1 to 86,400,000"));
+        }
+        let record = self.get(id).await?;
+        let b = Self::board(&record, board)?;
+        self.change(id, Some(b), |c, now| c.add_time(side, ms, now), false)
+            .await
+    }
+
+    /// Stops the clock for good.
+    pub async fn stop(&self, id: &str) -> Result<Answer, ApiError> {
+        self.change(id, None, |c, now| c.stop(now), true).await
+    }
+
+    /// Applies `f` at the store's time to board `only` (every board if `None`) as one step.
+    async fn change(
+        &self,
+        id: &str,
+        only: Option<usize>,
+        f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
+        ends: bool,
+    ) -> Result<Answer, ApiError> {
+        for _ in 0..ATTEMPTS {
+            let record = self.get(id).await?;
+            if record.over {
+                return Err(over());
+            }
+            let now = self.store.now().await?;
+            let mut clocks = Vec::new();
+            let mut events = Vec::new();
+            for (i, b) in record.boards.iter().enumerate() {
+                if only.is_some_and(|o| o != i) {
+                    continue;
+                }
+                let mut after = b.clock.clone();
+                match f(&mut after, now) {
+                    Ok(()) => {}
+                    Err(ClockError::OutOfTime(_)) => {
+                        self.end_on_time(id).await?;
+                        return Err(over());
+                    }
+                    Err(e) => return Err(refusal(e)),
+                }
+                events.push(ClockEvent::snapshot(i, &after, now).encode());
+                clocks.push((i, crate::record::encode_clock(&b.clock), after));
+            }
+            if ends {
+                events.push(ClockEvent::Stopped.encode());
+            }
+            let commit = SetCommit {
+                clocks,
+                due: None,
+                events,
+                flag: None,
+                over: ends,
+            };
+            match self.store.set(id, &commit).await? {
+                Outcome::Applied(r) => {
+                    self.watchers.wake(id);
+                    return Ok(Answer {
+                        record: r,
+                        duplicate: false,
+                    });
+                }
+                Outcome::Late(_) => {
+                    self.end_on_time(id).await?;
+                    return Err(over());
+                }
+                Outcome::Over(_) => return Err(over()),
+                Outcome::Stale(_) | Outcome::Duplicate(_) => {}
+                Outcome::Missing => return Err(ApiError::NotFound(format!("no clock '{id}'"))),
+            }
+        }
+        Err(precondition(STALE_PLY, "the clock kept changing; retry"))
+    }
+
+    /// Records the flag of clock `id` if a deadline has passed (the other board stops at that
+    /// instant); idempotent. Returns whether this call recorded it.
+    pub async fn end_on_time(&self, id: &str) -> Result<bool, ApiError> {
+        for _ in 0..ATTEMPTS {
+            let Some(record) = self.store.load(id).await? else {
+                self.store.reindex(id, None).await?;
+                return Ok(false);
+            };
+            if record.over {
+                self.store.reindex(id, None).await?;
+                return Ok(false);
+            }
+            let now = self.store.now().await?;
+            let due = record
+                .boards
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| Some((i, b.clock.deadline()?)))
+                .filter(|(_, d)| d.at <= now)
+                .min_by_key(|(_, d)| d.at);
+            let Some((board, deadline)) = due else {
+                self.store.reindex(id, record.deadline()).await?;
+                return Ok(false);
+            };
+            let flag = Flag {
+                board,
+                side: deadline.color,
+                at: deadline.at,
+            };
+            let mut clocks = Vec::new();
+            let mut events = Vec::new();
+            for (i, b) in record.boards.iter().enumerate() {
+                let mut after = b.clock.clone();
+                let done = if i == board {
+                    after.expire(deadline.at).map(|_| ())
+                } else {
+                    after.stop(deadline.at)
+                };
+                if done.is_err() {
+                    continue;
+                }
+                events.push(ClockEvent::snapshot(i, &after, deadline.at).encode());
+                clocks.push((i, crate::record::encode_clock(&b.clock), after));
+            }
+            events.push(ClockEvent::Flag(flag).encode());
+            let commit = SetCommit {
+                clocks,
+                due: Some(deadline.at),
+                events,
+                flag: Some(flag),
+                over: true,
+            };
+            match self.store.set(id, &commit).await? {
+                Outcome::Applied(_) => {
+                    self.watchers.wake(id);
+                    return Ok(true);
+                }
+                Outcome::Over(_) | Outcome::Missing => return Ok(false),
+                _ => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// At most `max` events after `after`.
+    pub async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, ClockEvent)>, ApiError> {
+        check_id(id)?;
+        self.store
+            .events(id, after, max)
+            .await?
+            .into_iter()
+            .map(|(seq, line)| {
+                ClockEvent::decode(&line)
+                    .map(|e| (seq, e))
+                    .map_err(|e| ApiError::from(StoreError::from(e)))
+            })
+            .collect()
+    }
+
+    /// Runs the shared flag worker over this service's store until `shutdown`.
+    pub async fn run_flag_worker(&self, shutdown: tokio::sync::watch::Receiver<bool>) {
+        arbiter_timekeeping::run_flag_worker(self, shutdown).await;
+    }
+}
+
+impl<S: ClockStore> arbiter_timekeeping::DeadlineSource for Clocks<S> {
+    type Error = ApiError;
+
+    async fn next_deadline(&self) -> Result<(Option<u64>, u64), ApiError> {
+        Ok(self.store.next_deadline().await?)
+    }
+
+    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, ApiError> {
+        Ok(self.store.claim_due(lease, max).await?)
+    }
+
+    async fn end_on_time(&self, id: &str) -> Result<bool, ApiError> {
+        Clocks::end_on_time(self, id).await
+    }
+
+    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
+        self.store.deadline_changed()
+    }
+}
