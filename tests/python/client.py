@@ -1,6 +1,7 @@
-"""Calls every RPC of arbiter.rules.v1.RulesService, and plays hosted games through
+"""Calls every RPC of arbiter.rules.v1.RulesService, plays hosted games through
 arbiter.matches.v1.MatchService (a chess game to mate, a Glinski stalemate, a bughouse match,
-seat tokens refused and accepted), through a client generated from proto/ by grpcio-tools: the
+seat tokens refused and accepted, a game lost on time), and syncs with and presses a standalone
+clock of arbiter.clock.v1.ClockService, through a client generated from proto/ by grpcio-tools: the
 third-party view of the API. Usage: client.py HOST:PORT (with the generated modules on
 sys.path). Exits non-zero on the first failed check."""
 
@@ -13,6 +14,9 @@ from arbiter.rules.v1 import rules_pb2 as rules
 from arbiter.rules.v1 import rules_pb2_grpc as rules_grpc
 from arbiter.matches.v1 import matches_pb2 as mt
 from arbiter.matches.v1 import matches_pb2_grpc as mt_grpc
+from arbiter.clock.v1 import clock_pb2 as ck
+from arbiter.clock.v1 import clock_pb2_grpc as ck_grpc
+import time
 
 START = common.Position(variant=common.VARIANT_CHESS)
 checks = 0
@@ -80,7 +84,41 @@ def main(addr):
         check(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, "perft budget code")
 
     matches(channel)
+    clocks(channel)
     print(f"python client: {checks} checks passed")
+
+
+def clocks(channel):
+    """A game lost on time with no move sent (hosted), Sync, and a standalone clock pressed,
+    retried, and flagged with no press."""
+    m = mt_grpc.MatchServiceStub(channel)
+    A, W, K = mt.BOARD_A, mt.SIDE_WHITE, mt.SIDE_BLACK
+    created = m.CreateMatch(mt.CreateMatchRequest(
+        variant=common.VARIANT_CHESS, players=["ann", "bob"], time_control="2s+0"))
+    game, tokens = created.state.match_id, seat_tokens(created)
+    check(created.state.speed == "bullet", "speed category")
+    for side, text, ply in [(W, "e4", 0), (K, "e5", 1)]:
+        r = m.MakeMove(mt.MakeMoveRequest(match_id=game, side=side, move=text, expected_ply=ply,
+                                          lag_ms=20), metadata=auth(tokens[(A, side)]))
+    clock = r.state.boards[0].clock
+    check(clock.phase == mt.CLOCK_PHASE_RUNNING and clock.running == W, "clock runs")
+    events = list(m.WatchMatch(mt.WatchMatchRequest(match_id=game, after_seq=0)))
+    end = events[-1].end.outcome
+    check(end.reason == common.END_REASON_TIMEOUT and end.score.text == "0-1",
+          "lost on time with no move sent")
+
+    c = ck_grpc.ClockServiceStub(channel)
+    t1 = int(time.time() * 1000)
+    s = c.Sync(ck.SyncRequest(client_send_ms=t1))
+    t4 = int(time.time() * 1000)
+    check(s.client_send_ms == t1 and abs(s.server_receive_ms - (t1 + t4) // 2) < 1000, "Sync")
+    st = c.CreateClock(ck.CreateClockRequest(clock_id="py", time_control="2s+0")).state
+    check(st.boards[0].running == ck.SIDE_WHITE, "standalone clock runs")
+    c.Press(ck.PressRequest(clock_id="py", side=ck.SIDE_WHITE, ply=0))
+    again = c.Press(ck.PressRequest(clock_id="py", side=ck.SIDE_WHITE, ply=0))
+    check(again.duplicate, "a retried press is a duplicate")
+    events = list(c.WatchClock(ck.WatchClockRequest(clock_id="py")))
+    check(events[-1].flag.side == ck.SIDE_BLACK, "standalone flag with no press")
 
 
 def seat_tokens(created):
