@@ -190,6 +190,38 @@ enum BenchTarget {
         /// The platform's bearer token, when the server has one (for creating matches).
         #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
         platform_token: Option<String>,
+        /// The matches' time control (empty: no clocks).
+        #[arg(long, default_value = "")]
+        time_control: String,
+    },
+    /// Hosted games with clocks under an open-loop move rate, against the same load without
+    /// clocks, and the delay of flags falling with no move sent.
+    Clocks {
+        /// Server to load (run the bench as a separate process on the server's machine); without
+        /// it an embedded server is started in this process.
+        #[arg(long)]
+        addr: Option<String>,
+        /// For the embedded server: keep matches in Redis at this URL.
+        #[arg(long)]
+        redis_url: Option<String>,
+        /// Games moved by the load.
+        #[arg(long, default_value_t = 10_000)]
+        games: usize,
+        /// Moves sent per second.
+        #[arg(long, default_value_t = 2_000.0)]
+        rate: f64,
+        /// Seconds of load for each kind (without and with clocks), in alternated stretches.
+        #[arg(long, default_value_t = 30.0)]
+        duration_secs: f64,
+        /// The time control of the clocked games.
+        #[arg(long, default_value = "30+0")]
+        time_control: String,
+        /// Games left to flag during the clocked run.
+        #[arg(long, default_value_t = 500)]
+        flags: usize,
+        /// The platform's bearer token, when the server has one.
+        #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
+        platform_token: Option<String>,
     },
 }
 
@@ -363,12 +395,14 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
             matches,
             duration_secs,
             platform_token,
+            time_control,
         } => {
             let cfg = arbiter_bench::matches::MatchBenchConfig {
                 duration: std::time::Duration::from_secs_f64(duration_secs),
                 matches,
                 variant,
                 platform_token,
+                time_control,
             };
             let store = match (&addr, &redis_url) {
                 (Some(_), _) => "remote",
@@ -389,6 +423,45 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
                 })
                 .await?;
                 Ok(arbiter_bench::matches::report(&result, &cfg, store))
+            })
+        }
+        BenchTarget::Clocks {
+            addr,
+            redis_url,
+            games,
+            rate,
+            duration_secs,
+            time_control,
+            flags,
+            platform_token,
+        } => {
+            let cfg = arbiter_bench::clocks::ClockBenchConfig {
+                games: games.max(1),
+                rate,
+                duration: std::time::Duration::from_secs_f64(duration_secs),
+                time_control,
+                flags,
+                platform_token,
+            };
+            let store = match (&addr, &redis_url) {
+                (Some(_), _) => "remote",
+                (None, Some(_)) => "redis",
+                (None, None) => "in-process",
+            };
+            let config = || {
+                let mut config = arbiter_server::ServerConfig::default();
+                if let Some(url) = redis_url {
+                    config.matches.store = arbiter_server::StoreConfig::redis(url);
+                }
+                Ok(config)
+            };
+            runtime()?.block_on(async {
+                let result = against(addr, "arbiter.matches.v1.MatchService", config, |channel| {
+                    let cfg = cfg.clone();
+                    async move { arbiter_bench::clocks::run(channel, &cfg).await }
+                })
+                .await?;
+                Ok(arbiter_bench::clocks::report(&result, &cfg, store))
             })
         }
     }

@@ -384,16 +384,15 @@ impl<S: ClockStore> Clocks<S> {
                 self.store.reindex(id, None).await?;
                 return Ok(false);
             }
-            let now = self.store.now().await?;
+            // The earliest deadline; the store applies the flag only once it has passed.
             let due = record
                 .boards
                 .iter()
                 .enumerate()
                 .filter_map(|(i, b)| Some((i, b.clock.deadline()?)))
-                .filter(|(_, d)| d.at <= now)
                 .min_by_key(|(_, d)| d.at);
             let Some((board, deadline)) = due else {
-                self.store.reindex(id, record.deadline()).await?;
+                self.store.reindex(id, None).await?;
                 return Ok(false);
             };
             let flag = Flag {
@@ -430,6 +429,11 @@ impl<S: ClockStore> Clocks<S> {
                     return Ok(true);
                 }
                 Outcome::Over(_) | Outcome::Missing => return Ok(false),
+                Outcome::Stale(now) if now.boards == record.boards => {
+                    // Not due yet: file it again at its real deadline.
+                    self.store.reindex(id, now.deadline()).await?;
+                    return Ok(false);
+                }
                 _ => {}
             }
         }

@@ -259,6 +259,12 @@ fn single_outcome(o: Outcome) -> MatchOutcome {
     }
 }
 
+/// Whether two records of a match have the same clocks.
+fn clocks_equal(a: &Record, b: &Record) -> bool {
+    a.boards.len() == b.boards.len()
+        && a.boards.iter().zip(&b.boards).all(|(x, y)| x.clock == y.clock)
+}
+
 /// The simple delay of each stage of `record`'s time control (empty without clocks).
 fn delays_of(record: &Record) -> Vec<u64> {
     record.control.as_ref().map_or_else(Vec::new, |c| {
@@ -1334,16 +1340,16 @@ impl<S: MatchStore> Matches<S> {
                 self.store.reindex(id, None).await?;
                 return Ok(false);
             }
-            let now = self.store.now().await?;
+            // The earliest deadline; the store applies the end only once it has passed (by its
+            // own time), so no read of the time is needed here.
             let due = record
                 .boards
                 .iter()
                 .enumerate()
                 .filter_map(|(i, b)| Some((BoardId::BOTH[i], b.clock.as_ref()?.deadline()?)))
-                .filter(|(_, d)| d.at <= now)
                 .min_by_key(|(_, d)| d.at);
             let Some((board, deadline)) = due else {
-                self.store.reindex(id, record.deadline()).await?;
+                self.store.reindex(id, None).await?;
                 return Ok(false);
             };
             // Bughouse: flags of both teams falling at the same instant draw the match.
@@ -1410,14 +1416,15 @@ impl<S: MatchStore> Matches<S> {
             match self.store.commit_clock(id, &commit).await? {
                 ChangeResult::Applied(_) => {
                     self.watchers.wake(id);
-                    tracing::debug!(
-                        match_id = id,
-                        late_ms = now.saturating_sub(deadline.at),
-                        "ended on time"
-                    );
+                    tracing::debug!(match_id = id, deadline = deadline.at, "ended on time");
                     return Ok(true);
                 }
                 ChangeResult::Over(_) | ChangeResult::Missing => return Ok(false),
+                ChangeResult::Stale(now) if now.nonce == record.nonce && clocks_equal(&now, &record) => {
+                    // Not due yet: file it again at its real deadline.
+                    self.store.reindex(id, now.deadline()).await?;
+                    return Ok(false);
+                }
                 // Changed meanwhile (a move in time): judge again.
                 _ => {}
             }

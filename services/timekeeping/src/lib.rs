@@ -96,6 +96,8 @@ impl DeadlineIndex {
 pub const CLAIM_LEASE_MS: u64 = 5_000;
 /// How many due games the flag worker claims at once.
 pub const CLAIM_BATCH: usize = 256;
+/// How many games the flag worker ends at once.
+pub const FLAG_CONCURRENCY: usize = 32;
 /// The flag worker reads the index at least this often, whatever it was told.
 pub const MAX_FLAG_SLEEP: Duration = Duration::from_secs(1);
 
@@ -164,10 +166,14 @@ pub async fn run_flag_worker<S: DeadlineSource>(
                 continue;
             }
         };
-        for id in due {
-            if let Err(e) = source.end_on_time(&id).await {
-                tracing::warn!(id = %id, error = %e, "cannot end a game on time yet");
-            }
+        // Up to FLAG_CONCURRENCY at once: games due together end together.
+        for chunk in due.chunks(FLAG_CONCURRENCY) {
+            let ends = chunk.iter().map(|id| async move {
+                if let Err(e) = source.end_on_time(id).await {
+                    tracing::warn!(id = %id, error = %e, "cannot end a game on time yet");
+                }
+            });
+            futures_util::future::join_all(ends).await;
         }
     }
 }

@@ -12,7 +12,9 @@
 //! - `fmt(x)`: an integer-valued number as decimal text; `tnow()`: Redis `TIME` in ms;
 //! - `earliest(S)`, `is_late(S, now)`: the game's earliest deadline, and whether it passed;
 //! - `index(S, id)`: file the game in `DEADLINES` at its earliest deadline (or take it out), and
-//!   announce a new earliest deadline on `DEADLINE_CHANNEL`;
+//!   announce a new earliest deadline on `DEADLINE_CHANNEL`; `refile(id, new, old)` does the same
+//!   when the script knows the game's new and former earliest deadlines (no read; the index's
+//!   head is read only when the deadline moves earlier);
 //! - `stop_board(S, b, now, delays)`: stop board `b`'s clocks at `now`, charging a running turn;
 //! - `press(a, now)`: the core's `PressPlan::apply` on the 13 plan values `a`: `nil` when late,
 //!   else remaining, quota, charged, compensation, bonus, next deadline.
@@ -66,6 +68,19 @@ local function index(S, id)
   else
     redis.call('ZREM', DEADLINES, id)
   end
+end
+local function refile(id, new, old)
+  if not new then
+    redis.call('ZREM', DEADLINES, id)
+    return
+  end
+  if not old or new < old then
+    local first = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
+    if not first[2] or new < tonumber(first[2]) then
+      redis.call('PUBLISH', DEADLINE_CHANNEL, fmt(new))
+    end
+  end
+  redis.call('ZADD', DEADLINES, new, id)
 end
 local function stop_board(S, b, now, delays)
   local ph = redis.call('HGET', S, 'ck:' .. b)

@@ -26,6 +26,8 @@ pub struct MatchBenchConfig {
     pub variant: Variant,
     /// The platform's bearer token, for creating matches on a server that has one.
     pub platform_token: Option<String>,
+    /// The matches' time control (empty: no clocks).
+    pub time_control: String,
 }
 
 /// The figures of a run.
@@ -59,7 +61,8 @@ impl Game {
     }
 }
 
-fn authorized<T>(message: T, token: &str) -> Result<Request<T>, Status> {
+/// `message` with `token` as its bearer credential.
+pub(crate) fn authorized<T>(message: T, token: &str) -> Result<Request<T>, Status> {
     let mut r = Request::new(message);
     let value: MetadataValue<_> = format!("Bearer {token}")
         .parse()
@@ -81,7 +84,7 @@ async fn new_game(
     let message = pb::CreateMatchRequest {
         variant: variant_to_proto(cfg.variant),
         players: seats.iter().map(|s| format!("bench-{n}-{s}")).collect(),
-        time_control: "bench".into(),
+        time_control: cfg.time_control.clone(),
         ..Default::default()
     };
     let request = match &cfg.platform_token {

@@ -104,24 +104,36 @@ if ARGV[20] ~= '' then
   if done then return state(S, E, 'done:' .. done) end
 end
 local b = ARGV[2]
-local guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b)
+local clocked = ARGV[21] == 'p'
+local guard
+if clocked then
+  -- One read for the guards, the board's clock and both boards' deadlines.
+  guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b, 'ck:' .. b, 'ck:' .. b .. ':w',
+    'ck:' .. b .. ':b', 'dl:A', 'dl:B')
+else
+  guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b)
+end
 if guard[2] ~= ARGV[1] then return state(S, E, 'stale') end
 local reply = state
 if ARGV[19] == 'compact' then reply = compact end
 if guard[1] == '1' then return reply(S, E, 'over') end
 if guard[3] ~= ARGV[3] then return reply(S, E, 'stale') end
-local now, clock = nil, nil
-if ARGV[21] == 'p' then
+local now, clock, old_dl, other_dl = nil, nil, nil, nil
+if clocked then
   now = tnow()
-  if is_late(S, now) then return reply(S, E, 'late') end
-  local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
-  if ck[1] ~= ARGV[22] or ck[2] ~= ARGV[23] or ck[3] ~= ARGV[24] then
+  local dA, dB = tonumber(guard[7] or ''), tonumber(guard[8] or '')
+  if (dA and dA <= now) or (dB and dB <= now) then return reply(S, E, 'late') end
+  old_dl = dA
+  if dB and (not dA or dB < dA) then old_dl = dB end
+  other_dl = dB
+  if b == 'B' then other_dl = dA end
+  if guard[4] ~= ARGV[22] or guard[5] ~= ARGV[23] or guard[6] ~= ARGV[24] then
     return reply(S, E, 'stale')
   end
   clock = press({unpack(ARGV, 25, 37)}, now)
   if not clock then return reply(S, E, 'late') end
-  clock.other = ck[2]
-  if ARGV[38] == 'w' then clock.other = ck[3] end
+  clock.other = guard[5]
+  if ARGV[38] == 'w' then clock.other = guard[6] end
 end
 local ORDER = 'QRBNPqrbnp'
 local events = {''}
@@ -147,8 +159,8 @@ if ARGV[9] ~= '' then
   redis.call('HSET', S, f, r)
   events[#events + 1] = pack({'R', ARGV[9], ARGV[10], r})
 end
-redis.call('HSET', S, 'pos:' .. b, ARGV[4], 'ply:' .. b, tostring(tonumber(ARGV[3]) + 1),
-  'last:' .. b, ARGV[12])
+local fields = {'pos:' .. b, ARGV[4], 'ply:' .. b, tostring(tonumber(ARGV[3]) + 1),
+  'last:' .. b, ARGV[12]}
 if ARGV[5] == 'a' then
   redis.call('HSET', S, 'hist:' .. b, (redis.call('HGET', S, 'hist:' .. b) or '') .. ARGV[6])
 elseif ARGV[5] == 'r' then
@@ -177,8 +189,16 @@ if clock then
   else
     phase = pack({'R', opp, fmt(now)})
   end
-  redis.call('HSET', S, 'ck:' .. b, phase, 'dl:' .. b, fmt(clock[6]),
-    'ck:' .. b .. ':' .. mover, pack({fmt(clock[1]), fmt(clock[2]), ARGV[39], ARGV[40], ARGV[41]}))
+  local n = #fields
+  fields[n + 1], fields[n + 2] = 'ck:' .. b, phase
+  fields[n + 3], fields[n + 4] = 'dl:' .. b, fmt(clock[6])
+  fields[n + 5] = 'ck:' .. b .. ':' .. mover
+  fields[n + 6] = pack({fmt(clock[1]), fmt(clock[2]), ARGV[39], ARGV[40], ARGV[41]})
+end
+redis.call('HSET', S, unpack(fields))
+if clock then
+  local mover, opp = ARGV[38], 'b'
+  if mover == 'b' then opp = 'w' end
   local rem = {w = fmt(clock[1]), b = fmt(clock[1])}
   rem[opp] = unpk(clock.other)[1]
   local running = opp
@@ -198,7 +218,15 @@ if ARGV[15] ~= '' then
 end
 redis.call('RPUSH', E, unpack(events))
 expire(S, E, D, ttl)
-if clock then index(S, ID) end
+if clock then
+  if ARGV[15] ~= '' then
+    refile(ID, nil, old_dl)
+  else
+    local new_dl = clock[6]
+    if other_dl and other_dl < new_dl then new_dl = other_dl end
+    refile(ID, new_dl, old_dl)
+  end
+end
 announce()
 return reply(S, E, 'ok')
 ";

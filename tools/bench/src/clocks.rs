@@ -1,0 +1,399 @@
+//! An open-loop load on hosted games with clocks (`arbiter bench clocks` drives it).
+//!
+//! Many single-board chess games are created and given their two untimed first moves, so that
+//! their clocks run. Moves are then sent at a fixed rate whatever the answers' speed (open loop:
+//! each move's latency counts from the instant it was due, so a slow server cannot hide its
+//! slowness by slowing the load), each to the next game in turn that has no move in flight,
+//! with a random legal move for its side to move. The same load runs on games without a time
+//! control (the reference) and on games with one, in alternated stretches.
+//!
+//! Meanwhile, in the clocked run, a set of other games is left to flag with no move sent, at
+//! deadlines spread over the run; a watcher on each notes when the end arrives. The flag
+//! detection delay is that arrival (this machine's clock) minus the deadline the server
+//! announced (the server's time base): an upper bound on the server's own delay, which also
+//! counts the push to the watcher. Run the bench on the server's machine, where both read the
+//! same system clock.
+
+use crate::matches::authorized;
+use arbiter_core::{AnyPosition, Position, Variant};
+use arbiter_proto::common::v1 as common;
+use arbiter_proto::matches::v1 as pb;
+use arbiter_proto::matches::v1::match_service_client::MatchServiceClient;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::Mutex;
+use tonic::transport::Channel;
+use tonic::{Request, Status};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ClockBenchConfig {
+    /// Games moved by the load.
+    pub games: usize,
+    /// Moves sent per second.
+    pub rate: f64,
+    /// Load per kind (without and with clocks), in alternated stretches.
+    pub duration: Duration,
+    /// The time control of the clocked run (long enough not to flag under the load).
+    pub time_control: String,
+    /// Games left to flag during the clocked run.
+    pub flags: usize,
+    /// The platform's bearer token, if the server has one.
+    pub platform_token: Option<String>,
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunResult {
+    /// Moves answered.
+    pub moves: u64,
+    /// Moves refused or failed.
+    pub errors: u64,
+    /// Move latency percentiles from the due instant: p50, p99, p99.9.
+    pub latency: [Duration; 3],
+    /// Moves per second achieved.
+    pub rate: f64,
+}
+
+/// The figures of the bench.
+#[derive(Debug, Clone, Default)]
+pub struct ClockBenchResult {
+    /// Games without clocks.
+    pub reference: RunResult,
+    /// Games with clocks.
+    pub clocked: RunResult,
+    /// Flag detection delays (end received − deadline), in ms, sorted.
+    pub flag_delays_ms: Vec<i64>,
+    /// Flagging games whose end did not arrive within the run.
+    pub flags_missed: usize,
+}
+
+struct Game {
+    id: String,
+    tokens: [String; 2],
+    position: AnyPosition,
+    ply: u32,
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0))
+}
+
+fn request<T>(message: T, token: Option<&str>) -> Result<Request<T>, Status> {
+    match token {
+        Some(t) => authorized(message, t),
+        None => Ok(Request::new(message)),
+    }
+}
+
+/// Creates a chess game with `time_control` and plays both first moves; returns the game and
+/// the deadline announced after them (0 without clocks).
+async fn opened(
+    c: &mut MatchServiceClient<Channel>,
+    cfg: &ClockBenchConfig,
+    time_control: &str,
+    n: usize,
+) -> Result<(Game, u64), Status> {
+    let created = c
+        .create_match(request(
+            pb::CreateMatchRequest {
+                variant: common::Variant::Chess as i32,
+                players: vec![format!("clk-{n}-w"), format!("clk-{n}-b")],
+                time_control: time_control.to_owned(),
+                ..Default::default()
+            },
+            cfg.platform_token.as_deref(),
+        )?)
+        .await?
+        .into_inner();
+    let state = created.state.ok_or_else(|| Status::internal("no state"))?;
+    let token = |side: pb::Side| {
+        created
+            .seats
+            .iter()
+            .find(|s| s.seat.as_ref().is_some_and(|x| x.side == side as i32))
+            .map(|s| s.token.clone())
+            .unwrap_or_default()
+    };
+    let mut game = Game {
+        id: state.match_id,
+        tokens: [token(pb::Side::White), token(pb::Side::Black)],
+        position: AnyPosition::start(Variant::Chess)
+            .map_err(|e| Status::internal(e.to_string()))?,
+        ply: 0,
+    };
+    let mut deadline = 0;
+    for mv in ["e2e4", "e7e5"] {
+        let r = play(c, &game, mv).await?;
+        deadline = r
+            .state
+            .and_then(|s| s.boards.first().and_then(|b| b.clock))
+            .map_or(0, |c| c.deadline_ms);
+        advance(&mut game, mv)?;
+    }
+    Ok((game, deadline))
+}
+
+async fn play(
+    c: &mut MatchServiceClient<Channel>,
+    game: &Game,
+    uci: &str,
+) -> Result<pb::MakeMoveResponse, Status> {
+    let side = game.position.turn();
+    let (side_pb, token) = match side {
+        arbiter_core::Color::White => (pb::Side::White, &game.tokens[0]),
+        arbiter_core::Color::Black => (pb::Side::Black, &game.tokens[1]),
+    };
+    Ok(c.make_move(authorized(
+        pb::MakeMoveRequest {
+            match_id: game.id.clone(),
+            side: side_pb as i32,
+            r#move: uci.to_owned(),
+            expected_ply: game.ply,
+            ..Default::default()
+        },
+        token,
+    )?)
+    .await?
+    .into_inner())
+}
+
+fn advance(game: &mut Game, uci: &str) -> Result<(), Status> {
+    let m = game
+        .position
+        .parse_move(
+            uci,
+            arbiter_core::Notation::Uci,
+            arbiter_core::Locale::English,
+        )
+        .map_err(|e| Status::internal(e.to_string()))?;
+    game.position = game
+        .position
+        .play(m)
+        .ok_or_else(|| Status::internal("illegal move"))?;
+    game.ply += 1;
+    Ok(())
+}
+
+type Games = Vec<Arc<Mutex<Game>>>;
+
+/// The games of a run, created with `time_control` and opened.
+async fn prepare(
+    channel: &Channel,
+    cfg: &ClockBenchConfig,
+    time_control: &str,
+) -> Result<Games, Status> {
+    let mut games = Vec::with_capacity(cfg.games);
+    let mut c = MatchServiceClient::new(channel.clone());
+    for n in 0..cfg.games {
+        games.push(Arc::new(Mutex::new(
+            opened(&mut c, cfg, time_control, n).await?.0,
+        )));
+    }
+    Ok(games)
+}
+
+/// Latencies, refused or skipped moves, and seconds of one stretch of load.
+struct Stretch {
+    latencies: Vec<Duration>,
+    errors: u64,
+    secs: f64,
+}
+
+/// One open-loop stretch of `length` over `games`.
+async fn load(
+    channel: &Channel,
+    cfg: &ClockBenchConfig,
+    games: &Games,
+    length: Duration,
+) -> Result<Stretch, Status> {
+    let c = MatchServiceClient::new(channel.clone());
+    let interval = Duration::from_secs_f64(1.0 / cfg.rate.max(1.0));
+    let start = Instant::now();
+    let end = start + length;
+    let results = Arc::new(std::sync::Mutex::new((Vec::new(), 0u64)));
+    let mut tasks = Vec::new();
+    let mut next = 0usize;
+    let mut due = start;
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    while due < end {
+        tokio::time::sleep_until(due.into()).await;
+        // The next game with no move in flight (its lock is free).
+        let mut picked = None;
+        for _ in 0..games.len() {
+            let g = Arc::clone(&games[next % games.len()]);
+            next += 1;
+            if let Ok(guard) = g.try_lock_owned() {
+                picked = Some(guard);
+                break;
+            }
+        }
+        let scheduled = due;
+        due += interval;
+        let Some(mut game) = picked else { continue };
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let pick = rng;
+        let (results, mut c) = (Arc::clone(&results), c.clone());
+        tasks.push(tokio::spawn(async move {
+            let legal = game.position.legal_moves();
+            let ok = if legal.is_empty() || game.position.terminal().is_some() {
+                false
+            } else {
+                let uci = legal[(pick % legal.len() as u64) as usize].to_string();
+                match play(&mut c, &game, &uci).await {
+                    Ok(_) => advance(&mut game, &uci).is_ok(),
+                    Err(_) => false,
+                }
+            };
+            let latency = scheduled.elapsed();
+            drop(game);
+            let mut r = results.lock().expect("not poisoned");
+            if ok {
+                r.0.push(latency);
+            } else {
+                r.1 += 1;
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let (latencies, errors) = std::mem::take(&mut *results.lock().expect("not poisoned"));
+    Ok(Stretch {
+        latencies,
+        errors,
+        secs,
+    })
+}
+
+/// The figures of stretches of one kind.
+fn summary(stretches: Vec<Stretch>) -> RunResult {
+    let secs: f64 = stretches.iter().map(|s| s.secs).sum();
+    let errors = stretches.iter().map(|s| s.errors).sum();
+    let mut latencies: Vec<Duration> = stretches.into_iter().flat_map(|s| s.latencies).collect();
+    latencies.sort();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len().max(1) - 1) as f64 * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    RunResult {
+        moves: latencies.len() as u64,
+        errors,
+        latency: [pct(0.5), pct(0.99), pct(0.999)],
+        rate: latencies.len() as f64 / secs.max(1e-9),
+    }
+}
+
+type Watcher = tokio::task::JoinHandle<Result<Option<i64>, Status>>;
+
+/// Games that will flag during the next run, each watched by a task that returns the delay
+/// (end received − deadline).
+async fn flagging(channel: &Channel, cfg: &ClockBenchConfig) -> Result<Vec<Watcher>, Status> {
+    let mut c = MatchServiceClient::new(channel.clone());
+    // Spread over both loads (they alternate for twice the duration).
+    let span = (cfg.duration.as_secs() * 2).saturating_sub(4).max(1);
+    let mut watchers = Vec::new();
+    for n in 0..cfg.flags {
+        // Deadlines spread over the run: 3 s and up, a second apart in turn.
+        let secs = 3 + (n as u64 % span);
+        let (game, deadline) = opened(&mut c, cfg, &format!("{secs}s+0"), 1_000_000 + n).await?;
+        let mut w = MatchServiceClient::new(channel.clone());
+        watchers.push(tokio::spawn(async move {
+            let mut stream = w
+                .watch_match(pb::WatchMatchRequest {
+                    match_id: game.id.clone(),
+                    after_seq: 0,
+                })
+                .await?
+                .into_inner();
+            while let Some(e) = tokio_stream::StreamExt::next(&mut stream).await {
+                if matches!(e?.event, Some(pb::match_event::Event::End(_))) {
+                    return Ok::<_, Status>(Some(unix_ms() - deadline as i64));
+                }
+            }
+            Ok(None)
+        }));
+    }
+    Ok(watchers)
+}
+
+/// The delays the watchers saw, sorted, and how many saw no end in time.
+async fn flag_delays(watchers: Vec<Watcher>, cfg: &ClockBenchConfig) -> (Vec<i64>, usize) {
+    let mut delays = Vec::new();
+    let mut missed = 0;
+    for w in watchers {
+        match tokio::time::timeout(cfg.duration + Duration::from_secs(15), w).await {
+            Ok(Ok(Ok(Some(d)))) => delays.push(d),
+            _ => missed += 1,
+        }
+    }
+    delays.sort_unstable();
+    (delays, missed)
+}
+
+/// Stretches of load each way, alternated so that drift (a growing store, a busy machine)
+/// weighs on both alike.
+const ROUNDS: u32 = 4;
+
+/// Prepares both sets of games (without and with clocks) and the flagging games, then runs
+/// [`ROUNDS`] alternated stretches of each load, `duration` in all per kind.
+pub async fn run(channel: Channel, cfg: &ClockBenchConfig) -> Result<ClockBenchResult, Status> {
+    let plain = prepare(&channel, cfg, "").await?;
+    let timed = prepare(&channel, cfg, &cfg.time_control).await?;
+    let watchers = flagging(&channel, cfg).await?;
+    let length = cfg.duration / ROUNDS;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        a.push(load(&channel, cfg, &plain, length).await?);
+        b.push(load(&channel, cfg, &timed, length).await?);
+    }
+    let (reference, clocked) = (summary(a), summary(b));
+    let (flag_delays_ms, flags_missed) = flag_delays(watchers, cfg).await;
+    Ok(ClockBenchResult {
+        reference,
+        clocked,
+        flag_delays_ms,
+        flags_missed,
+    })
+}
+
+/// The figures as a table.
+pub fn report(r: &ClockBenchResult, cfg: &ClockBenchConfig, store: &str) -> String {
+    let row = |name: &str, x: &RunResult| {
+        format!(
+            "{name:<10} {store:<11} {:>6} {:>8.0} {:>8} {:>6}   {:>9.2?} {:>9.2?} {:>9.2?}\n",
+            cfg.games, x.rate, x.moves, x.errors, x.latency[0], x.latency[1], x.latency[2]
+        )
+    };
+    let ratio = |i: usize| {
+        r.clocked.latency[i].as_secs_f64() / r.reference.latency[i].as_secs_f64().max(1e-9)
+    };
+    let d = &r.flag_delays_ms;
+    let pct = |p: f64| {
+        d.get(((d.len().max(1) - 1) as f64 * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    format!(
+        "run        store        games  moves/s    moves errors   move p50     p99       p99.9\n{}{}\
+         clocked/reference latency: p50 {:.2}, p99 {:.2}, p99.9 {:.2}\n\
+         flags: {} detected, {} missed; delay (end received - deadline) p50 {} ms, p99 {} ms, max {} ms\n",
+        row("reference", &r.reference),
+        row("clocked", &r.clocked),
+        ratio(0),
+        ratio(1),
+        ratio(2),
+        d.len(),
+        r.flags_missed,
+        pct(0.5),
+        pct(0.99),
+        d.last().copied().unwrap_or_default(),
+    )
+}
