@@ -74,48 +74,26 @@ pub async fn mount(
         let shutdown = shutdown.clone();
         tokio::spawn(async move { clocks.run_flag_worker(shutdown).await });
     }
-    let health = host.health();
-    tokio::spawn(follow_health(
-        Arc::clone(&clocks),
-        health,
-        config.health_interval,
-        shutdown.clone(),
-    ));
+    {
+        let clocks = Arc::clone(&clocks);
+        tokio::spawn(arbiter_kit::follow_health::<
+            ClockServiceServer<ClockGrpc>,
+            _,
+            _,
+        >(
+            host.health(),
+            move || {
+                let clocks = Arc::clone(&clocks);
+                async move { clocks.probe().await }
+            },
+            config.health_interval,
+            shutdown.clone(),
+            "clock store",
+        ));
+    }
     let max = host.config().max_message_bytes;
     host.add_service(ClockGrpc::new(clocks, platform, shutdown).into_server(max));
     Ok(())
-}
-
-async fn follow_health(
-    clocks: Arc<Clocks<AnyStore>>,
-    health: tonic_health::server::HealthReporter,
-    interval: std::time::Duration,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut serving: Option<bool> = None;
-    loop {
-        if *shutdown.borrow() {
-            return;
-        }
-        let probe = clocks.probe().await;
-        let now = probe.is_ok();
-        if serving != Some(now) && !*shutdown.borrow() {
-            match &probe {
-                Ok(()) => health.set_serving::<ClockServiceServer<ClockGrpc>>().await,
-                Err(reason) => {
-                    tracing::warn!(%reason, "clock store unhealthy: not serving");
-                    health
-                        .set_not_serving::<ClockServiceServer<ClockGrpc>>()
-                        .await;
-                }
-            }
-            serving = Some(now);
-        }
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {}
-            () = watchers::until_down(&mut shutdown) => return,
-        }
-    }
 }
 
 /// Serves the clock service alone (with health and reflection) on `listener` until `shutdown`.

@@ -22,7 +22,9 @@ pub mod error;
 pub mod serving;
 
 pub use error::ApiError;
-pub use serving::{Host, ServeArgs, ServeConfig, ServeError, init_tracing, shutdown_signal};
+pub use serving::{
+    Host, ServeArgs, ServeConfig, ServeError, follow_health, init_tracing, shutdown_signal,
+};
 
 /// Turns a domain result into a gRPC reply: the value in a `Response`, the refusal through
 /// [`ApiError`]'s one `Status` map.

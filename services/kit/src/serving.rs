@@ -394,6 +394,47 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// Keeps service `S`'s health in step with `probe` (its store or dependency) until `shutdown`
+/// turns true: `SERVING` while the probe succeeds, `NOT_SERVING` while it fails, checked every
+/// `interval`; each change is logged with its reason (`what` names the dependency).
+pub async fn follow_health<S, P, Fut>(
+    health: HealthReporter,
+    probe: P,
+    interval: Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    what: &'static str,
+) where
+    S: NamedService,
+    P: Fn() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let mut serving: Option<bool> = None;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let result = probe().await;
+        let now = result.is_ok();
+        if serving != Some(now) && !*shutdown.borrow() {
+            match &result {
+                Ok(()) => {
+                    tracing::info!("{what} healthy: serving");
+                    health.set_serving::<S>().await;
+                }
+                Err(reason) => {
+                    tracing::warn!(%reason, "{what} unhealthy: not serving");
+                    health.set_not_serving::<S>().await;
+                }
+            }
+            serving = Some(now);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = shutdown.wait_for(|down| *down) => return,
+        }
+    }
+}
+
 /// Sets up `tracing` for a binary: human-readable lines on stderr, filtered by `RUST_LOG`
 /// (default `info`). Call it once, from `main`.
 pub fn init_tracing() {

@@ -262,7 +262,10 @@ fn single_outcome(o: Outcome) -> MatchOutcome {
 /// Whether two records of a match have the same clocks.
 fn clocks_equal(a: &Record, b: &Record) -> bool {
     a.boards.len() == b.boards.len()
-        && a.boards.iter().zip(&b.boards).all(|(x, y)| x.clock == y.clock)
+        && a.boards
+            .iter()
+            .zip(&b.boards)
+            .all(|(x, y)| x.clock == y.clock)
 }
 
 /// The simple delay of each stage of `record`'s time control (empty without clocks).
@@ -1420,7 +1423,9 @@ impl<S: MatchStore> Matches<S> {
                     return Ok(true);
                 }
                 ChangeResult::Over(_) | ChangeResult::Missing => return Ok(false),
-                ChangeResult::Stale(now) if now.nonce == record.nonce && clocks_equal(&now, &record) => {
+                ChangeResult::Stale(now)
+                    if now.nonce == record.nonce && clocks_equal(&now, &record) =>
+                {
                     // Not due yet: file it again at its real deadline.
                     self.store.reindex(id, now.deadline()).await?;
                     return Ok(false);

@@ -112,52 +112,26 @@ pub async fn mount(
                 .await;
         }
     }
-    tokio::spawn(follow_health(
-        Arc::clone(&matches),
-        host.health(),
-        config.health_interval,
-        shutdown.clone(),
-    ));
+    {
+        let matches = Arc::clone(&matches);
+        tokio::spawn(arbiter_kit::follow_health::<
+            MatchServiceServer<MatchGrpc>,
+            _,
+            _,
+        >(
+            host.health(),
+            move || {
+                let matches = Arc::clone(&matches);
+                async move { matches.probe().await }
+            },
+            config.health_interval,
+            shutdown.clone(),
+            "match store",
+        ));
+    }
     let max = host.config().max_message_bytes;
     host.add_service(MatchGrpc::new(matches, platform, shutdown).into_server(max));
     Ok(())
-}
-
-/// Keeps the service's health in step with its store until shutdown (when the host turns every
-/// status `NOT_SERVING`); logs each change with its reason.
-async fn follow_health(
-    matches: Arc<Matches<AnyStore>>,
-    health: tonic_health::server::HealthReporter,
-    interval: std::time::Duration,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut serving: Option<bool> = None;
-    loop {
-        if *shutdown.borrow() {
-            return;
-        }
-        let probe = matches.probe().await;
-        let now = probe.is_ok();
-        if serving != Some(now) && !*shutdown.borrow() {
-            match &probe {
-                Ok(()) => {
-                    tracing::info!("match store healthy: serving");
-                    health.set_serving::<MatchServiceServer<MatchGrpc>>().await;
-                }
-                Err(reason) => {
-                    tracing::warn!(%reason, "match store unhealthy: not serving");
-                    health
-                        .set_not_serving::<MatchServiceServer<MatchGrpc>>()
-                        .await;
-                }
-            }
-            serving = Some(now);
-        }
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {}
-            () = crate::watchers::until_down(&mut shutdown) => return,
-        }
-    }
 }
 
 /// Serves the match service alone (with health and reflection) on `listener` until `shutdown`
