@@ -25,6 +25,8 @@ pub const NOT_PAUSED: &str = "NOT_PAUSED";
 
 /// Longest clock id, in bytes.
 pub const MAX_ID_BYTES: usize = 64;
+/// Longest request id, in bytes.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
 /// How often a change is judged again on fresh data.
 const ATTEMPTS: usize = 4;
 
@@ -87,6 +89,20 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+/// Checks a request id (empty: none): printable ASCII, at most 128 bytes.
+fn request(id: &str) -> Result<Option<String>, ApiError> {
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if id.len() > MAX_REQUEST_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::invalid(
+            "request_id",
+            format!("printable ASCII without spaces, at most {MAX_REQUEST_ID_BYTES} bytes"),
+        ));
+    }
+    Ok(Some(id.to_owned()))
 }
 
 /// The clock service over a store.
@@ -173,6 +189,7 @@ impl<S: ClockStore> Clocks<S> {
             boards: list,
             over: false,
             flag: None,
+            requests: Default::default(),
             last_seq: 0,
         };
         match self.store.create(&record).await? {
@@ -278,36 +295,43 @@ impl<S: ClockStore> Clocks<S> {
         ))
     }
 
-    /// Pauses the running boards.
-    pub async fn pause(&self, id: &str) -> Result<Answer, ApiError> {
-        self.change(id, None, |c, now| c.pause(now), false).await
+    /// Pauses the running boards; `request_id` makes a retry a duplicate.
+    pub async fn pause(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
+        let rq = request(request_id)?;
+        self.change(id, None, |c, now| c.pause(now), false, rq)
+            .await
     }
 
     /// Resumes the paused boards.
-    pub async fn resume(&self, id: &str) -> Result<Answer, ApiError> {
-        self.change(id, None, |c, now| c.resume(now), false).await
+    pub async fn resume(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
+        let rq = request(request_id)?;
+        self.change(id, None, |c, now| c.resume(now), false, rq)
+            .await
     }
 
-    /// Gives `side` on `board` `ms` more.
+    /// Gives `side` on `board` `ms` more, once per `request_id`.
     pub async fn add_time(
         &self,
         id: &str,
         board: Option<usize>,
         side: Color,
         ms: u64,
+        request_id: &str,
     ) -> Result<Answer, ApiError> {
         if ms == 0 || ms > 86_400_000 {
             return Err(ApiError::invalid("ms", "1 to 86,400,000"));
         }
+        let rq = request(request_id)?;
         let record = self.get(id).await?;
         let b = Self::board(&record, board)?;
-        self.change(id, Some(b), |c, now| c.add_time(side, ms, now), false)
+        self.change(id, Some(b), |c, now| c.add_time(side, ms, now), false, rq)
             .await
     }
 
     /// Stops the clock for good.
-    pub async fn stop(&self, id: &str) -> Result<Answer, ApiError> {
-        self.change(id, None, |c, now| c.stop(now), true).await
+    pub async fn stop(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
+        let rq = request(request_id)?;
+        self.change(id, None, |c, now| c.stop(now), true, rq).await
     }
 
     /// Applies `f` at the store's time to board `only` (every board if `None`) as one step.
@@ -317,9 +341,19 @@ impl<S: ClockStore> Clocks<S> {
         only: Option<usize>,
         f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
         ends: bool,
+        request: Option<String>,
     ) -> Result<Answer, ApiError> {
         for _ in 0..ATTEMPTS {
             let record = self.get(id).await?;
+            if request
+                .as_ref()
+                .is_some_and(|r| record.requests.contains(r))
+            {
+                return Ok(Answer {
+                    record,
+                    duplicate: true,
+                });
+            }
             if record.over {
                 return Err(over());
             }
@@ -351,6 +385,7 @@ impl<S: ClockStore> Clocks<S> {
                 events,
                 flag: None,
                 over: ends,
+                request: request.clone(),
             };
             match self.store.set(id, &commit).await? {
                 Outcome::Applied(r) => {
@@ -364,8 +399,14 @@ impl<S: ClockStore> Clocks<S> {
                     self.end_on_time(id).await?;
                     return Err(over());
                 }
+                Outcome::Duplicate(r) => {
+                    return Ok(Answer {
+                        record: r,
+                        duplicate: true,
+                    });
+                }
                 Outcome::Over(_) => return Err(over()),
-                Outcome::Stale(_) | Outcome::Duplicate(_) => {}
+                Outcome::Stale(_) => {}
                 Outcome::Missing => return Err(ApiError::NotFound(format!("no clock '{id}'"))),
             }
         }
@@ -422,6 +463,7 @@ impl<S: ClockStore> Clocks<S> {
                 events,
                 flag: Some(flag),
                 over: true,
+                request: None,
             };
             match self.store.set(id, &commit).await? {
                 Outcome::Applied(_) => {

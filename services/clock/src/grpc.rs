@@ -227,8 +227,12 @@ impl ClockService for ClockGrpc {
         request: Request<pb::ClockActionRequest>,
     ) -> Reply<pb::ClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
-        let id = request.into_inner().clock_id;
-        let a = self.inner.pause(&id).await.map_err(Status::from)?;
+        let r = request.into_inner();
+        let a = self
+            .inner
+            .pause(&r.clock_id, &r.request_id)
+            .await
+            .map_err(Status::from)?;
         self.answer(a).await
     }
 
@@ -237,8 +241,12 @@ impl ClockService for ClockGrpc {
         request: Request<pb::ClockActionRequest>,
     ) -> Reply<pb::ClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
-        let id = request.into_inner().clock_id;
-        let a = self.inner.resume(&id).await.map_err(Status::from)?;
+        let r = request.into_inner();
+        let a = self
+            .inner
+            .resume(&r.clock_id, &r.request_id)
+            .await
+            .map_err(Status::from)?;
         self.answer(a).await
     }
 
@@ -249,7 +257,7 @@ impl ClockService for ClockGrpc {
         let side = side_from(r.side, "side").map_err(Status::from)?;
         let a = self
             .inner
-            .add_time(&r.clock_id, board, side, r.ms)
+            .add_time(&r.clock_id, board, side, r.ms, &r.request_id)
             .await
             .map_err(Status::from)?;
         self.answer(a).await
@@ -260,8 +268,12 @@ impl ClockService for ClockGrpc {
         request: Request<pb::ClockActionRequest>,
     ) -> Reply<pb::ClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
-        let id = request.into_inner().clock_id;
-        let a = self.inner.stop(&id).await.map_err(Status::from)?;
+        let r = request.into_inner();
+        let a = self
+            .inner
+            .stop(&r.clock_id, &r.request_id)
+            .await
+            .map_err(Status::from)?;
         self.answer(a).await
     }
 

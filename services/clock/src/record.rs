@@ -16,6 +16,7 @@
 //! | `lp:A` `lp:B` | the side of the board's latest press (`w`, `b`, or empty) |
 //! | `over` | `1` once flagged or stopped |
 //! | `flag` | packed `board, side, at` once a flag fell |
+//! | `rq:<id>` | `1`: the platform action with that request id was applied |
 //!
 //! Running clocks are in the sorted set `arbiter:clocks:deadlines` by earliest deadline.
 //!
@@ -92,6 +93,8 @@ pub struct ClockRecord {
     pub over: bool,
     /// The flag, once one fell.
     pub flag: Option<Flag>,
+    /// Request ids of the platform actions applied (stored as fields `rq:<id>`).
+    pub requests: std::collections::BTreeSet<String>,
     /// The number of events.
     pub last_seq: u64,
 }
@@ -120,6 +123,9 @@ impl ClockRecord {
         ];
         if let Some(flag) = &self.flag {
             f.push(("flag".to_owned(), flag.encode()));
+        }
+        for r in &self.requests {
+            f.push((format!("rq:{r}"), "1".to_owned()));
         }
         for (i, b) in self.boards.iter().enumerate() {
             let l = board_letter(i);
@@ -182,6 +188,11 @@ impl ClockRecord {
             boards,
             over: get("over")? == "1",
             flag: map.get("flag").map(|f| Flag::decode(f)).transpose()?,
+            requests: map
+                .keys()
+                .filter_map(|k| k.strip_prefix("rq:"))
+                .map(str::to_owned)
+                .collect(),
             last_seq,
         })
     }
@@ -299,6 +310,7 @@ mod tests {
                 side: Color::Black,
                 at: 99,
             }),
+            requests: ["p1".to_owned()].into(),
             last_seq: 4,
         };
         assert_eq!(ClockRecord::from_pairs("c1", r.to_fields(), 4).unwrap(), r);

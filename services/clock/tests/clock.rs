@@ -211,6 +211,7 @@ async fn platform_actions_and_bad_input() {
     create(&mut c, "p", "5+0", 1).await;
     let action = || pb::ClockActionRequest {
         clock_id: "p".into(),
+        request_id: String::new(),
     };
     let paused = c
         .pause_clock(action())
@@ -230,19 +231,20 @@ async fn platform_actions_and_bad_input() {
         Code::FailedPrecondition
     );
     c.resume_clock(action()).await.unwrap();
-    let added = c
-        .add_time(pb::AddTimeRequest {
-            clock_id: "p".into(),
-            board: 0,
-            side: BLACK,
-            ms: 10_000,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .state
-        .unwrap();
-    assert_eq!(added.boards[0].black_ms, 310_000);
+    let add = pb::AddTimeRequest {
+        clock_id: "p".into(),
+        board: 0,
+        side: BLACK,
+        ms: 10_000,
+        request_id: "bonus-1".into(),
+    };
+    let added = c.add_time(add.clone()).await.unwrap().into_inner();
+    assert!(!added.duplicate);
+    assert_eq!(added.state.unwrap().boards[0].black_ms, 310_000);
+    // A retry (the answer was lost) adds nothing more.
+    let retried = c.add_time(add).await.unwrap().into_inner();
+    assert!(retried.duplicate);
+    assert_eq!(retried.state.unwrap().boards[0].black_ms, 310_000);
     let stopped = c
         .stop_clock(action())
         .await
@@ -297,6 +299,7 @@ async fn platform_actions_and_bad_input() {
             board: 0,
             side: WHITE,
             ms: 0,
+            request_id: String::new(),
         })
         .await
         .unwrap_err();

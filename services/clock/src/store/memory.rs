@@ -148,6 +148,12 @@ impl ClockStore for MemoryStore {
     async fn set(&self, id: &str, c: &SetCommit) -> Result<Outcome, StoreError> {
         Ok(self.change(id, |e, now| {
             let current = Arc::clone(&e.record);
+            if c.request
+                .as_ref()
+                .is_some_and(|r| current.requests.contains(r))
+            {
+                return Outcome::Duplicate(current);
+            }
             if current.over {
                 return Outcome::Over(current);
             }
@@ -169,6 +175,9 @@ impl ClockStore for MemoryStore {
             }
             record.flag = c.flag.or(record.flag);
             record.over |= c.over;
+            if let Some(r) = &c.request {
+                record.requests.insert(r.clone());
+            }
             e.events.extend(c.events.iter().cloned());
             record.last_seq = e.events.len() as u64;
             e.record = Arc::new(record);

@@ -67,6 +67,9 @@ pub struct SetCommit {
     pub flag: Option<Flag>,
     /// Whether the change ends the clock (a flag or a stop).
     pub over: bool,
+    /// The request id of a platform action, remembered with the clock: a change whose id was
+    /// applied before is answered [`Outcome::Duplicate`] and not applied again.
+    pub request: Option<String>,
 }
 
 /// What a change did; every answer carries the record as it stands.
@@ -74,7 +77,7 @@ pub struct SetCommit {
 pub enum Outcome {
     /// Applied.
     Applied(Arc<ClockRecord>),
-    /// The same press was applied before (a retry): nothing changed.
+    /// The same press (or request id) was applied before (a retry): nothing changed.
     Duplicate(Arc<ClockRecord>),
     /// A guard failed (another ply, a changed clock): nothing changed.
     Stale(Arc<ClockRecord>),

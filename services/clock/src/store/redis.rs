@@ -83,15 +83,19 @@ return state(S, E, 'ok')
 ";
 
 /// ARGV: 1 timing (`live`, or the deadline that must have passed), 2 flag (packed, or empty),
-/// 3 `1` when the change ends the clock, 4 TTL, 5 the number of boards n, then per board 8
-/// values (board, the three fields as judged, the three new fields, the deadline), then events.
+/// 3 `1` when the change ends the clock, 4 TTL, 5 the request id (or empty; remembered as the
+/// field `rq:<id>`), 6 the number of boards n, then per board 8 values (board, the three fields
+/// as judged, the three new fields, the deadline), then events.
 const SET: &str = r"
 local S, E = KEYS[1], KEYS[2]
 if redis.call('EXISTS', S) == 0 then return {'missing'} end
+if ARGV[5] ~= '' and redis.call('HEXISTS', S, 'rq:' .. ARGV[5]) == 1 then
+  return state(S, E, 'dup')
+end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-local n = tonumber(ARGV[5])
+local n = tonumber(ARGV[6])
 for i = 0, n - 1 do
-  local at = 6 + i * 8
+  local at = 7 + i * 8
   local b = ARGV[at]
   local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
   if ck[1] ~= ARGV[at + 1] or ck[2] ~= ARGV[at + 2] or ck[3] ~= ARGV[at + 3] then
@@ -105,14 +109,15 @@ elseif now < tonumber(ARGV[1]) then
   return state(S, E, 'stale')
 end
 for i = 0, n - 1 do
-  local at = 6 + i * 8
+  local at = 7 + i * 8
   local b = ARGV[at]
   redis.call('HSET', S, 'ck:' .. b, ARGV[at + 4], 'ck:' .. b .. ':w', ARGV[at + 5],
     'ck:' .. b .. ':b', ARGV[at + 6], 'dl:' .. b, ARGV[at + 7])
 end
 if ARGV[2] ~= '' then redis.call('HSET', S, 'flag', ARGV[2]) end
 if ARGV[3] == '1' then redis.call('HSET', S, 'over', '1') end
-local first = 6 + n * 8
+if ARGV[5] ~= '' then redis.call('HSET', S, 'rq:' .. ARGV[5], '1') end
+local first = 7 + n * 8
 if first <= #ARGV then redis.call('RPUSH', E, unpack(ARGV, first)) end
 redis.call('PEXPIRE', S, ARGV[4])
 redis.call('PEXPIRE', E, ARGV[4])
@@ -336,6 +341,7 @@ impl ClockStore for RedisStore {
             c.flag.map_or(String::new(), |f| f.encode()),
             if c.over { "1" } else { "0" }.to_owned(),
             self.ttl_ms().to_string(),
+            c.request.clone().unwrap_or_default(),
             c.clocks.len().to_string(),
         ];
         for (i, expected, clock) in &c.clocks {
