@@ -27,6 +27,11 @@ pub const NOT_PAUSED: &str = "NOT_PAUSED";
 pub const MAX_ID_BYTES: usize = 64;
 /// Longest request id, in bytes.
 pub const MAX_REQUEST_ID_BYTES: usize = 128;
+/// Presses one board may take; further presses are `RESOURCE_EXHAUSTED` (as many as the match
+/// service's plies per board).
+pub const MAX_PRESSES: u32 = 12_000;
+/// Events one clock may hold; further pauses, resumes and time added are `RESOURCE_EXHAUSTED`.
+pub const MAX_EVENTS: u64 = 100_000;
 /// How often a change is judged again on fresh data.
 const ATTEMPTS: usize = 4;
 
@@ -246,7 +251,7 @@ impl<S: ClockStore> Clocks<S> {
             }
             let current = &record.boards[b];
             if current.ply != ply {
-                if current.ply == ply + 1 && current.last == Some(side) {
+                if ply.checked_add(1) == Some(current.ply) && current.last == Some(side) {
                     return Ok(Answer {
                         record,
                         duplicate: true,
@@ -255,6 +260,12 @@ impl<S: ClockStore> Clocks<S> {
                 return Err(precondition(
                     STALE_PLY,
                     format!("board has had {} presses, not {ply}", current.ply),
+                ));
+            }
+            if current.ply >= MAX_PRESSES {
+                return Err(ApiError::exhausted(
+                    "ply",
+                    format!("a board takes at most {MAX_PRESSES} presses"),
                 ));
             }
             let plan = current.clock.plan_press(side, lag_ms).map_err(refusal)?;
@@ -356,6 +367,12 @@ impl<S: ClockStore> Clocks<S> {
             }
             if record.over {
                 return Err(over());
+            }
+            if record.last_seq >= MAX_EVENTS {
+                return Err(ApiError::exhausted(
+                    "",
+                    format!("this clock holds its maximum of {MAX_EVENTS} events"),
+                ));
             }
             let now = self.store.now().await?;
             let mut clocks = Vec::new();

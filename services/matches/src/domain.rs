@@ -45,6 +45,10 @@ pub const MAX_START_BYTES: usize = 512;
 
 /// How often a change is judged again on fresh data before the request is refused.
 const ATTEMPTS: usize = 4;
+/// Pauses, resumes and time added each add an event; past this many events in a match they are
+/// refused (`RESOURCE_EXHAUSTED`). Moves alone stay below it: at most 12,000 plies per board
+/// and 5 events per move.
+pub const MAX_EVENTS_FOR_CLOCK_ACTIONS: u64 = 200_000;
 
 /// A new match, as the platform describes it.
 #[derive(Clone, Debug, Default)]
@@ -1515,6 +1519,14 @@ impl<S: MatchStore> Matches<S> {
                 return self
                     .refused_change(id, MatchError::over(), record, request.as_deref())
                     .await;
+            }
+            if record.last_seq >= MAX_EVENTS_FOR_CLOCK_ACTIONS {
+                return Err(MatchError::Exhausted {
+                    field: "",
+                    description: format!(
+                        "this match holds {MAX_EVENTS_FOR_CLOCK_ACTIONS} events: no more clock actions"
+                    ),
+                });
             }
             let now = self.store.now().await?;
             let mut clocks = Vec::new();

@@ -118,7 +118,7 @@ impl ClockStore for MemoryStore {
             }
             let board = &current.boards[c.board];
             if board.ply != c.ply {
-                if board.ply == c.ply + 1 && board.last == Some(c.mover) {
+                if c.ply.checked_add(1) == Some(board.ply) && board.last == Some(c.mover) {
                     return Outcome::Duplicate(current);
                 }
                 return Outcome::Stale(current);
