@@ -295,7 +295,10 @@ async fn platform_actions_and_bad_input() {
     assert_eq!(unknown.code(), Code::NotFound);
     // A ply of u32::MAX is stale, not a crash.
     create(&mut c, "edge", "5+0", 1).await;
-    let huge = c.press(press("edge", 0, WHITE, u32::MAX)).await.unwrap_err();
+    let huge = c
+        .press(press("edge", 0, WHITE, u32::MAX))
+        .await
+        .unwrap_err();
     assert_eq!(huge.code(), Code::FailedPrecondition);
     c.press(press("edge", 0, WHITE, 0)).await.unwrap();
     let zero = c
