@@ -433,6 +433,16 @@ impl<S: ClockStore> Clocks<S> {
     /// Records the flag of clock `id` if a deadline has passed (the other board stops at that
     /// instant); idempotent. Returns whether this call recorded it.
     pub async fn end_on_time(&self, id: &str) -> Result<bool, ApiError> {
+        self.end_on_time_at(id, tokio::time::Instant::now()).await
+    }
+
+    /// [`Self::end_on_time`], judged at once but committed not before `not_before` (the flag
+    /// worker claims games ahead of their deadlines).
+    pub async fn end_on_time_at(
+        &self,
+        id: &str,
+        not_before: tokio::time::Instant,
+    ) -> Result<bool, ApiError> {
         for _ in 0..ATTEMPTS {
             let Some(record) = self.store.load(id).await? else {
                 self.store.reindex(id, None).await?;
@@ -482,6 +492,9 @@ impl<S: ClockStore> Clocks<S> {
                 over: true,
                 request: None,
             };
+            // Judged ahead of the deadline (see `arbiter_timekeeping::run_flag_worker`):
+            // committed at it.
+            tokio::time::sleep_until(not_before).await;
             match self.store.set(id, &commit).await? {
                 Outcome::Applied(_) => {
                     self.watchers.wake(id);
@@ -532,12 +545,21 @@ impl<S: ClockStore> arbiter_timekeeping::DeadlineSource for Clocks<S> {
         Ok(self.store.next_deadline().await?)
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, ApiError> {
-        Ok(self.store.claim_due(lease, max).await?)
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, ApiError> {
+        Ok(self.store.claim_due(ahead, lease, max).await?)
     }
 
-    async fn end_on_time(&self, id: &str) -> Result<bool, ApiError> {
-        Clocks::end_on_time(self, id).await
+    async fn end_on_time(
+        &self,
+        id: &str,
+        not_before: tokio::time::Instant,
+    ) -> Result<bool, ApiError> {
+        Clocks::end_on_time_at(self, id, not_before).await
     }
 
     fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {

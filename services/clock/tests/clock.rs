@@ -381,10 +381,10 @@ async fn with_redis_flags_fall_after_a_replica_dies() {
     }
     tokio::time::sleep(Duration::from_millis(2_600)).await;
     // `a` claims half of them and dies before ending them.
-    let claimed = arbiter_clock::store::ClockStore::claim_due(a.store(), 5_000, 3)
+    let claimed = arbiter_clock::store::ClockStore::claim_due(a.store(), 0, 5_000, 3)
         .await
         .unwrap();
-    assert_eq!(claimed.len(), 3);
+    assert_eq!(claimed.due.len(), 3);
     drop(a);
     let (tx, rx) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn({

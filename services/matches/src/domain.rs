@@ -803,6 +803,7 @@ impl<S: MatchStore> Matches<S> {
             start,
             boards,
             outcome: None,
+            ended_at: None,
             draw_offers: [false, false],
             last_seq: 0,
         };
@@ -1335,9 +1336,18 @@ impl<S: MatchStore> Matches<S> {
     /// Ends match `id` on time if one of its deadlines has passed: a flag (a loss, a draw when
     /// the opponent cannot possibly mate; in bughouse always a loss for the team, both boards'
     /// clocks stopping at that instant) or a no-show (aborted, no result). Idempotent: a match
-    /// already over, or not due, is left alone (and filed again at its real deadline). Returns
-    /// whether this call ended it.
+    /// already over, or not due, is left alone (and filed again at its real deadline). Returns whether this call ended it.
     pub async fn end_on_time(&self, id: &str) -> Result<bool, MatchError> {
+        self.end_on_time_at(id, tokio::time::Instant::now()).await
+    }
+
+    /// [`Self::end_on_time`], judged at once but committed not before `not_before` (the flag
+    /// worker claims games ahead of their deadlines).
+    pub async fn end_on_time_at(
+        &self,
+        id: &str,
+        not_before: tokio::time::Instant,
+    ) -> Result<bool, MatchError> {
         for _ in 0..ATTEMPTS {
             let Some(record) = self.store.load(id).await? else {
                 self.store.reindex(id, None).await?;
@@ -1420,6 +1430,9 @@ impl<S: MatchStore> Matches<S> {
                 end: Some(outcome),
                 request: None,
             };
+            // Judged ahead of the deadline (see `arbiter_timekeeping::run_flag_worker`):
+            // committed at it.
+            tokio::time::sleep_until(not_before).await;
             match self.store.commit_clock(id, &commit).await? {
                 ChangeResult::Applied(_) => {
                     self.watchers.wake(id);
@@ -1607,12 +1620,21 @@ impl<S: MatchStore> arbiter_timekeeping::DeadlineSource for Matches<S> {
         Ok(self.store.next_deadline().await?)
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, MatchError> {
-        Ok(self.store.claim_due(lease, max).await?)
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, MatchError> {
+        Ok(self.store.claim_due(ahead, lease, max).await?)
     }
 
-    async fn end_on_time(&self, id: &str) -> Result<bool, MatchError> {
-        Matches::end_on_time(self, id).await
+    async fn end_on_time(
+        &self,
+        id: &str,
+        not_before: tokio::time::Instant,
+    ) -> Result<bool, MatchError> {
+        Matches::end_on_time_at(self, id, not_before).await
     }
 
     fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {

@@ -213,6 +213,7 @@ fn state_to(record: &Record, status: &[BoardStatus], now: u64) -> pb::MatchState
             .control
             .as_ref()
             .map_or_else(String::new, |c| c.speed().name().to_owned()),
+        ended_at_ms: record.ended_at.unwrap_or(0),
     }
 }
 

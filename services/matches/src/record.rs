@@ -21,7 +21,7 @@
 //! | `tc` | time control reference |
 //! | `start` | the start position string (bughouse: BFEN) |
 //! | `over` | `1` once the match has ended |
-//! | `outcome` | packed `white quarters, board (A/B/-), reason name` |
+//! | `outcome` | packed `white quarters, board (A/B/-), reason name, ended (Unix ms)` |
 //! | `draw:w` `draw:b` | `1` while White (bughouse: team 1) / Black (team 2) offers a draw |
 //! | `pos:A` `pos:B` | the board's position string (bughouse: the FEN without the reserve) |
 //! | `ply:A` `ply:B` | moves played on the board |
@@ -138,18 +138,27 @@ pub fn encode_outcome(o: &MatchOutcome) -> String {
     ])
 }
 
-fn decode_outcome_parts(parts: &[&str]) -> Result<MatchOutcome, Corrupt> {
+/// An outcome as stored, with the instant the store appended when it recorded the end (absent
+/// in records written before the instant was kept).
+fn decode_outcome_parts(parts: &[&str]) -> Result<(MatchOutcome, Option<u64>), Corrupt> {
+    let (parts, ended) = match parts {
+        [head @ .., ended] if parts.len() == 4 => (head, Some(parse_num(ended, "ended")?)),
+        _ => (parts, None),
+    };
     match parts {
-        [quarters, board, reason] => Ok(MatchOutcome {
-            score: Score::from_white_quarters(parse_num(quarters, "score")?)
-                .ok_or_else(|| corrupt("score out of range"))?,
-            board: match *board {
-                "-" => None,
-                b => Some(parse_board(b)?),
+        [quarters, board, reason] => Ok((
+            MatchOutcome {
+                score: Score::from_white_quarters(parse_num(quarters, "score")?)
+                    .ok_or_else(|| corrupt("score out of range"))?,
+                board: match *board {
+                    "-" => None,
+                    b => Some(parse_board(b)?),
+                },
+                reason: EndReason::from_name(reason)
+                    .ok_or_else(|| corrupt(format!("unknown end reason '{reason}'")))?,
             },
-            reason: EndReason::from_name(reason)
-                .ok_or_else(|| corrupt(format!("unknown end reason '{reason}'")))?,
-        }),
+            ended,
+        )),
         _ => Err(corrupt("bad outcome")),
     }
 }
@@ -253,6 +262,9 @@ pub struct Record {
     pub boards: Vec<BoardRecord>,
     /// The outcome once over (single board: White's score, no board).
     pub outcome: Option<MatchOutcome>,
+    /// When the store recorded the end (Unix ms on the store's time base), once over. For a loss
+    /// on time the flag fell at the deadline; this is when the end was committed.
+    pub ended_at: Option<u64>,
     /// Whether White (team 1) and Black (team 2) offer a draw.
     pub draw_offers: [bool; 2],
     /// The number of events so far (the latest event's sequence number).
@@ -367,7 +379,11 @@ impl Record {
             ),
         ];
         if let Some(o) = &self.outcome {
-            f.push(("outcome".into(), encode_outcome(o)));
+            let mut stored = encode_outcome(o);
+            if let Some(at) = self.ended_at {
+                stored.push_str(&pack(&[at.to_string().as_str()]));
+            }
+            f.push(("outcome".into(), stored));
         }
         for (c, offers) in [Color::White, Color::Black]
             .into_iter()
@@ -467,6 +483,7 @@ impl Record {
             start: need(f.start.take(), "start")?,
             boards: Vec::new(),
             outcome: None,
+            ended_at: None,
             draw_offers: [false; 2],
             last_seq,
         };
@@ -511,6 +528,7 @@ impl Record {
             start: self.start.clone(),
             boards: Vec::new(),
             outcome: None,
+            ended_at: None,
             draw_offers: [false; 2],
             last_seq,
         };
@@ -559,11 +577,12 @@ impl Record {
                 },
             });
         }
-        self.outcome = match need(f.over, "over")?.as_str() {
-            "1" => Some(decode_outcome_parts(&unpack(&need(
-                f.outcome, "outcome",
-            )?)?)?),
-            "0" => None,
+        (self.outcome, self.ended_at) = match need(f.over, "over")?.as_str() {
+            "1" => {
+                let (o, at) = decode_outcome_parts(&unpack(&need(f.outcome, "outcome")?)?)?;
+                (Some(o), at)
+            }
+            "0" => (None, None),
             other => return Err(corrupt(format!("bad 'over' value '{other}'"))),
         };
         self.draw_offers = f.draw;
@@ -770,7 +789,10 @@ impl StoredEvent {
             },
             ["D", side] => StoredEvent::DrawOffer(parse_side(side)?),
             ["X", side] => StoredEvent::DrawDeclined(parse_side(side)?),
-            ["E", rest @ ..] => StoredEvent::End(decode_outcome_parts(rest)?),
+            ["E", rest @ ..] => match decode_outcome_parts(rest)? {
+                (o, None) => StoredEvent::End(o),
+                _ => return Err(corrupt("bad end event")),
+            },
             ["C", board, white, black, running, at] => StoredEvent::Clock {
                 board: parse_board(board)?,
                 remaining_ms: [parse_num(white, "clock")?, parse_num(black, "clock")?],
@@ -928,9 +950,24 @@ mod tests {
                 board: None,
                 reason: EndReason::Agreement,
             }),
+            ended_at: Some(1_700_000_000_123),
             draw_offers: [true, false],
             last_seq: 12,
         }
+    }
+
+    #[test]
+    fn an_outcome_stored_before_end_instants_were_kept_still_reads() {
+        let mut r = sample(Variant::Chess);
+        r.ended_at = None;
+        let fields = r.to_fields();
+        let outcome = &fields.iter().find(|(f, _)| f == "outcome").unwrap().1;
+        assert_eq!(unpack(outcome).unwrap().len(), 3);
+        assert_eq!(Record::from_pairs("m1", fields, 12).unwrap(), r);
+        // An end event never carries an instant.
+        let mut event = StoredEvent::End(r.outcome.unwrap()).encode();
+        event.push_str(&pack(&["5"]));
+        assert!(StoredEvent::decode(&event).is_err());
     }
 
     #[test]

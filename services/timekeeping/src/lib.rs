@@ -66,19 +66,21 @@ impl DeadlineIndex {
         self.by_time.first().map(|(at, _)| *at)
     }
 
-    /// Claims up to `max` entries due at `now`: they move to `now + lease`.
-    pub fn claim(&mut self, now: u64, lease: u64, max: usize) -> Vec<String> {
-        let due: Vec<String> = self
+    /// Claims up to `max` entries due by `now + ahead`, earliest first: each moves to its
+    /// deadline (or `now`, if later) + `lease`.
+    pub fn claim(&mut self, now: u64, ahead: u64, lease: u64, max: usize) -> Claimed {
+        let horizon = now.saturating_add(ahead);
+        let due: Vec<(String, u64)> = self
             .by_time
             .iter()
-            .take_while(|(at, _)| *at <= now)
+            .take_while(|(at, _)| *at <= horizon)
             .take(max)
-            .map(|(_, id)| id.clone())
+            .map(|(at, id)| (id.clone(), *at))
             .collect();
-        for id in &due {
-            self.set(id, Some(now + lease));
+        for (id, at) in &due {
+            self.set(id, Some((*at).max(now).saturating_add(lease)));
         }
-        due
+        Claimed { now, due }
     }
 
     /// How many games are filed.
@@ -92,8 +94,23 @@ impl DeadlineIndex {
     }
 }
 
-/// How long a replica holds a due deadline it claimed before another may take it over.
+/// Games claimed from a deadline index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claimed {
+    /// The store's time at the claim (Unix ms).
+    pub now: u64,
+    /// The games claimed, each with the time it was filed at (Unix ms: its deadline, or the end
+    /// of a lapsed claim's lease), earliest first.
+    pub due: Vec<(String, u64)>,
+}
+
+/// How long a replica holds a due deadline it claimed before another may take it over, counted
+/// from the deadline.
 pub const CLAIM_LEASE_MS: u64 = 5_000;
+/// How far ahead of a deadline the flag worker claims the game and judges it, so that only the
+/// final commit stays between the deadline and the game's end: it covers the claim's and the
+/// load's round trips under load.
+pub const CLAIM_AHEAD_MS: u64 = 50;
 /// How many due games the flag worker claims at once.
 pub const CLAIM_BATCH: usize = 256;
 /// How many games the flag worker ends at once.
@@ -110,16 +127,24 @@ pub trait DeadlineSource: Send + Sync {
     fn next_deadline(&self)
     -> impl Future<Output = Result<(Option<u64>, u64), Self::Error>> + Send;
 
-    /// Claims up to `max` due games for `lease` ms.
+    /// Claims up to `max` games due by the store's now + `ahead` ms, for `lease` ms past their
+    /// deadlines (see [`DeadlineIndex::claim`]).
     fn claim_due(
         &self,
+        ahead: u64,
         lease: u64,
         max: usize,
-    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+    ) -> impl Future<Output = Result<Claimed, Self::Error>> + Send;
 
     /// Ends game `id` on time if one of its deadlines has passed (re-checked atomically, and
-    /// idempotent); otherwise files it again at its real deadline.
-    fn end_on_time(&self, id: &str) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+    /// idempotent); otherwise files it again at its real deadline. The game may be loaded and
+    /// judged at once, but the end is not committed before `not_before` (the deadline on this
+    /// process's monotonic clock).
+    fn end_on_time(
+        &self,
+        id: &str,
+        not_before: tokio::time::Instant,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
     /// Notified when a new earliest deadline may have been filed (by any replica).
     fn deadline_changed(&self) -> Arc<tokio::sync::Notify>;
@@ -127,21 +152,28 @@ pub trait DeadlineSource: Send + Sync {
 
 use watchers::until_down;
 
-/// Ends on time every game of `source` whose deadline has passed, waking at the earliest
-/// deadline (and when a new earlier one is announced), until `shutdown` turns true. Any number
-/// of replicas may run it on one store.
+/// Ends on time every game of `source` whose deadline has passed, until `shutdown` turns true.
+/// Any number of replicas may run it on one store.
+///
+/// It sleeps until [`CLAIM_AHEAD_MS`] before the earliest deadline (or until an earlier one is
+/// announced), claims the games due by then with a lease, and has each judged at once and its
+/// end committed at its deadline: the claim's and the load's round trips happen before the
+/// deadline, and only the commit after it.
 pub async fn run_flag_worker<S: DeadlineSource>(
     source: &S,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
+    use futures_util::StreamExt;
     let notify = source.deadline_changed();
     loop {
         if *shutdown.borrow() {
             return;
         }
         let sleep = match source.next_deadline().await {
-            Ok((Some(at), now)) if at <= now => Duration::ZERO,
-            Ok((Some(at), now)) => Duration::from_millis(at - now).min(MAX_FLAG_SLEEP),
+            Ok((Some(at), now)) => {
+                Duration::from_millis(at.saturating_sub(CLAIM_AHEAD_MS).saturating_sub(now))
+                    .min(MAX_FLAG_SLEEP)
+            }
             Ok((None, _)) => MAX_FLAG_SLEEP,
             Err(e) => {
                 tracing::debug!(error = %e, "flag worker cannot read the deadline index");
@@ -155,8 +187,11 @@ pub async fn run_flag_worker<S: DeadlineSource>(
                 () = until_down(&mut shutdown) => return,
             }
         }
-        let due = match source.claim_due(CLAIM_LEASE_MS, CLAIM_BATCH).await {
-            Ok(due) => due,
+        let claimed = match source
+            .claim_due(CLAIM_AHEAD_MS, CLAIM_LEASE_MS, CLAIM_BATCH)
+            .await
+        {
+            Ok(claimed) => claimed,
             Err(e) => {
                 tracing::debug!(error = %e, "flag worker cannot claim deadlines");
                 tokio::select! {
@@ -166,15 +201,18 @@ pub async fn run_flag_worker<S: DeadlineSource>(
                 continue;
             }
         };
-        // Up to FLAG_CONCURRENCY at once: games due together end together.
-        for chunk in due.chunks(FLAG_CONCURRENCY) {
-            let ends = chunk.iter().map(|id| async move {
-                if let Err(e) = source.end_on_time(id).await {
+        // The store's `now` was read before its reply travelled here, so a deadline mapped from
+        // it onto this process's clock is never early on the store's clock.
+        let received = tokio::time::Instant::now();
+        // Up to FLAG_CONCURRENCY at once, earliest first: games due together end together.
+        futures_util::stream::iter(claimed.due)
+            .for_each_concurrent(FLAG_CONCURRENCY, |(id, at)| async move {
+                let not_before = received + Duration::from_millis(at.saturating_sub(claimed.now));
+                if let Err(e) = source.end_on_time(&id, not_before).await {
                     tracing::warn!(id = %id, error = %e, "cannot end a game on time yet");
                 }
-            });
-            futures_util::future::join_all(ends).await;
-        }
+            })
+            .await;
     }
 }
 
@@ -250,10 +288,22 @@ mod tests {
         assert_eq!(ix.first(), Some(50));
         assert!(!ix.set("c", None));
         assert_eq!((ix.first(), ix.len()), (Some(100), 2));
-        assert_eq!(ix.claim(150, 1_000, 10), vec!["a".to_owned()]);
+        let claimed = ix.claim(150, 0, 1_000, 10);
+        assert_eq!(claimed.due, vec![("a".to_owned(), 100)]);
         assert_eq!(ix.first(), Some(200));
-        assert_eq!(ix.claim(150, 1_000, 10), Vec::<String>::new());
-        assert_eq!(ix.claim(1_200, 1_000, 1), vec!["b".to_owned()]);
+        assert!(ix.claim(150, 0, 1_000, 10).due.is_empty());
+        // Claimed ahead: the lease counts from the deadline.
+        assert_eq!(
+            ix.claim(150, 60, 1_000, 10).due,
+            vec![("b".to_owned(), 200)]
+        );
+        assert_eq!(ix.first(), Some(1_150));
+        // A lapsed lease is taken over: its entry is due at the lease's end.
+        assert_eq!(
+            ix.claim(1_200, 0, 1_000, 1).due,
+            vec![("a".to_owned(), 1_150)]
+        );
+        assert_eq!(ix.first(), Some(1_200));
     }
 
     #[test]

@@ -132,14 +132,57 @@ pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
     )
 }
 
-/// Claims due entries of the deadline index: KEYS[1] the index; ARGV 1 lease (ms), 2 max.
-/// Needs [`CLOCKS`] (for `tnow`).
+/// Claims entries of the deadline index due by now + ahead, earliest first: KEYS[1] the index;
+/// ARGV 1 lease (ms, counted from each entry's time, or now if later), 2 max, 3 ahead (ms).
+/// Returns `{now, id, at, id, at, …}`. Needs [`CLOCKS`] (for `tnow`, `fmt`); see [`claim`].
 pub const CLAIM: &str = r"
 local now = tnow()
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-for i = 1, #ids do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ids[i]) end
-return ids
+local lease = tonumber(ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[3]), 'WITHSCORES',
+  'LIMIT', 0, tonumber(ARGV[2]))
+local out = {fmt(now)}
+for i = 1, #due, 2 do
+  local at = tonumber(due[i + 1])
+  redis.call('ZADD', KEYS[1], math.max(at, now) + lease, due[i])
+  out[#out + 1] = due[i]
+  out[#out + 1] = fmt(at)
+end
+return out
 ";
+
+/// Runs [`CLAIM`] (compiled into `script` with [`header`] and [`CLOCKS`]) on index `key`.
+pub async fn claim<C: redis::aio::ConnectionLike + Send>(
+    script: &redis::Script,
+    conn: &mut C,
+    key: &str,
+    ahead: u64,
+    lease: u64,
+    max: usize,
+) -> redis::RedisResult<crate::Claimed> {
+    let reply: Vec<String> = script
+        .key(key)
+        .arg(lease)
+        .arg(max)
+        .arg(ahead)
+        .invoke_async(conn)
+        .await?;
+    let malformed =
+        || redis::RedisError::from((redis::ErrorKind::TypeError, "malformed claim reply"));
+    let mut items = reply.into_iter();
+    let now = items
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(malformed)?;
+    let mut due = Vec::new();
+    while let Some(id) = items.next() {
+        let at = items
+            .next()
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(malformed)?;
+        due.push((id, at));
+    }
+    Ok(crate::Claimed { now, due })
+}
 
 /// Files a game in the deadline index again (ARGV 1: its deadline, or empty to remove it;
 /// ARGV 2: its id), announcing a new earliest deadline: KEYS[1] the index. Needs [`header`] and

@@ -8,11 +8,12 @@
 //! control (the reference) and on games with one, in alternated stretches.
 //!
 //! Meanwhile, in the clocked run, a set of other games is left to flag with no move sent, at
-//! deadlines spread over the run; a watcher on each notes when the end arrives. The flag
-//! detection delay is that arrival (this machine's clock) minus the deadline the server
-//! announced (the server's time base): an upper bound on the server's own delay, which also
-//! counts the push to the watcher. Run the bench on the server's machine, where both read the
-//! same system clock.
+//! deadlines spread over the run; a watcher on each notes when the end arrives, then reads the
+//! match. Two flag delays are reported: the flag detection delay, the end the server recorded
+//! (`ended_at_ms`) minus the deadline it announced, both on the server's time base; and the
+//! delay to the watcher, the end's arrival (this machine's clock) minus the deadline, which also
+//! counts the push through the watch stream. Run the bench on the server's machine, where both
+//! read the same system clock.
 
 use crate::matches::authorized;
 use arbiter_core::{AnyPosition, Position, Variant};
@@ -62,8 +63,10 @@ pub struct ClockBenchResult {
     pub reference: RunResult,
     /// Games with clocks.
     pub clocked: RunResult,
-    /// Flag detection delays (end received − deadline), in ms, sorted.
+    /// Flag detection delays (end recorded by the server − deadline), in ms, sorted.
     pub flag_delays_ms: Vec<i64>,
+    /// Delays to the watcher (end received − deadline), in ms, sorted.
+    pub received_delays_ms: Vec<i64>,
     /// Flagging games whose end did not arrive within the run.
     pub flags_missed: usize,
 }
@@ -291,10 +294,10 @@ fn summary(stretches: Vec<Stretch>) -> RunResult {
     }
 }
 
-type Watcher = tokio::task::JoinHandle<Result<Option<i64>, Status>>;
+/// A flagging game's watcher: (end recorded − deadline, end received − deadline), in ms.
+type Watcher = tokio::task::JoinHandle<Result<Option<(i64, i64)>, Status>>;
 
-/// Games that will flag during the next run, each watched by a task that returns the delay
-/// (end received − deadline).
+/// Games that will flag during the next run, each watched by a task that returns its delays.
 async fn flagging(channel: &Channel, cfg: &ClockBenchConfig) -> Result<Vec<Watcher>, Status> {
     let mut c = MatchServiceClient::new(channel.clone());
     // Spread over both loads (they alternate for twice the duration).
@@ -315,7 +318,17 @@ async fn flagging(channel: &Channel, cfg: &ClockBenchConfig) -> Result<Vec<Watch
                 .into_inner();
             while let Some(e) = tokio_stream::StreamExt::next(&mut stream).await {
                 if matches!(e?.event, Some(pb::match_event::Event::End(_))) {
-                    return Ok::<_, Status>(Some(unix_ms() - deadline as i64));
+                    let received = unix_ms() - deadline as i64;
+                    let state = w
+                        .get_match(pb::GetMatchRequest {
+                            match_id: game.id.clone(),
+                        })
+                        .await?
+                        .into_inner()
+                        .state
+                        .ok_or_else(|| Status::internal("no state"))?;
+                    let recorded = state.ended_at_ms as i64 - deadline as i64;
+                    return Ok::<_, Status>(Some((recorded, received)));
                 }
             }
             Ok(None)
@@ -324,18 +337,26 @@ async fn flagging(channel: &Channel, cfg: &ClockBenchConfig) -> Result<Vec<Watch
     Ok(watchers)
 }
 
-/// The delays the watchers saw, sorted, and how many saw no end in time.
-async fn flag_delays(watchers: Vec<Watcher>, cfg: &ClockBenchConfig) -> (Vec<i64>, usize) {
-    let mut delays = Vec::new();
+/// The delays the watchers saw (recorded, received), each sorted, and how many saw no end in
+/// time.
+async fn flag_delays(
+    watchers: Vec<Watcher>,
+    cfg: &ClockBenchConfig,
+) -> (Vec<i64>, Vec<i64>, usize) {
+    let (mut recorded, mut received) = (Vec::new(), Vec::new());
     let mut missed = 0;
     for w in watchers {
         match tokio::time::timeout(cfg.duration + Duration::from_secs(15), w).await {
-            Ok(Ok(Ok(Some(d)))) => delays.push(d),
+            Ok(Ok(Ok(Some((a, b))))) => {
+                recorded.push(a);
+                received.push(b);
+            }
             _ => missed += 1,
         }
     }
-    delays.sort_unstable();
-    (delays, missed)
+    recorded.sort_unstable();
+    received.sort_unstable();
+    (recorded, received, missed)
 }
 
 /// Stretches of load each way, alternated so that drift (a growing store, a busy machine)
@@ -355,11 +376,12 @@ pub async fn run(channel: Channel, cfg: &ClockBenchConfig) -> Result<ClockBenchR
         b.push(load(&channel, cfg, &timed, length).await?);
     }
     let (reference, clocked) = (summary(a), summary(b));
-    let (flag_delays_ms, flags_missed) = flag_delays(watchers, cfg).await;
+    let (flag_delays_ms, received_delays_ms, flags_missed) = flag_delays(watchers, cfg).await;
     Ok(ClockBenchResult {
         reference,
         clocked,
         flag_delays_ms,
+        received_delays_ms,
         flags_missed,
     })
 }
@@ -375,16 +397,18 @@ pub fn report(r: &ClockBenchResult, cfg: &ClockBenchConfig, store: &str) -> Stri
     let ratio = |i: usize| {
         r.clocked.latency[i].as_secs_f64() / r.reference.latency[i].as_secs_f64().max(1e-9)
     };
-    let d = &r.flag_delays_ms;
-    let pct = |p: f64| {
+    let pct = |d: &[i64], p: f64| {
         d.get(((d.len().max(1) - 1) as f64 * p).round() as usize)
             .copied()
             .unwrap_or_default()
     };
+    let (d, e) = (&r.flag_delays_ms, &r.received_delays_ms);
     format!(
         "run        store        games  moves/s    moves errors   move p50     p99       p99.9\n{}{}\
          clocked/reference latency: p50 {:.2}, p99 {:.2}, p99.9 {:.2}\n\
-         flags: {} detected, {} missed; delay (end received - deadline) p50 {} ms, p99 {} ms, max {} ms\n",
+         flags: {} detected, {} missed\n\
+         flag detection (end recorded - deadline): p50 {} ms, p99 {} ms, max {} ms\n\
+         to the watcher (end received - deadline): p50 {} ms, p99 {} ms, max {} ms\n",
         row("reference", &r.reference),
         row("clocked", &r.clocked),
         ratio(0),
@@ -392,8 +416,11 @@ pub fn report(r: &ClockBenchResult, cfg: &ClockBenchConfig, store: &str) -> Stri
         ratio(2),
         d.len(),
         r.flags_missed,
-        pct(0.5),
-        pct(0.99),
+        pct(d, 0.5),
+        pct(d, 0.99),
         d.last().copied().unwrap_or_default(),
+        pct(e, 0.5),
+        pct(e, 0.99),
+        e.last().copied().unwrap_or_default(),
     )
 }

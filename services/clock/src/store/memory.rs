@@ -216,9 +216,14 @@ impl ClockStore for MemoryStore {
         Ok((inner.deadlines.first(), process_now()))
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
         let mut inner = self.inner.lock().expect("not poisoned");
-        Ok(inner.deadlines.claim(process_now(), lease, max))
+        Ok(inner.deadlines.claim(process_now(), ahead, lease, max))
     }
 
     async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {

@@ -137,12 +137,13 @@ pub trait ClockStore: Send + Sync + 'static {
     fn probe(&self) -> impl Future<Output = Result<(), String>> + Send;
     /// The earliest deadline filed, and the store's time.
     fn next_deadline(&self) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
-    /// Claims up to `max` due clocks for `lease` ms.
+    /// Claims up to `max` clocks due within `ahead` ms, for `lease` ms past their deadlines.
     fn claim_due(
         &self,
+        ahead: u64,
         lease: u64,
         max: usize,
-    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<arbiter_timekeeping::Claimed, StoreError>> + Send;
     /// Files clock `id` at `deadline` (or takes it out).
     fn reindex(
         &self,
@@ -201,8 +202,13 @@ impl ClockStore for AnyStore {
     async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
         dispatch!(self, s => s.next_deadline().await)
     }
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
-        dispatch!(self, s => s.claim_due(lease, max).await)
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
+        dispatch!(self, s => s.claim_due(ahead, lease, max).await)
     }
     async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
         dispatch!(self, s => s.reindex(id, deadline).await)

@@ -412,12 +412,13 @@ impl ClockStore for RedisStore {
         Ok((next, secs * 1000 + micros / 1000))
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
-        self.claim
-            .key(DEADLINES)
-            .arg(lease)
-            .arg(max)
-            .invoke_async(&mut self.conn()?)
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
+        lua::claim(&self.claim, &mut self.conn()?, DEADLINES, ahead, lease, max)
             .await
             .map_err(unavailable)
     }

@@ -114,6 +114,7 @@ fn end(
     r: Retention,
 ) {
     record.outcome = Some(outcome);
+    record.ended_at = Some(process_now());
     m.events.push(StoredEvent::End(outcome).encode());
     m.expires = Instant::now() + r.grace;
 }
@@ -435,9 +436,14 @@ impl MatchStore for MemoryStore {
         Ok((all.deadlines.first(), process_now()))
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
         let mut all = self.matches.lock().expect("not poisoned");
-        Ok(all.deadlines.claim(process_now(), lease, max))
+        Ok(all.deadlines.claim(process_now(), ahead, lease, max))
     }
 
     async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {

@@ -342,14 +342,16 @@ pub trait MatchStore: Send + Sync + 'static {
     /// The earliest deadline in the index (Unix ms) with the store's time now.
     fn next_deadline(&self) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
 
-    /// Claims up to `max` matches whose deadline has passed, for `lease` ms: their entries move
-    /// to now + lease, so that another replica takes them over if this one dies before ending
-    /// them (and a change of the match replaces the entry with its real deadline).
+    /// Claims up to `max` matches whose deadline is at most `ahead` ms away, for `lease` ms past
+    /// it: their entries move to deadline + lease, so that another replica takes them over if
+    /// this one dies before ending them (and a change of the match replaces the entry with its
+    /// real deadline).
     fn claim_due(
         &self,
+        ahead: u64,
         lease: u64,
         max: usize,
-    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<arbiter_timekeeping::Claimed, StoreError>> + Send;
 
     /// Puts match `id` back in the index at `deadline` (`None`: out of it), when a claim found
     /// it not due.
@@ -439,8 +441,13 @@ impl MatchStore for AnyStore {
         dispatch!(self, s => s.next_deadline().await)
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
-        dispatch!(self, s => s.claim_due(lease, max).await)
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
+        dispatch!(self, s => s.claim_due(ahead, lease, max).await)
     }
 
     async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {

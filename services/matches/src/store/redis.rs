@@ -212,7 +212,7 @@ if clock then
 end
 local ttl = ARGV[17]
 if ARGV[15] ~= '' then
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15])
+  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15] .. pack({fmt(now or tnow())}))
   events[#events + 1] = ARGV[16]
   ttl = ARGV[18]
 end
@@ -251,7 +251,7 @@ local delays = unpk(ARGV[8])
 stop_board(S, 'A', now, delays)
 stop_board(S, 'B', now, delays)
 index(S, ID)
-redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
+redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
 redis.call('RPUSH', E, ARGV[5])
 if ARGV[7] ~= '' then redis.call('HSET', D, ARGV[7], 'E') end
 expire(S, E, D, ARGV[6])
@@ -287,7 +287,7 @@ if redis.call('HGET', S, 'draw:' .. other) == '1' then
   stop_board(S, 'A', now, delays)
   stop_board(S, 'B', now, delays)
   index(S, ID)
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
+  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
   redis.call('RPUSH', E, ARGV[5])
   ttl = ARGV[7]
 end
@@ -335,7 +335,7 @@ if first <= #ARGV then redis.call('RPUSH', E, unpack(ARGV, first)) end
 if ARGV[3] ~= '' then redis.call('HSET', D, ARGV[3], 'K') end
 local ttl = ARGV[6]
 if ARGV[4] ~= '' then
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4])
+  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
   redis.call('RPUSH', E, ARGV[5])
   ttl = ARGV[7]
 end
@@ -895,13 +895,13 @@ impl MatchStore for RedisStore {
         Ok((next, secs * 1000 + micros / 1000))
     }
 
-    async fn claim_due(&self, lease: u64, max: usize) -> Result<Vec<String>, StoreError> {
-        let mut conn = self.conn()?;
-        self.claim
-            .key(DEADLINES)
-            .arg(lease)
-            .arg(max)
-            .invoke_async(&mut conn)
+    async fn claim_due(
+        &self,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
+        lua::claim(&self.claim, &mut self.conn()?, DEADLINES, ahead, lease, max)
             .await
             .map_err(unavailable)
     }
