@@ -13,6 +13,8 @@
 //! - [`Game`]: a position plus its history, knowing every ending (automatic and claimable).
 //! - [`pgn`]: PGN reading and writing for any variant.
 //! - [`clock`]: time controls and the clock state machine (lag compensation, delays, stages).
+//! - [`rating`]: Glicko-2 and FIDE Elo; [`pairing`]: exact minimum-cost pairing of a pool's
+//!   waves, and bughouse teams.
 #![warn(missing_docs)]
 
 pub mod any;
@@ -26,9 +28,11 @@ pub mod figures;
 pub mod game;
 pub mod glinski;
 pub mod outcome;
+pub mod pairing;
 pub mod pgn;
 pub mod position;
 pub mod position_text;
+pub mod rating;
 pub mod types;
 pub mod variant;
 
