@@ -1336,7 +1336,8 @@ impl<S: MatchStore> Matches<S> {
     /// Ends match `id` on time if one of its deadlines has passed: a flag (a loss, a draw when
     /// the opponent cannot possibly mate; in bughouse always a loss for the team, both boards'
     /// clocks stopping at that instant) or a no-show (aborted, no result). Idempotent: a match
-    /// already over, or not due, is left alone (and filed again at its real deadline). Returns whether this call ended it.
+    /// already over, or not due, is left alone (and filed again at its real deadline). Returns
+    /// whether this call ended it.
     pub async fn end_on_time(&self, id: &str) -> Result<bool, MatchError> {
         self.end_on_time_at(id, tokio::time::Instant::now()).await
     }
