@@ -39,3 +39,11 @@ pub mod clock {
         tonic::include_proto!("arbiter.clock.v1");
     }
 }
+
+/// `arbiter.matchmaking.v1`: pools, pairing waves and ratings.
+pub mod matchmaking {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("arbiter.matchmaking.v1");
+    }
+}

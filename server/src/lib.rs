@@ -4,8 +4,12 @@
 //! port in one process (what `arbiter serve` runs: the embedded default, with matches kept in
 //! process unless `--redis-url` is given) and holds the flags they share. No service crate
 //! depends on it; each service also runs alone from its own binary (`arbiter-rules`,
-//! `arbiter-matches`, `arbiter-clock`). With `--redis-url`, matches and standalone clocks share
-//! that Redis (and so one time base).
+//! `arbiter-matches`, `arbiter-clock`, `arbiter-matchmaking`). With `--redis-url`, matches,
+//! standalone clocks and matchmaking share that Redis (and so one time base).
+//!
+//! Matchmaking creates its matches on the match service over gRPC: in `arbiter serve`, on this
+//! very server (through loopback when it listens on every address), with the platform token
+//! when one is configured.
 //!
 //! Services that need one another will be given a trait implementation here (calling the other
 //! in process) or a generated gRPC client (calling it over the network): they never import each
@@ -18,17 +22,22 @@ use arbiter_clock::{ClockArgs, ClockConfig};
 use arbiter_kit::auth::{PlatformArgs, PlatformAuth};
 use arbiter_kit::{Host, ServeArgs, ServeConfig, ServeError};
 use arbiter_matches::{MatchesArgs, MatchesConfig};
+use arbiter_matchmaking::{MatchmakingArgs, MatchmakingConfig};
 use arbiter_rules::{Limits, RulesArgs};
 use std::future::Future;
 use tokio::net::TcpListener;
 
 /// The fully-qualified names of the gRPC services [`serve`] exposes, besides reflection.
-pub const SERVICE_NAMES: [&str; 4] = [
+pub const SERVICE_NAMES: [&str; 5] = [
     "grpc.health.v1.Health",
     arbiter_rules::SERVICE_NAME,
     arbiter_matches::SERVICE_NAME,
     arbiter_clock::SERVICE_NAME,
+    arbiter_matchmaking::SERVICE_NAME,
 ];
+
+/// How long each of matchmaking's calls to the match service may take.
+const MATCHES_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Everything the whole server is configured with.
 #[derive(Clone, Debug)]
@@ -41,8 +50,13 @@ pub struct ServerConfig {
     pub matches: MatchesConfig,
     /// The clock service (its store follows the match service's: the same Redis, or none).
     pub clock: ClockConfig,
+    /// Matchmaking (its store follows the match service's).
+    pub matchmaking: MatchmakingConfig,
     /// Who may make platform calls.
     pub platform: PlatformAuth,
+    /// The platform token itself, which matchmaking presents when it creates matches (`None`
+    /// with no token configured: it then calls from loopback).
+    pub platform_token: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -53,7 +67,9 @@ impl Default for ServerConfig {
             rules: Limits::default(),
             matches: MatchesConfig::default(),
             clock: ClockConfig::default(),
+            matchmaking: MatchmakingConfig::default(),
             platform: PlatformAuth::loopback_only(),
+            platform_token: None,
         }
     }
 }
@@ -73,6 +89,9 @@ pub struct ServerArgs {
     /// The clock service.
     #[command(flatten)]
     pub clock: ClockArgs,
+    /// Matchmaking.
+    #[command(flatten)]
+    pub matchmaking: MatchmakingArgs,
     /// The platform credential.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -90,9 +109,11 @@ impl ServerArgs {
         Ok(ServerConfig {
             serve: self.serve.config(),
             rules: self.rules.limits(),
-            clock: self.clock.config(redis),
+            clock: self.clock.config(redis.clone()),
+            matchmaking: self.matchmaking.config(redis)?,
             matches,
             platform: self.platform.load()?,
+            platform_token: self.platform.token()?,
         })
     }
 }
@@ -110,6 +131,25 @@ where
     let mut host = Host::new(config.serve);
     arbiter_rules::mount(&mut host, config.rules).await;
     arbiter_matches::mount(&mut host, config.matches, config.platform.clone()).await?;
-    arbiter_clock::mount(&mut host, config.clock, config.platform).await?;
+    arbiter_clock::mount(&mut host, config.clock, config.platform.clone()).await?;
+    let backend = arbiter_matchmaking::connect(
+        &format!("http://{}", self_address(listener.local_addr()?)),
+        config.platform_token,
+        MATCHES_CALL_TIMEOUT,
+    )?;
+    arbiter_matchmaking::mount(&mut host, config.matchmaking, config.platform, backend).await?;
     host.serve(listener, shutdown).await
+}
+
+/// Where this server can reach itself: its listening address, or loopback when it listens on
+/// every address.
+fn self_address(listen: std::net::SocketAddr) -> std::net::SocketAddr {
+    let mut a = listen;
+    if a.ip().is_unspecified() {
+        a.set_ip(match a {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    a
 }

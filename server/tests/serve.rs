@@ -22,6 +22,7 @@ async fn every_service_on_one_port() {
         "arbiter.rules.v1.RulesService",
         "arbiter.matches.v1.MatchService",
         "arbiter.clock.v1.ClockService",
+        "arbiter.matchmaking.v1.MatchmakingService",
     ] {
         assert_eq!(
             server.health(service).await,

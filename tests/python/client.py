@@ -1,7 +1,9 @@
 """Calls every RPC of arbiter.rules.v1.RulesService, plays hosted games through
 arbiter.matches.v1.MatchService (a chess game to mate, a Glinski stalemate, a bughouse match,
 seat tokens refused and accepted, a game lost on time), and syncs with and presses a standalone
-clock of arbiter.clock.v1.ClockService, through a client generated from proto/ by grpcio-tools: the
+clock of arbiter.clock.v1.ClockService, and matches two players through
+arbiter.matchmaking.v1.MatchmakingService (join streams, the match found, play with its tokens,
+ratings after the end), through a client generated from proto/ by grpcio-tools: the
 third-party view of the API. Usage: client.py HOST:PORT (with the generated modules on
 sys.path). Exits non-zero on the first failed check."""
 
@@ -16,6 +18,9 @@ from arbiter.matches.v1 import matches_pb2 as mt
 from arbiter.matches.v1 import matches_pb2_grpc as mt_grpc
 from arbiter.clock.v1 import clock_pb2 as ck
 from arbiter.clock.v1 import clock_pb2_grpc as ck_grpc
+from arbiter.matchmaking.v1 import matchmaking_pb2 as mm
+from arbiter.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
+from concurrent.futures import ThreadPoolExecutor
 import time
 
 START = common.Position(variant=common.VARIANT_CHESS)
@@ -85,6 +90,7 @@ def main(addr):
 
     matches(channel)
     clocks(channel)
+    matchmaking(channel)
     print(f"python client: {checks} checks passed")
 
 
@@ -119,6 +125,55 @@ def clocks(channel):
     check(again.duplicate, "a retried press is a duplicate")
     events = list(c.WatchClock(ck.WatchClockRequest(clock_id="py")))
     check(events[-1].flag.side == ck.SIDE_BLACK, "standalone flag with no press")
+
+
+def matchmaking(channel):
+    """Two players join a rated chess pool on their streams, are matched, play with the seat
+    tokens they were handed, and are rated from the match's end; a bad join names its field."""
+    stub = mm_grpc.MatchmakingServiceStub(channel)
+    try:
+        next(stub.Join(mm.JoinRequest(player_id="py", variant=common.VARIANT_CHESS,
+                                      time_control="later")))
+        check(False, "a bad time control is refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and "time_control" in e.details(),
+              "Join names the bad field")
+
+    def wait_for_match(player):
+        statuses = 0
+        for event in stub.Join(mm.JoinRequest(player_id=player, variant=common.VARIANT_CHESS,
+                                              time_control="5+3", rated=True)):
+            if event.WhichOneof("event") == "status":
+                statuses += 1
+            else:
+                return statuses, event.match_found
+        raise SystemExit(f"FAILED: {player}'s stream ended without a match")
+
+    with ThreadPoolExecutor(2) as pool:
+        found = list(pool.map(wait_for_match, ["py-ann", "py-bob"]))
+    check(all(s >= 1 for s, _ in found), "queue status before the match")
+    found = [f for _, f in found]
+    check(found[0].match_id == found[1].match_id and found[0].pool == "chess/5+3/rated",
+          "MatchFound: one match in the pool")
+    white = next(f for f in found if f.seat.side == mt.SIDE_WHITE)
+    black = next(f for f in found if f.seat.side == mt.SIDE_BLACK)
+    m = mt_grpc.MatchServiceStub(channel)
+    r = m.MakeMove(mt.MakeMoveRequest(match_id=white.match_id, side=mt.SIDE_WHITE, move="e4"),
+                   metadata=auth(white.token))
+    check(r.state.boards[0].clock.white_ms > 0, "the matched game has clocks")
+    for f in found:
+        check(stub.Acknowledge(mm.AcknowledgeRequest(player_id=f.seat.player_id,
+                                                     match_id=f.match_id)).acknowledged,
+              "Acknowledge")
+    m.Resign(mt.ResignRequest(match_id=black.match_id, side=mt.SIDE_BLACK, request_id="py-r"),
+             metadata=auth(black.token))
+    for _ in range(100):
+        ratings = stub.GetRatings(mm.GetRatingsRequest(player_id=white.seat.player_id)).ratings
+        if ratings:
+            break
+        time.sleep(0.1)
+    check(len(ratings) == 1 and ratings[0].games == 1 and ratings[0].elo == 1520
+          and ratings[0].glicko_rating > 1500, "ratings from the match's outcome")
 
 
 def seat_tokens(created):

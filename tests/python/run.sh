@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Generates a Python client from proto/ with grpcio-tools, starts `arbiter serve` on a free
 # loopback port, and calls every RPC of the rules service, and plays hosted games of the match
-# service (chess, Glinski, bughouse, a game lost on time) and the clock service (Sync, a
-# standalone clock), through that client.
+# service (chess, Glinski, bughouse, a game lost on time), the clock service (Sync, a
+# standalone clock) and matchmaking (two players matched, playing, rated), through that client.
 # Needs python3 (with venv) and the release binary (cargo build --release -p arbiter-cli).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -16,9 +16,10 @@ fi
 rm -rf "$gen" && mkdir -p "$gen"
 "$venv/bin/python" -m grpc_tools.protoc -I "$root/proto" --python_out="$gen" --grpc_python_out="$gen" \
   "$root/proto/arbiter/common/v1/common.proto" "$root/proto/arbiter/rules/v1/rules.proto" \
-  "$root/proto/arbiter/matches/v1/matches.proto" "$root/proto/arbiter/clock/v1/clock.proto"
+  "$root/proto/arbiter/matches/v1/matches.proto" "$root/proto/arbiter/clock/v1/clock.proto" \
+  "$root/proto/arbiter/matchmaking/v1/matchmaking.proto"
 port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$root/target/release/arbiter" serve --listen "127.0.0.1:$port" > "$root/target/python-serve.log" 2>&1 &
+"$root/target/release/arbiter" serve --listen "127.0.0.1:$port" --mm-wave-interval-ms 200 > "$root/target/python-serve.log" 2>&1 &
 server=$!
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
 PYTHONPATH="$gen" "$venv/bin/python" "$root/tests/python/client.py" "127.0.0.1:$port"

@@ -1,8 +1,7 @@
 //! The clock service's configuration, from flags and the environment (read in `main` only).
 
-use arbiter_timekeeping::redis_config::{RedisConfig, redact_url};
+use arbiter_timekeeping::redis_config::RedisConfig;
 use arbiter_timekeeping::watchers::WatchLimits;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Everything the clock service is configured with.
@@ -54,47 +53,5 @@ impl ClockArgs {
             max_clocks: self.max_clocks.max(1),
             ..ClockConfig::default()
         }
-    }
-}
-
-/// Where the clock service keeps clocks when it runs alone (`arbiter-clock`).
-#[derive(clap::Args, Clone)]
-pub struct RedisArgs {
-    /// Keep clocks in Redis at this URL; without it they are kept in this process.
-    #[arg(long, env = "ARBITER_REDIS_URL", hide_env_values = true)]
-    pub redis_url: Option<String>,
-    /// A file holding the Redis password.
-    #[arg(long, env = "ARBITER_REDIS_PASSWORD_FILE")]
-    pub redis_password_file: Option<PathBuf>,
-}
-
-impl std::fmt::Debug for RedisArgs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisArgs")
-            .field("redis_url", &self.redis_url.as_deref().map(redact_url))
-            .field("redis_password_file", &self.redis_password_file)
-            .finish()
-    }
-}
-
-impl RedisArgs {
-    /// The Redis configuration, reading the password file.
-    pub fn load(&self) -> Result<Option<RedisConfig>, String> {
-        let Some(url) = &self.redis_url else {
-            return Ok(None);
-        };
-        let password = match &self.redis_password_file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| format!("--redis-password-file {}: {e}", path.display()))?
-                    .trim()
-                    .to_owned(),
-            ),
-            None => None,
-        };
-        Ok(Some(RedisConfig {
-            url: url.clone(),
-            password,
-        }))
     }
 }

@@ -20,9 +20,10 @@ pub mod record;
 pub mod store;
 pub mod sync;
 
+pub use arbiter_timekeeping::redis_config::RedisArgs;
 /// The watchers of this process (from `arbiter-timekeeping`).
 pub use arbiter_timekeeping::watchers;
-pub use config::{ClockArgs, ClockConfig, RedisArgs};
+pub use config::{ClockArgs, ClockConfig};
 pub use domain::Clocks;
 
 use arbiter_kit::auth::PlatformAuth;

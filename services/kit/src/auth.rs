@@ -156,17 +156,24 @@ impl std::fmt::Debug for PlatformArgs {
 }
 
 impl PlatformArgs {
-    /// Reads the token (from the file when one is named). Call it from `main`.
-    pub fn load(&self) -> Result<PlatformAuth, String> {
-        let token = match (&self.platform_token_file, &self.platform_token) {
+    /// The token itself, trimmed (from the file when one is named), for a service that makes
+    /// platform calls on another (matchmaking creating matches). Call it from `main`.
+    pub fn token(&self) -> Result<Option<String>, String> {
+        Ok(match (&self.platform_token_file, &self.platform_token) {
             (Some(path), _) => Some(
                 std::fs::read_to_string(path)
-                    .map_err(|e| format!("--platform-token-file {}: {e}", path.display()))?,
+                    .map_err(|e| format!("--platform-token-file {}: {e}", path.display()))?
+                    .trim()
+                    .to_owned(),
             ),
-            (None, Some(token)) => Some(token.clone()),
+            (None, Some(token)) => Some(token.trim().to_owned()),
             (None, None) => None,
-        };
-        match token {
+        })
+    }
+
+    /// Reads the token (from the file when one is named). Call it from `main`.
+    pub fn load(&self) -> Result<PlatformAuth, String> {
+        match self.token()? {
             Some(t) => PlatformAuth::with_token(&t),
             None => Ok(PlatformAuth::loopback_only()),
         }

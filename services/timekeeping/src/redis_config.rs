@@ -1,6 +1,9 @@
 //! How to reach Redis: the URL and password every service with state reads the same way, with
 //! the password kept out of logs.
 
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::time::Duration;
+
 /// `url` with the password of its user information replaced by `***` (for logs).
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -48,4 +51,81 @@ impl RedisConfig {
         }
         redis::Client::open(info).map_err(|e| e.to_string())
     }
+}
+
+/// Where a service that runs alone keeps its state (`--redis-url`, `--redis-password-file`).
+#[derive(clap::Args, Clone)]
+pub struct RedisArgs {
+    /// Keep state in Redis at this URL; without it, state is kept in this process.
+    #[arg(long, env = "ARBITER_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// A file holding the Redis password.
+    #[arg(long, env = "ARBITER_REDIS_PASSWORD_FILE")]
+    pub redis_password_file: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for RedisArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisArgs")
+            .field("redis_url", &self.redis_url.as_deref().map(redact_url))
+            .field("redis_password_file", &self.redis_password_file)
+            .finish()
+    }
+}
+
+impl RedisArgs {
+    /// The Redis configuration, reading the password file.
+    pub fn load(&self) -> Result<Option<RedisConfig>, String> {
+        let Some(url) = &self.redis_url else {
+            return Ok(None);
+        };
+        let password = match &self.redis_password_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("--redis-password-file {}: {e}", path.display()))?
+                    .trim()
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        Ok(Some(RedisConfig {
+            url: url.clone(),
+            password,
+        }))
+    }
+}
+
+/// A Redis connection that a background task establishes (retrying with backoff up to 5 s):
+/// empty until it has connected, then a [`ConnectionManager`] that reconnects by itself, with
+/// 2 s connection and response timeouts. `what` names the store in the logs. Needs a Tokio
+/// runtime.
+pub fn connect_in_background(
+    client: redis::Client,
+    what: &'static str,
+) -> std::sync::Arc<std::sync::OnceLock<ConnectionManager>> {
+    let conn = std::sync::Arc::new(std::sync::OnceLock::new());
+    let slot = std::sync::Arc::clone(&conn);
+    tokio::spawn(async move {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let manager = ConnectionManagerConfig::new()
+                .set_connection_timeout(Duration::from_secs(2))
+                .set_response_timeout(Duration::from_secs(2))
+                .set_number_of_retries(2)
+                .set_max_delay(500);
+            match ConnectionManager::new_with_config(client.clone(), manager).await {
+                Ok(c) => {
+                    let _ = slot.set(c);
+                    tracing::info!("{what} connected to Redis");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "{what}: cannot connect to Redis yet; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    });
+    conn
 }

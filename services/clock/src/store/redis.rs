@@ -7,9 +7,9 @@ use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
 use crate::record::{ClockRecord, board_letter, encode_clock, encode_deadline, side_letter};
 use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_timekeeping::lua;
-use arbiter_timekeeping::redis_config::RedisConfig;
+use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background};
 use redis::Script;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -171,30 +171,7 @@ impl RedisStore {
     /// keeping each clock `ttl` after its last change. Needs a Tokio runtime.
     pub fn open(config: &RedisConfig, ttl: Duration) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let conn = Arc::new(std::sync::OnceLock::new());
-        let slot = Arc::clone(&conn);
-        tokio::spawn(async move {
-            let mut delay = Duration::from_millis(100);
-            loop {
-                let manager = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Duration::from_secs(2))
-                    .set_response_timeout(Duration::from_secs(2))
-                    .set_number_of_retries(2)
-                    .set_max_delay(500);
-                match ConnectionManager::new_with_config(client.clone(), manager).await {
-                    Ok(c) => {
-                        let _ = slot.set(c);
-                        tracing::info!("clock store connected to Redis");
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot connect to Redis yet; retrying");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(5));
-                    }
-                }
-            }
-        });
+        let conn = connect_in_background(client, "clock store");
         Ok(RedisStore {
             conn,
             ttl,

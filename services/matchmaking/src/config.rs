@@ -1,0 +1,220 @@
+//! Matchmaking's configuration, from flags and the environment (read in `main` only).
+
+use arbiter_core::Variant;
+use arbiter_core::clock::TimeControl;
+use arbiter_core::rating::glicko2;
+use arbiter_timekeeping::redis_config::RedisConfig;
+use std::time::Duration;
+
+/// How waves and places behave.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuning {
+    /// A place's lease: a join stream renews it every third of it; a place whose server died is
+    /// dropped after it.
+    pub lease_ms: u64,
+    /// Time between a replica's waves over every pool.
+    pub wave_interval_ms: u64,
+    /// Up to this much is added to each interval at random (replicas drift apart).
+    pub wave_jitter_ms: u64,
+    /// A join that brings a pool to this many waiting players starts a wave at once.
+    pub wave_at: usize,
+    /// Players one pool holds at most; further joins are refused (RESOURCE_EXHAUSTED).
+    pub max_waiting: usize,
+    /// Pools with players at once; a join that would open another is refused
+    /// (RESOURCE_EXHAUSTED).
+    pub max_pools: usize,
+    /// The K nearest-rated allowed candidates each player brings into a wave's graph.
+    pub candidates: usize,
+    /// The pool lock's lease for one wave.
+    pub wave_lock_ms: u64,
+    /// A committed pairing whose match is still not created after this long is finished by the
+    /// next wave (its replica died).
+    pub recover_after_ms: u64,
+    /// Retries of a `CreateMatch` that failed for a reason that may pass, within one wave.
+    pub create_retries: u32,
+    /// A pairing whose match still cannot be created this long after its wave (the match
+    /// service unreachable) gives its players back to the pool.
+    pub give_up_after_ms: u64,
+    /// Matches a wave creates at once.
+    pub create_concurrency: usize,
+    /// The lease of following a created match for its outcome.
+    pub follow_lease_ms: u64,
+    /// Pools (variant, time control) that pair by Elo instead of Glicko-2.
+    pub elo_pools: Vec<(Variant, TimeControl)>,
+    /// Glicko-2 settings.
+    pub glicko: glicko2::Settings,
+}
+
+impl Default for Tuning {
+    /// Leases of 15 s, waves every 5 s plus up to 1 s, at once from 64 players, at most 100,000
+    /// per pool, 1,000 pools, 16 candidates, Glicko-2 everywhere with Glickman's defaults.
+    fn default() -> Tuning {
+        Tuning {
+            lease_ms: 15_000,
+            wave_interval_ms: 5_000,
+            wave_jitter_ms: 1_000,
+            wave_at: 64,
+            max_waiting: 100_000,
+            max_pools: 1_000,
+            candidates: arbiter_core::pairing::wave::DEFAULT_CANDIDATES,
+            wave_lock_ms: 30_000,
+            recover_after_ms: 10_000,
+            create_retries: 3,
+            give_up_after_ms: 60_000,
+            create_concurrency: 16,
+            follow_lease_ms: 60_000,
+            elo_pools: Vec::new(),
+            glicko: glicko2::Settings::default(),
+        }
+    }
+}
+
+/// Everything matchmaking is configured with.
+#[derive(Clone, Debug, Default)]
+pub struct MatchmakingConfig {
+    /// Redis, or `None` to keep everything in process.
+    pub redis: Option<RedisConfig>,
+    /// Waves and places.
+    pub tuning: Tuning,
+    /// How often the store's health is checked.
+    pub health_interval: Duration,
+}
+
+/// Matchmaking's own flags (each also readable from the environment).
+#[derive(clap::Args, Clone, Debug)]
+pub struct MatchmakingArgs {
+    /// Seconds a waiting player's place lasts without its join stream renewing it.
+    #[arg(long, env = "ARBITER_MM_LEASE_SECS", default_value_t = 15)]
+    pub mm_lease_secs: u64,
+    /// Milliseconds between waves.
+    #[arg(long, env = "ARBITER_MM_WAVE_INTERVAL_MS", default_value_t = 5_000)]
+    pub mm_wave_interval_ms: u64,
+    /// Up to this many milliseconds added to each wave interval at random.
+    #[arg(long, env = "ARBITER_MM_WAVE_JITTER_MS", default_value_t = 1_000)]
+    pub mm_wave_jitter_ms: u64,
+    /// A pool reaching this many waiting players runs a wave at once.
+    #[arg(long, env = "ARBITER_MM_WAVE_AT", default_value_t = 64)]
+    pub mm_wave_at: usize,
+    /// Waiting players one pool holds at most.
+    #[arg(long, env = "ARBITER_MM_MAX_WAITING", default_value_t = 100_000)]
+    pub mm_max_waiting: usize,
+    /// Pools with waiting players at once (each variant, time control and rated/casual is one).
+    #[arg(long, env = "ARBITER_MM_MAX_POOLS", default_value_t = 1_000)]
+    pub mm_max_pools: usize,
+    /// Nearest-rated candidates per player in a wave's graph.
+    #[arg(long, env = "ARBITER_MM_CANDIDATES", default_value_t = 16)]
+    pub mm_candidates: usize,
+    /// A pool (`variant/time control`, e.g. `chess/90/40+30, 30+30`) that pairs by Elo rather
+    /// than Glicko-2; repeat for several.
+    #[arg(
+        long = "mm-elo-pool",
+        env = "ARBITER_MM_ELO_POOLS",
+        value_delimiter = ';'
+    )]
+    pub mm_elo_pools: Vec<String>,
+    /// The rating deviation of a new player (Glicko-2; lichess uses 500).
+    #[arg(long, env = "ARBITER_MM_NEW_DEVIATION", default_value_t = 350.0)]
+    pub mm_new_deviation: f64,
+    /// Glicko-2's τ (lichess uses 0.75).
+    #[arg(long, env = "ARBITER_MM_TAU", default_value_t = 0.5)]
+    pub mm_tau: f64,
+}
+
+impl MatchmakingArgs {
+    /// The configuration, with the Redis the process was given (if any).
+    ///
+    /// # Errors
+    /// A bad `--mm-elo-pool` or Glicko-2 setting.
+    pub fn config(&self, redis: Option<RedisConfig>) -> Result<MatchmakingConfig, String> {
+        let mut elo_pools = Vec::new();
+        for text in &self.mm_elo_pools {
+            let text = text.trim();
+            let (variant, control) = text
+                .split_once('/')
+                .ok_or_else(|| format!("--mm-elo-pool {text:?}: expected variant/time control"))?;
+            let variant: Variant = variant
+                .parse()
+                .map_err(|e| format!("--mm-elo-pool {text:?}: {e}"))?;
+            let control =
+                TimeControl::parse(control).map_err(|e| format!("--mm-elo-pool {text:?}: {e}"))?;
+            elo_pools.push((variant, control));
+        }
+        let glicko = glicko2::Settings {
+            default_deviation: self.mm_new_deviation,
+            max_deviation: self
+                .mm_new_deviation
+                .max(glicko2::Settings::default().max_deviation),
+            tau: self.mm_tau,
+            ..glicko2::Settings::default()
+        };
+        glicko
+            .validate()
+            .map_err(|e| format!("--mm-new-deviation / --mm-tau: {e}"))?;
+        let lease_ms = self.mm_lease_secs.clamp(1, 3600) * 1000;
+        Ok(MatchmakingConfig {
+            redis,
+            tuning: Tuning {
+                lease_ms,
+                wave_interval_ms: self.mm_wave_interval_ms.max(10),
+                wave_jitter_ms: self.mm_wave_jitter_ms,
+                wave_at: self.mm_wave_at.max(2),
+                max_waiting: self.mm_max_waiting.max(1),
+                max_pools: self.mm_max_pools.max(1),
+                candidates: self.mm_candidates.clamp(1, 256),
+                elo_pools,
+                glicko,
+                ..Tuning::default()
+            },
+            health_interval: Duration::from_secs(2),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        mm: MatchmakingArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<MatchmakingConfig, String> {
+        let mut all = vec!["test"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).unwrap().mm.config(None)
+    }
+
+    #[test]
+    fn elo_pools_and_glicko_settings_are_read_and_checked() {
+        let c = config(&[
+            "--mm-elo-pool",
+            "chess/90/40+30, 30+30",
+            "--mm-elo-pool",
+            "glinski/3|2",
+            "--mm-new-deviation",
+            "500",
+            "--mm-tau",
+            "0.75",
+        ])
+        .unwrap();
+        assert_eq!(c.tuning.elo_pools.len(), 2);
+        assert_eq!(c.tuning.elo_pools[1].0, Variant::Glinski);
+        assert_eq!(c.tuning.elo_pools[1].1, TimeControl::parse("3+2").unwrap());
+        assert_eq!(c.tuning.glicko.default_deviation, 500.0);
+        assert_eq!(c.tuning.glicko.max_deviation, 500.0);
+        assert_eq!(c.tuning.glicko.tau, 0.75);
+        assert!(
+            config(&["--mm-elo-pool", "chess"])
+                .unwrap_err()
+                .contains("--mm-elo-pool")
+        );
+        assert!(config(&["--mm-elo-pool", "chess/soon"]).is_err());
+        assert!(config(&["--mm-elo-pool", "checkers/3+2"]).is_err());
+        assert!(config(&["--mm-tau=-1"]).unwrap_err().contains("--mm-tau"));
+        let defaults = config(&[]).unwrap();
+        assert_eq!(defaults.tuning, Tuning::default());
+    }
+}

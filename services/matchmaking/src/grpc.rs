@@ -1,0 +1,301 @@
+//! The tonic handlers of `arbiter.matchmaking.v1.MatchmakingService`: decode, call the
+//! [`Matchmaker`], encode.
+
+use crate::backend::MatchBackend;
+use crate::domain::{DOMAIN, JoinSpec, Matchmaker};
+use crate::pool::Pool;
+use crate::store::PoolStore;
+use arbiter_core::Variant;
+use arbiter_core::clock::TimeControl;
+use arbiter_core::pairing::wave::RatingRange;
+use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::convert::variant;
+use arbiter_kit::{ApiError, reply};
+use arbiter_proto::matchmaking::v1 as pb;
+use arbiter_proto::matchmaking::v1::matchmaking_service_server::{
+    MatchmakingService, MatchmakingServiceServer,
+};
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+type Reply<T> = Result<Response<T>, Status>;
+
+/// The longest player id, in bytes.
+pub const MAX_PLAYER_ID_BYTES: usize = 128;
+/// The most players one join may block.
+pub const MAX_BLOCKED: usize = 100;
+/// The longest time-control text, in bytes.
+pub const MAX_TIME_CONTROL_BYTES: usize = 64;
+/// The longest match id, in bytes.
+pub const MAX_MATCH_ID_BYTES: usize = 128;
+/// Ratings outside ±100,000 are not ratings.
+const RATING_LIMIT: i32 = 100_000;
+
+/// The matchmaking service.
+pub struct MatchmakingGrpc<S, B> {
+    inner: Arc<Matchmaker<S, B>>,
+    platform: PlatformAuth,
+    shutting_down: tokio::sync::watch::Receiver<bool>,
+}
+
+impl<S, B> std::fmt::Debug for MatchmakingGrpc<S, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatchmakingGrpc")
+            .field("platform", &self.platform)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: PoolStore, B: MatchBackend> MatchmakingGrpc<S, B> {
+    /// The service over `matchmaker`; every call checked by `platform`; join streams end when
+    /// `shutting_down` turns true.
+    pub fn new(
+        matchmaker: Arc<Matchmaker<S, B>>,
+        platform: PlatformAuth,
+        shutting_down: tokio::sync::watch::Receiver<bool>,
+    ) -> MatchmakingGrpc<S, B> {
+        MatchmakingGrpc {
+            inner: matchmaker,
+            platform,
+            shutting_down,
+        }
+    }
+
+    /// The tonic server, with the message size limit `max`.
+    pub fn into_server(self, max: usize) -> MatchmakingServiceServer<MatchmakingGrpc<S, B>> {
+        MatchmakingServiceServer::new(self)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max)
+    }
+}
+
+/// Checks a player id: 1 to 128 bytes, no control characters.
+fn player_id(value: &str, field: &str) -> Result<String, ApiError> {
+    if value.is_empty() {
+        return Err(ApiError::invalid(field, format!("{field} is required")));
+    }
+    if value.len() > MAX_PLAYER_ID_BYTES {
+        return Err(ApiError::invalid(
+            field,
+            format!(
+                "{field} is {} bytes; at most {MAX_PLAYER_ID_BYTES}",
+                value.len()
+            ),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} holds a control character"),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+/// Decodes and checks a join.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the field.
+pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, ApiError> {
+    let player = player_id(&r.player_id, "player_id")?;
+    let variant: Variant = variant(r.variant, "variant")?;
+    if r.time_control.is_empty() {
+        return Err(ApiError::invalid(
+            "time_control",
+            "time_control is required",
+        ));
+    }
+    if r.time_control.len() > MAX_TIME_CONTROL_BYTES {
+        return Err(ApiError::invalid(
+            "time_control",
+            format!(
+                "time_control is {} bytes; at most {MAX_TIME_CONTROL_BYTES}",
+                r.time_control.len()
+            ),
+        ));
+    }
+    let control = TimeControl::parse(&r.time_control)
+        .map_err(|e| ApiError::invalid("time_control", e.to_string()))?;
+    let range = match &r.range {
+        None => None,
+        Some(range) => {
+            if range.min > range.max {
+                return Err(ApiError::invalid(
+                    "range",
+                    format!("range min {} is above max {}", range.min, range.max),
+                ));
+            }
+            if range.min < -RATING_LIMIT || range.max > RATING_LIMIT {
+                return Err(ApiError::invalid(
+                    "range",
+                    format!("range ends lie within ±{RATING_LIMIT}"),
+                ));
+            }
+            Some(RatingRange {
+                min: range.min,
+                max: range.max,
+            })
+        }
+    };
+    if r.blocked.len() > MAX_BLOCKED {
+        return Err(ApiError::invalid(
+            "blocked",
+            format!("{} blocked players; at most {MAX_BLOCKED}", r.blocked.len()),
+        ));
+    }
+    let mut blocked = Vec::with_capacity(r.blocked.len());
+    for (i, b) in r.blocked.iter().enumerate() {
+        blocked.push(player_id(b, &format!("blocked[{i}]"))?);
+    }
+    blocked.sort_unstable();
+    blocked.dedup();
+    let partner = if r.partner_id.is_empty() {
+        None
+    } else {
+        if variant != Variant::Bughouse {
+            return Err(ApiError::precondition(
+                DOMAIN,
+                "PARTNER_NOT_ALLOWED",
+                format!("only bughouse has partners, not {}", variant.name()),
+            ));
+        }
+        let partner = player_id(&r.partner_id, "partner_id")?;
+        if partner == player {
+            return Err(ApiError::invalid(
+                "partner_id",
+                "a player cannot partner themselves",
+            ));
+        }
+        Some(partner)
+    };
+    Ok(JoinSpec {
+        player,
+        pool: Pool {
+            variant,
+            control,
+            rated: r.rated,
+        },
+        range,
+        blocked,
+        partner,
+    })
+}
+
+#[tonic::async_trait]
+impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B> {
+    type JoinStream = Pin<Box<dyn Stream<Item = Result<pb::JoinEvent, Status>> + Send>>;
+
+    async fn join(&self, request: Request<pb::JoinRequest>) -> Reply<Self::JoinStream> {
+        self.platform.check(&request)?;
+        let spec = join_spec(request.get_ref())?;
+        let ticket = self.inner.join(spec).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        let inner = Arc::clone(&self.inner);
+        let shutdown = self.shutting_down.clone();
+        tokio::spawn(async move { inner.hold(ticket, tx, shutdown).await });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn leave(&self, request: Request<pb::LeaveRequest>) -> Reply<pb::LeaveResponse> {
+        self.platform.check(&request)?;
+        let player = player_id(&request.get_ref().player_id, "player_id")?;
+        let left = self.inner.leave(&player).await;
+        reply(left.map(|left| pb::LeaveResponse { left }))
+    }
+
+    async fn acknowledge(
+        &self,
+        request: Request<pb::AcknowledgeRequest>,
+    ) -> Reply<pb::AcknowledgeResponse> {
+        self.platform.check(&request)?;
+        let r = request.get_ref();
+        let player = player_id(&r.player_id, "player_id")?;
+        if r.match_id.is_empty() || r.match_id.len() > MAX_MATCH_ID_BYTES {
+            return Err(ApiError::invalid(
+                "match_id",
+                format!("match_id must be 1 to {MAX_MATCH_ID_BYTES} bytes"),
+            )
+            .into());
+        }
+        let acknowledged = self.inner.acknowledge(&player, &r.match_id).await;
+        reply(acknowledged.map(|acknowledged| pb::AcknowledgeResponse { acknowledged }))
+    }
+
+    async fn get_ratings(
+        &self,
+        request: Request<pb::GetRatingsRequest>,
+    ) -> Reply<pb::GetRatingsResponse> {
+        self.platform.check(&request)?;
+        let player = player_id(&request.get_ref().player_id, "player_id")?;
+        let ratings = self.inner.ratings(&player).await;
+        reply(ratings.map(|ratings| pb::GetRatingsResponse { ratings }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn join(player: &str, variant: i32, tc: &str) -> pb::JoinRequest {
+        pb::JoinRequest {
+            player_id: player.into(),
+            variant,
+            time_control: tc.into(),
+            ..pb::JoinRequest::default()
+        }
+    }
+
+    fn field(r: Result<JoinSpec, ApiError>) -> String {
+        r.unwrap_err().field().unwrap_or("").to_owned()
+    }
+
+    #[test]
+    fn joins_are_checked_field_by_field() {
+        let ok = join_spec(&join("alice", 1, "3|2")).unwrap();
+        assert_eq!(ok.pool.name(), "chess/3+2/casual");
+        assert_eq!(field(join_spec(&join("", 1, "3+2"))), "player_id");
+        assert_eq!(field(join_spec(&join("a\u{7}", 1, "3+2"))), "player_id");
+        assert_eq!(
+            field(join_spec(&join(&"x".repeat(129), 1, "3+2"))),
+            "player_id"
+        );
+        assert_eq!(field(join_spec(&join("a", 0, "3+2"))), "variant");
+        assert_eq!(field(join_spec(&join("a", 99, "3+2"))), "variant");
+        assert_eq!(field(join_spec(&join("a", 1, ""))), "time_control");
+        assert_eq!(field(join_spec(&join("a", 1, "3+x"))), "time_control");
+        assert_eq!(
+            field(join_spec(&join("a", 1, &"9".repeat(65)))),
+            "time_control"
+        );
+        let mut r = join("a", 1, "3+2");
+        r.range = Some(pb::RatingRange { min: 10, max: 5 });
+        assert_eq!(field(join_spec(&r)), "range");
+        r.range = Some(pb::RatingRange {
+            min: i32::MIN,
+            max: 5,
+        });
+        assert_eq!(field(join_spec(&r)), "range");
+        let mut r = join("a", 1, "3+2");
+        r.blocked = vec!["b".into(); 101];
+        assert_eq!(field(join_spec(&r)), "blocked");
+        r.blocked = vec!["b".into(), "\n".into()];
+        assert_eq!(field(join_spec(&r)), "blocked[1]");
+        let mut r = join("a", 1, "3+2");
+        r.partner_id = "b".into();
+        assert!(matches!(
+            join_spec(&r),
+            Err(ApiError::FailedPrecondition {
+                reason: "PARTNER_NOT_ALLOWED",
+                ..
+            })
+        ));
+        let mut r = join("a", 3, "3+2");
+        r.partner_id = "a".into();
+        assert_eq!(field(join_spec(&r)), "partner_id");
+        r.partner_id = "b".into();
+        assert_eq!(join_spec(&r).unwrap().partner.as_deref(), Some("b"));
+    }
+}

@@ -1,0 +1,188 @@
+//! # arbiter-matchmaking
+//!
+//! The matchmaking service (`arbiter.matchmaking.v1.MatchmakingService`):
+//!
+//! - **pools** per variant, time control and rated/casual, whose players hold their place with
+//!   an open join stream (a lease in the store);
+//! - **waves**: every few seconds (or at once when a pool fills), one replica at a time per pool
+//!   (a lock with a fencing number) pairs the waiting players by the core's exact minimum-cost
+//!   matching (bughouse: partnerships, then team matches), commits the pairings atomically,
+//!   creates each match by one `CreateMatch` on the match service (its request id derived from
+//!   the pool, the wave and the pairing), and sends each player a `MatchFound` with their seat
+//!   token, kept until acknowledged;
+//! - **ratings** (Glicko-2 and FIDE Elo per player, variant and speed), updated from each
+//!   match's own outcome, read from the match service, once per match id.
+//!
+//! State lives in Redis (several replicas share the pools) or in this process (the embedded
+//! default). [`mount`] adds the service to an `arbiter-kit` [`Host`]; [`serve`] runs it alone.
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod config;
+pub mod domain;
+pub mod grpc;
+pub mod pool;
+pub mod ratings;
+pub mod store;
+
+pub use arbiter_timekeeping::redis_config::RedisArgs;
+pub use backend::{GrpcMatches, MatchBackend};
+pub use config::{MatchmakingArgs, MatchmakingConfig, Tuning};
+pub use domain::Matchmaker;
+
+use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::{Host, ServeConfig, ServeError};
+use arbiter_proto::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
+use grpc::MatchmakingGrpc;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use store::PoolStore;
+use tokio::net::TcpListener;
+
+/// The fully-qualified gRPC name of the service.
+pub const SERVICE_NAME: &str = "arbiter.matchmaking.v1.MatchmakingService";
+
+/// Where the match service is, for a matchmaking process that runs alone.
+#[derive(clap::Args, Clone, Debug)]
+pub struct MatchesArgs {
+    /// The match service's address (`http://host:port`).
+    #[arg(
+        long,
+        env = "ARBITER_MATCHES_URL",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    pub matches_url: String,
+    /// Each call to the match service (but waiting for a match's end) must answer within this.
+    #[arg(long, env = "ARBITER_MATCHES_TIMEOUT_MS", default_value_t = 5_000)]
+    pub matches_timeout_ms: u64,
+}
+
+impl MatchesArgs {
+    /// A client of the match service (connecting lazily), calling with the platform `token`.
+    ///
+    /// # Errors
+    /// A malformed URL.
+    pub fn connect(&self, token: Option<String>) -> Result<GrpcMatches, String> {
+        connect(
+            &self.matches_url,
+            token,
+            Duration::from_millis(self.matches_timeout_ms.max(1)),
+        )
+    }
+}
+
+/// A client of the match service at `url` (connecting lazily), calling with the platform
+/// `token`, each call bounded by `timeout`.
+///
+/// # Errors
+/// A malformed URL.
+pub fn connect(url: &str, token: Option<String>, timeout: Duration) -> Result<GrpcMatches, String> {
+    let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
+        .map_err(|e| format!("bad match service URL {url:?}: {e}"))?
+        .connect_timeout(timeout)
+        .tcp_nodelay(true);
+    Ok(GrpcMatches::new(endpoint.connect_lazy(), token, timeout))
+}
+
+/// Adds matchmaking to `host`, creating matches through `backend`. Its health follows the store
+/// (Redis reachable), checked every `health_interval`; every replica runs waves and follows
+/// match outcomes.
+///
+/// # Errors
+/// A bad Redis configuration.
+pub async fn mount<B: MatchBackend>(
+    host: &mut Host,
+    config: MatchmakingConfig,
+    platform: PlatformAuth,
+    backend: B,
+) -> Result<(), ServeError> {
+    match &config.redis {
+        None => {
+            mount_on(
+                host,
+                store::memory::MemoryStore::new(),
+                None,
+                config,
+                platform,
+                backend,
+            );
+        }
+        Some(redis) => {
+            let store = store::redis::RedisStore::open(redis)?;
+            let client = redis.client()?;
+            mount_on(host, store, Some(client), config, platform, backend);
+        }
+    }
+    Ok(())
+}
+
+fn mount_on<S: PoolStore, B: MatchBackend>(
+    host: &mut Host,
+    store: S,
+    events: Option<redis::Client>,
+    config: MatchmakingConfig,
+    platform: PlatformAuth,
+    backend: B,
+) {
+    let mm = Arc::new(Matchmaker::new(store, backend, config.tuning));
+    let shutdown = host.shutting_down();
+    if let Some(client) = events {
+        let mm = Arc::clone(&mm);
+        tokio::spawn(store::redis::listen(
+            client,
+            move |event| match event {
+                store::redis::Event::Player(p) => mm.wake_player(&p),
+                store::redis::Event::Pool(p) => mm.wake_pool(&p),
+            },
+            shutdown.clone(),
+        ));
+    }
+    tokio::spawn(Arc::clone(&mm).run_waves(shutdown.clone()));
+    tokio::spawn(Arc::clone(&mm).run_follows(shutdown.clone()));
+    {
+        let mm = Arc::clone(&mm);
+        let interval = if config.health_interval.is_zero() {
+            Duration::from_secs(2)
+        } else {
+            config.health_interval
+        };
+        tokio::spawn(arbiter_kit::follow_health::<
+            MatchmakingServiceServer<MatchmakingGrpc<S, B>>,
+            _,
+            _,
+        >(
+            host.health(),
+            move || {
+                let mm = Arc::clone(&mm);
+                async move { mm.probe().await.map_err(|e| e.to_string()) }
+            },
+            interval,
+            shutdown.clone(),
+            "matchmaking store",
+        ));
+    }
+    let max = host.config().max_message_bytes;
+    host.add_service(MatchmakingGrpc::new(mm, platform, shutdown).into_server(max));
+}
+
+/// Serves matchmaking alone (with health and reflection) on `listener` until `shutdown`.
+///
+/// # Errors
+/// A bad Redis configuration, or the listener failing.
+pub async fn serve<B, F>(
+    listener: TcpListener,
+    serve: ServeConfig,
+    config: MatchmakingConfig,
+    platform: PlatformAuth,
+    backend: B,
+    shutdown: F,
+) -> Result<(), ServeError>
+where
+    B: MatchBackend,
+    F: Future<Output = ()> + Send,
+{
+    let mut host = Host::new(serve);
+    mount(&mut host, config, platform, backend).await?;
+    host.serve(listener, shutdown).await
+}

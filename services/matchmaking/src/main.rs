@@ -1,0 +1,49 @@
+//! `arbiter-matchmaking`: the matchmaking service as its own process. Configuration comes from
+//! flags and the environment (see `--help`), read here and nowhere else.
+
+use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
+use arbiter_matchmaking::{MatchesArgs, MatchmakingArgs, RedisArgs};
+use clap::Parser;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "arbiter-matchmaking",
+    version,
+    about = "Arbiter's matchmaking: pools, pairing waves and ratings (gRPC)"
+)]
+struct Args {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(flatten)]
+    redis: RedisArgs,
+    #[command(flatten)]
+    matchmaking: MatchmakingArgs,
+    #[command(flatten)]
+    matches: MatchesArgs,
+    #[command(flatten)]
+    platform: PlatformArgs,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), arbiter_kit::ServeError> {
+    let args = Args::parse();
+    init_tracing();
+    let config = args.matchmaking.config(args.redis.load()?)?;
+    let platform = args.platform.load()?;
+    let backend = args.matches.connect(args.platform.token()?)?;
+    platform.warn_if_exposed(args.serve.listen);
+    let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
+    arbiter_matchmaking::serve(
+        listener,
+        args.serve.config(),
+        config,
+        platform,
+        backend,
+        shutdown_signal(),
+    )
+    .await
+}

@@ -1,0 +1,271 @@
+//! Where pools, waiting players, found matches and ratings live: Redis ([`redis::RedisStore`],
+//! shared by every replica) or this process ([`memory::MemoryStore`], the embedded default).
+//! Both keep the same rules; every step below is atomic in both.
+//!
+//! A player is in one of three states: **waiting** in one pool (with a lease renewed by their
+//! join stream), **matching** (a wave committed their pairing and the match is being created),
+//! or neither. A wave runs under a pool lock with a fencing number: only the holder of the
+//! current number can commit, so two replicas never pair one player twice.
+
+pub mod memory;
+pub mod redis;
+
+use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
+use std::future::Future;
+
+/// A store failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The store cannot be reached; retrying may succeed.
+    Unavailable(String),
+    /// Stored data cannot be read.
+    Corrupt(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Unavailable(e) => write!(f, "matchmaking store unavailable: {e}"),
+            StoreError::Corrupt(e) => write!(f, "matchmaking store data corrupt: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// What a join did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// The player waits in the pool (`waiting` players now, this one included).
+    Waiting {
+        /// Players waiting in the pool.
+        waiting: usize,
+    },
+    /// The player has a match found not yet acknowledged: nothing changed.
+    Found,
+    /// A match is being created for the player: nothing changed.
+    Matching,
+    /// The pool holds its maximum of players: nothing changed (but a place the player held in
+    /// another pool is given up).
+    Full,
+    /// Opening the pool would pass the maximum of pools: nothing changed (as for `Full`).
+    TooManyPools,
+}
+
+/// Where a waiting player stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Standing {
+    /// 1 for the player waiting longest.
+    pub position: u32,
+    /// Players waiting in the pool.
+    pub waiting: u32,
+    /// Waves waited through.
+    pub missed: u32,
+    /// The pool's recent mean wait before a match, in ms (0 before any).
+    pub mean_wait_ms: u64,
+}
+
+/// The state of a join stream's place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Still waiting, lease renewed.
+    Waiting(Standing),
+    /// Paired: the match is being created.
+    Matching,
+    /// No longer this stream's: matched (look for a match found), left, or taken over by a
+    /// newer join.
+    Gone,
+}
+
+/// The result of applying a match's ratings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Applied now.
+    Done,
+    /// The match had been applied before: nothing changed.
+    Already,
+    /// A rating changed since it was read (another match of the same player ended at the same
+    /// time): read again and retry.
+    Conflict,
+}
+
+/// A rating write: the player's record for `key` goes from `old` (`None`: none yet) to `new`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RatingWrite {
+    /// The player.
+    pub player: String,
+    /// The variant and speed (`chess:blitz`).
+    pub key: String,
+    /// The record as read.
+    pub old: Option<String>,
+    /// The record to write.
+    pub new: String,
+}
+
+/// A found match for one player: the encoded `MatchFound` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// The player.
+    pub player: String,
+    /// The match.
+    pub match_id: String,
+    /// The encoded `arbiter.matchmaking.v1.MatchFound`.
+    pub message: Vec<u8>,
+}
+
+/// The operations of a matchmaking store (see the module documentation).
+pub trait PoolStore: Send + Sync + 'static {
+    /// The store's time, Unix ms (Redis `TIME`; this process's clock in process).
+    fn now(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Puts `entry` in `pool` with a lease of `lease_ms`, unless the player has a match found
+    /// not acknowledged or being made, or the pool holds `limits.0` players, or the pool is new
+    /// and `limits.1` pools have players. A player waiting
+    /// in another pool leaves it; one waiting in this pool keeps their join time and missed
+    /// waves, under the new session.
+    fn join(
+        &self,
+        pool: &str,
+        entry: &Entry,
+        lease_ms: u64,
+        limits: (usize, usize),
+    ) -> impl Future<Output = Result<Joined, StoreError>> + Send;
+
+    /// Renews the lease of `player`'s place in `pool` held by `session` and says where they
+    /// stand.
+    fn place(
+        &self,
+        pool: &str,
+        player: &str,
+        session: u64,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<Place, StoreError>> + Send;
+
+    /// Takes `player` out of the pool they wait in (only if their place is `session`'s, when
+    /// given). False when they were not waiting (or the place is another session's); a player
+    /// being matched is marked as gone, so that a failed creation does not put them back.
+    fn leave(
+        &self,
+        player: &str,
+        session: Option<u64>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The pools that have waiting players or pairings being made.
+    fn pools(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// Takes `pool`'s wave lock for `owner` for `lease_ms`: the new fencing number, or `None`
+    /// while another owner holds it.
+    fn lock(
+        &self,
+        pool: &str,
+        owner: u64,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
+
+    /// Releases the lock if `fence` is still current.
+    fn unlock(&self, pool: &str, fence: u64)
+    -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The players waiting in `pool` whose lease holds; expired places are removed.
+    fn waiting(&self, pool: &str) -> impl Future<Output = Result<Vec<Waiting>, StoreError>> + Send;
+
+    /// Commits a wave if `fence` is still the pool's current number: each pairing whose players
+    /// all still wait leaves the pool and is kept as being made; every other player still
+    /// waiting counts a missed wave. Returns which pairings were committed (`None`: the fence
+    /// is stale and nothing changed).
+    fn commit(
+        &self,
+        pool: &str,
+        fence: u64,
+        pairings: &[Pairing],
+        unpaired: &[String],
+    ) -> impl Future<Output = Result<Option<Vec<bool>>, StoreError>> + Send;
+
+    /// The pool's pairings being made.
+    fn making(&self, pool: &str) -> impl Future<Output = Result<Vec<Making>, StoreError>> + Send;
+
+    /// A pairing's match exists: its players get their match found, their histories, and the
+    /// match is followed for its outcome (by this replica, for `follow_lease_ms`). False when
+    /// the pairing was finished already (by another replica): nothing changed.
+    fn matched(
+        &self,
+        pool: &str,
+        pairing: &str,
+        found: &[Found],
+        histories: &[(String, History)],
+        follow: &Follow,
+        follow_lease_ms: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// A pairing's match could not be created: its players go back into the pool with their
+    /// places (join time, missed waves, session, lease), except those who left or disconnected
+    /// meanwhile. False when the pairing was finished already.
+    fn unmake(
+        &self,
+        pool: &str,
+        pairing: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// `player`'s found matches not yet acknowledged (at most one in practice: a player with one
+    /// cannot join), kept a day at most.
+    fn found(&self, player: &str) -> impl Future<Output = Result<Vec<Found>, StoreError>> + Send;
+
+    /// Acknowledges `player`'s match found for `match_id`. False when there is none.
+    fn acknowledge(
+        &self,
+        player: &str,
+        match_id: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// `player`'s recent games.
+    fn history(&self, player: &str) -> impl Future<Output = Result<History, StoreError>> + Send;
+
+    /// `player`'s rating records, by key (`chess:blitz`).
+    fn ratings(
+        &self,
+        player: &str,
+    ) -> impl Future<Output = Result<Vec<(String, String)>, StoreError>> + Send;
+
+    /// Claims up to `max` followed matches that no replica follows (their lease ran out), for
+    /// `lease_ms`.
+    fn claim_follows(
+        &self,
+        lease_ms: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<Follow>, StoreError>> + Send;
+
+    /// Extends the leases of followed matches this replica follows.
+    fn renew_follows(
+        &self,
+        match_ids: &[String],
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Applies a finished match's rating writes, once per match id: every `old` must still be
+    /// current. The match is then no longer followed (also with no writes, for a casual or
+    /// aborted match).
+    fn apply_ratings(
+        &self,
+        match_id: &str,
+        writes: &[RatingWrite],
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Tells every replica that `players` have news (a match found), or that `pool` ran a wave.
+    fn announce(
+        &self,
+        players: &[String],
+        pool: Option<&str>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Checks that the store can be reached.
+    fn probe(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// The mean wait kept per pool moves this fraction (1/8) towards each new pairing's wait.
+pub(crate) fn mean_wait(old: u64, wait: u64) -> u64 {
+    if old == 0 {
+        wait
+    } else {
+        old - old / 8 + wait / 8
+    }
+}
