@@ -109,6 +109,17 @@ async fn join<S: PoolStore>(mm: &Matchmaker<S, FakeMatches>, player: &str) -> u6
     }
 }
 
+/// The players waiting in pool `name`, longest first.
+async fn waiting_players<S: PoolStore>(store: &S, name: &str) -> Vec<String> {
+    store
+        .waiting(name)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.entry.player)
+        .collect()
+}
+
 /// Every player of every match created (by request id, repeats of one id counted once), and a
 /// check that no player sits in two different matches.
 fn players_of(asked: &[NewMatch]) -> HashMap<String, String> {
@@ -165,17 +176,6 @@ async fn no_player_twice_and_leavers_never_paired<S: PoolStore>(store: S) {
     ));
 }
 
-#[tokio::test]
-async fn memory_no_player_twice_and_leavers_never_paired() {
-    no_player_twice_and_leavers_never_paired(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_no_player_twice_and_leavers_never_paired() {
-    let redis = arbiter_testkit::redis().await;
-    no_player_twice_and_leavers_never_paired(RedisStore::connect(&redis.url).await.unwrap()).await;
-}
-
 async fn disconnect_removes_the_player<S: PoolStore>(store: S) {
     let mm = Arc::new(Matchmaker::new(
         store,
@@ -211,17 +211,6 @@ async fn disconnect_removes_the_player<S: PoolStore>(store: S) {
         Place::Gone
     );
     assert!(mm.store().waiting(&name).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn memory_disconnect_removes_the_player() {
-    disconnect_removes_the_player(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_disconnect_removes_the_player() {
-    let redis = arbiter_testkit::redis().await;
-    disconnect_removes_the_player(RedisStore::connect(&redis.url).await.unwrap()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,13 +283,9 @@ async fn two_replicas_on_one_redis_never_pair_a_player_twice() {
     asked.extend(last_backend.asked());
     let paired = players_of(&asked);
     // Every player is paired once, or still waits; nobody is lost.
-    let waiting: HashSet<String> = last
-        .store()
-        .waiting(&name)
+    let waiting: HashSet<String> = waiting_players(last.store(), &name)
         .await
-        .unwrap()
         .into_iter()
-        .map(|w| w.entry.player)
         .collect();
     assert!(paired.len() >= expected - 2, "{} paired", paired.len());
     assert_eq!(paired.len() + waiting.len(), expected, "{waiting:?}");
@@ -389,14 +374,7 @@ async fn a_failed_creation_puts_the_players_back<S: PoolStore>(store: S) {
     let s2 = join(&mm, "f2").await;
     let report = mm.wave(&name).await.unwrap();
     assert_eq!((report.created, report.failed), (0, 1));
-    let back: Vec<String> = mm
-        .store()
-        .waiting(&name)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|w| w.entry.player)
-        .collect();
+    let back: Vec<String> = waiting_players(mm.store(), &name).await;
     assert_eq!(back, ["f1", "f2"]);
     // Their streams still hold their places.
     assert!(matches!(
@@ -407,17 +385,6 @@ async fn a_failed_creation_puts_the_players_back<S: PoolStore>(store: S) {
         mm.store().place(&name, "f2", s2, 1000).await.unwrap(),
         Place::Waiting(_)
     ));
-}
-
-#[tokio::test]
-async fn memory_a_failed_creation_puts_the_players_back() {
-    a_failed_creation_puts_the_players_back(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_a_failed_creation_puts_the_players_back() {
-    let redis = arbiter_testkit::redis().await;
-    a_failed_creation_puts_the_players_back(RedisStore::connect(&redis.url).await.unwrap()).await;
 }
 
 async fn ratings_change_once_per_match<S: PoolStore>(store: S) {
@@ -477,17 +444,6 @@ async fn ratings_change_once_per_match<S: PoolStore>(store: S) {
     assert_eq!(mm.ratings("w").await.unwrap()[0].games, 2);
 }
 
-#[tokio::test]
-async fn memory_ratings_change_once_per_match() {
-    ratings_change_once_per_match(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_ratings_change_once_per_match() {
-    let redis = arbiter_testkit::redis().await;
-    ratings_change_once_per_match(RedisStore::connect(&redis.url).await.unwrap()).await;
-}
-
 async fn bughouse_waves_form_teams<S: PoolStore>(store: S) {
     let backend = FakeMatches::new(Mode::Create);
     let mm = Matchmaker::new(store, backend.clone(), tuning());
@@ -519,26 +475,8 @@ async fn bughouse_waves_form_teams<S: PoolStore>(store: S) {
     assert_eq!(team_of("ann"), team_of("bob"));
     assert_eq!(team_of("dan"), team_of("eve"));
     assert_ne!(team_of("ann"), team_of("dan"));
-    let waiting: Vec<String> = mm
-        .store()
-        .waiting(&name)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|w| w.entry.player)
-        .collect();
+    let waiting: Vec<String> = waiting_players(mm.store(), &name).await;
     assert_eq!(waiting, ["cid"]);
-}
-
-#[tokio::test]
-async fn memory_bughouse_waves_form_teams() {
-    bughouse_waves_form_teams(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_bughouse_waves_form_teams() {
-    let redis = arbiter_testkit::redis().await;
-    bughouse_waves_form_teams(RedisStore::connect(&redis.url).await.unwrap()).await;
 }
 
 async fn pools_and_places_are_bounded<S: PoolStore>(store: S) {
@@ -568,17 +506,6 @@ async fn pools_and_places_are_bounded<S: PoolStore>(store: S) {
         mm.join(spec("d", Variant::Glinski)).await.unwrap(),
         Ticket::Waiting { .. }
     ));
-}
-
-#[tokio::test]
-async fn memory_pools_and_places_are_bounded() {
-    pools_and_places_are_bounded(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_pools_and_places_are_bounded() {
-    let redis = arbiter_testkit::redis().await;
-    pools_and_places_are_bounded(RedisStore::connect(&redis.url).await.unwrap()).await;
 }
 
 async fn an_unreachable_match_service_keeps_the_pairing_then_gives_it_back<S: PoolStore + Clone>(
@@ -623,29 +550,8 @@ async fn an_unreachable_match_service_keeps_the_pairing_then_gives_it_back<S: Po
     // The old pairing is given back, the same wave pairs the two again, and that fails too.
     assert_eq!(third.failed, 2);
     assert!(impatient.store().making(&name).await.unwrap().is_empty());
-    let back: Vec<String> = impatient
-        .store()
-        .waiting(&name)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|w| w.entry.player)
-        .collect();
+    let back: Vec<String> = waiting_players(impatient.store(), &name).await;
     assert_eq!(back, ["u1", "u2"]);
-}
-
-#[tokio::test]
-async fn memory_an_unreachable_match_service_keeps_the_pairing_then_gives_it_back() {
-    an_unreachable_match_service_keeps_the_pairing_then_gives_it_back(MemoryStore::new()).await;
-}
-
-#[tokio::test]
-async fn redis_an_unreachable_match_service_keeps_the_pairing_then_gives_it_back() {
-    let redis = arbiter_testkit::redis().await;
-    an_unreachable_match_service_keeps_the_pairing_then_gives_it_back(
-        RedisStore::connect(&redis.url).await.unwrap(),
-    )
-    .await;
 }
 
 async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
@@ -674,14 +580,7 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
     ));
     // The creation fails: g2 goes back, g1 does not, and may join again.
     assert!(store.unmake(&name, "g-pairing").await.unwrap());
-    let back: Vec<String> = store
-        .waiting(&name)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|w| w.entry.player)
-        .collect();
-    assert_eq!(back, ["g2"]);
+    assert_eq!(waiting_players(store, &name).await, ["g2"]);
     assert!(matches!(
         mm.join(spec("g1", Variant::Chess)).await.unwrap(),
         Ticket::Waiting { .. }
@@ -697,14 +596,37 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
     assert_eq!(store.commit(&name, fence, &[], &[]).await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn memory_a_player_gone_while_matched_is_not_put_back() {
-    a_player_gone_while_matched_is_not_put_back(MemoryStore::new()).await;
+/// Runs each store-generic test above against the in-process store (`memory_<name>`) and a fresh
+/// Redis (`redis_<name>`).
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::MemoryStore::new()).await;
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let redis = arbiter_testkit::redis().await;
+                    super::$name(super::RedisStore::connect(&redis.url).await.unwrap()).await;
+                }
+            )*
+        }
+    };
 }
 
-#[tokio::test]
-async fn redis_a_player_gone_while_matched_is_not_put_back() {
-    let redis = arbiter_testkit::redis().await;
-    a_player_gone_while_matched_is_not_put_back(RedisStore::connect(&redis.url).await.unwrap())
-        .await;
-}
+on_both_stores!(
+    no_player_twice_and_leavers_never_paired,
+    disconnect_removes_the_player,
+    a_failed_creation_puts_the_players_back,
+    ratings_change_once_per_match,
+    bughouse_waves_form_teams,
+    pools_and_places_are_bounded,
+    an_unreachable_match_service_keeps_the_pairing_then_gives_it_back,
+    a_player_gone_while_matched_is_not_put_back,
+);

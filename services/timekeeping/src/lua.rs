@@ -19,8 +19,10 @@
 //! - `press(a, now)`: the core's `PressPlan::apply` on the 13 plan values `a`: `nil` when late,
 //!   else remaining, quota, charged, compensation, bonus, next deadline.
 
-/// The helpers (see the module documentation).
-pub const CLOCKS: &str = r"
+/// The Lua text of [`BASICS`], as a literal for `concat!`.
+macro_rules! basics {
+    () => {
+        r"
 local function pack(t)
   local parts = {}
   for i = 1, #t do
@@ -44,6 +46,18 @@ local function tnow()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+"
+    };
+}
+
+/// `pack`, `unpk`, `fmt` and `tnow` alone (see the module documentation), for any script of
+/// any service: no definitions needed before them.
+pub const BASICS: &str = basics!();
+
+/// The helpers (see the module documentation): [`BASICS`] and the clock helpers.
+pub const CLOCKS: &str = concat!(
+    basics!(),
+    r"
 local function earliest(S)
   local d = redis.call('HMGET', S, 'dl:A', 'dl:B')
   local best = nil
@@ -122,7 +136,8 @@ local function press(a, now)
   q = math.min(q, tonumber(a[9]))
   local r = math.min(rem - charged + bonus + stage_ms, MAX_REMAINING)
   return {r, q, charged, comp, bonus, now + next_limit}
-end";
+end"
+);
 
 /// The definitions the helpers need: the index key, its channel and the remaining-time cap.
 pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {

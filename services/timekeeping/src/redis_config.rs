@@ -97,11 +97,14 @@ impl RedisArgs {
 
 /// A Redis connection that a background task establishes (retrying with backoff up to 5 s):
 /// empty until it has connected, then a [`ConnectionManager`] that reconnects by itself, with
-/// 2 s connection and response timeouts. `what` names the store in the logs. Needs a Tokio
+/// 2 s connection and response timeouts. `scripts` are loaded up front, so that no change pays
+/// a `NOSCRIPT` round trip (and a lost reply is the change's own); after a Redis restart the
+/// client loads them again on `NOSCRIPT`. `what` names the store in the logs. Needs a Tokio
 /// runtime.
 pub fn connect_in_background(
     client: redis::Client,
     what: &'static str,
+    scripts: Vec<redis::Script>,
 ) -> std::sync::Arc<std::sync::OnceLock<ConnectionManager>> {
     let conn = std::sync::Arc::new(std::sync::OnceLock::new());
     let slot = std::sync::Arc::clone(&conn);
@@ -114,7 +117,12 @@ pub fn connect_in_background(
                 .set_number_of_retries(2)
                 .set_max_delay(500);
             match ConnectionManager::new_with_config(client.clone(), manager).await {
-                Ok(c) => {
+                Ok(mut c) => {
+                    for s in &scripts {
+                        if let Err(e) = s.prepare_invoke().load_async(&mut c).await {
+                            tracing::warn!(error = %e, "{what}: cannot load a script yet");
+                        }
+                    }
                     let _ = slot.set(c);
                     tracing::info!("{what} connected to Redis");
                     return;
@@ -128,4 +136,20 @@ pub fn connect_in_background(
         }
     });
     conn
+}
+
+/// Waits until a connection from [`connect_in_background`] is there, for up to `within` (tests
+/// and tools); false if it is not.
+pub async fn wait_connected(
+    conn: &std::sync::OnceLock<ConnectionManager>,
+    within: Duration,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while conn.get().is_none() {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
 }

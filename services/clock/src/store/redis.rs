@@ -7,7 +7,7 @@ use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
 use crate::record::{ClockRecord, board_letter, encode_clock, encode_deadline, side_letter};
 use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_timekeeping::lua;
-use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background};
+use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
 use std::sync::Arc;
@@ -171,7 +171,11 @@ impl RedisStore {
     /// keeping each clock `ttl` after its last change. Needs a Tokio runtime.
     pub fn open(config: &RedisConfig, ttl: Duration) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let conn = connect_in_background(client, "clock store");
+        let scripts = [CREATE, LOAD, PRESS, SET, lua::CLAIM, lua::REINDEX]
+            .into_iter()
+            .map(script)
+            .collect();
+        let conn = connect_in_background(client, "clock store", scripts);
         Ok(RedisStore {
             conn,
             ttl,
@@ -194,13 +198,11 @@ impl RedisStore {
             },
             ttl,
         )?;
-        for _ in 0..200 {
-            if store.conn.get().is_some() {
-                return Ok(store);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if wait_connected(&store.conn, Duration::from_secs(10)).await {
+            Ok(store)
+        } else {
+            Err(StoreError::Unavailable("cannot connect to Redis".into()))
         }
-        Err(StoreError::Unavailable("cannot connect to Redis".into()))
     }
 
     fn conn(&self) -> Result<ConnectionManager, StoreError> {

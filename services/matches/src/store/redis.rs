@@ -22,7 +22,8 @@ use crate::record::{
 };
 use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
 use arbiter_timekeeping::lua;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use arbiter_timekeeping::redis_config::{connect_in_background, wait_connected};
+use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -449,8 +450,6 @@ impl RedisStore {
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let conn = Arc::new(std::sync::OnceLock::new());
-        let slot = Arc::clone(&conn);
         let scripts: Vec<Script> = [
             CREATE,
             LOAD,
@@ -464,36 +463,7 @@ impl RedisStore {
         .into_iter()
         .map(script)
         .collect();
-        tokio::spawn(async move {
-            let mut delay = Duration::from_millis(100);
-            loop {
-                let manager = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Duration::from_secs(2))
-                    .set_response_timeout(Duration::from_secs(2))
-                    .set_number_of_retries(2)
-                    .set_max_delay(500);
-                match ConnectionManager::new_with_config(client.clone(), manager).await {
-                    Ok(mut c) => {
-                        // Loaded up front, so that no change pays a NOSCRIPT round trip (and
-                        // a lost reply is the change's own); after a Redis restart the client
-                        // loads them again on NOSCRIPT.
-                        for s in &scripts {
-                            if let Err(e) = s.prepare_invoke().load_async(&mut c).await {
-                                tracing::warn!(error = %e, "cannot load a script yet");
-                            }
-                        }
-                        let _ = slot.set(c);
-                        tracing::info!("connected to Redis");
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot connect to Redis yet; retrying");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(5));
-                    }
-                }
-            }
-        });
+        let conn = connect_in_background(client, "match store", scripts);
         Ok(RedisStore {
             conn,
             retention,
@@ -522,13 +492,11 @@ impl RedisStore {
             password: None,
         };
         let store = RedisStore::open(&config, retention, cache_capacity)?;
-        for _ in 0..200 {
-            if store.conn.get().is_some() {
-                return Ok(store);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if wait_connected(&store.conn, Duration::from_secs(10)).await {
+            Ok(store)
+        } else {
+            Err(StoreError::Unavailable("cannot connect to Redis".into()))
         }
-        Err(StoreError::Unavailable("cannot connect to Redis".into()))
     }
 
     /// The connection, once there is one.

@@ -16,7 +16,8 @@
 
 use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
-use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background};
+use arbiter_timekeeping::lua;
+use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
 use std::sync::{Arc, OnceLock};
@@ -29,13 +30,9 @@ const FOUND_TTL_MS: u64 = 86_400_000;
 /// How long a rated match id is remembered.
 const RATED_TTL_MS: u64 = 30 * 86_400_000;
 
+/// Follows `arbiter_timekeeping::lua::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
 const PRELUDE: &str = r"
 local F = '\31'
-local function tnow()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function fmt(x) return string.format('%.0f', x) end
 local function pk(P, s) return 'mm:q:{' .. P .. '}:' .. s end
 local function split(s, sep)
   local t, i = {}, 1
@@ -45,24 +42,6 @@ local function split(s, sep)
     t[#t + 1] = string.sub(s, i, j - 1)
     i = j + 1
   end
-end
-local function pack(t)
-  local parts = {}
-  for i = 1, #t do
-    local v = tostring(t[i])
-    parts[i] = #v .. ':' .. v
-  end
-  return table.concat(parts)
-end
-local function unpk(s)
-  local t, i = {}, 1
-  while i <= #s do
-    local c = string.find(s, ':', i, true)
-    local n = tonumber(string.sub(s, i, c - 1))
-    t[#t + 1] = string.sub(s, c + 1, c + n)
-    i = c + n + 1
-  end
-  return t
 end
 local function drop(P, player)
   redis.call('HDEL', pk(P, 'e'), player)
@@ -342,7 +321,7 @@ struct Scripts {
 }
 
 fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}{body}"))
+    Script::new(&format!("{}{PRELUDE}{body}", lua::BASICS))
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {
@@ -409,8 +388,26 @@ impl RedisStore {
     /// A bad Redis URL.
     pub fn open(config: &RedisConfig) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
+        let all = [
+            JOIN,
+            PLACE,
+            LEAVE,
+            LOCK,
+            UNLOCK,
+            WAITING,
+            COMMIT,
+            MATCHED,
+            UNMAKE,
+            CLAIM_FOLLOWS,
+            RENEW_FOLLOWS,
+            APPLY,
+        ];
         Ok(RedisStore {
-            conn: connect_in_background(client, "matchmaking store"),
+            conn: connect_in_background(
+                client,
+                "matchmaking store",
+                all.into_iter().map(script).collect(),
+            ),
             scripts: Arc::new(Scripts {
                 join: script(JOIN),
                 place: script(PLACE),
@@ -437,13 +434,11 @@ impl RedisStore {
             url: url.to_owned(),
             password: None,
         })?;
-        for _ in 0..200 {
-            if store.conn.get().is_some() {
-                return Ok(store);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if wait_connected(&store.conn, Duration::from_secs(10)).await {
+            Ok(store)
+        } else {
+            Err(StoreError::Unavailable("cannot connect to Redis".into()))
         }
-        Err(StoreError::Unavailable("cannot connect to Redis".into()))
     }
 
     fn conn(&self) -> Result<ConnectionManager, StoreError> {
