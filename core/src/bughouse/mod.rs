@@ -12,7 +12,7 @@
 
 mod bpgn;
 
-pub use bpgn::{BpgnError, BpgnGame, BpgnMove, read_bpgn};
+pub use bpgn::{BpgnError, BpgnGame, BpgnMove, MAX_BPGN_GAMES, MAX_BPGN_MOVES, read_bpgn};
 
 use crate::chess;
 use crate::crazyhouse::Crazyhouse;

@@ -2,7 +2,7 @@
 //!
 //! What every Arbiter service shares, so that each service crate holds only its own domain:
 //!
-//! - [`serving`]: the [`Host`](serving::Host) scaffold (health, reflection, tracing spans,
+//! - [`serving`]: the [`serving::Host`] scaffold (health, reflection, tracing spans,
 //!   limits, the oversize → `RESOURCE_EXHAUSTED` layer, graceful shutdown) and the flags every
 //!   server binary shares;
 //! - [`error`]: [`ApiError`], the one map from a refusal to a `tonic::Status` with its

@@ -147,7 +147,7 @@ pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
     )
 }
 
-/// Claims entries of the deadline index due by now + ahead, earliest first: KEYS[1] the index;
+/// Claims entries of the deadline index due by now + ahead, earliest first: `KEYS[1]` the index;
 /// ARGV 1 lease (ms, counted from each entry's time, or now if later), 2 max, 3 ahead (ms).
 /// Returns `{now, id, at, id, at, …}`. Needs [`CLOCKS`] (for `tnow`, `fmt`); see [`claim`].
 pub const CLAIM: &str = r"
@@ -200,7 +200,7 @@ pub async fn claim<C: redis::aio::ConnectionLike + Send>(
 }
 
 /// Files a game in the deadline index again (ARGV 1: its deadline, or empty to remove it;
-/// ARGV 2: its id), announcing a new earliest deadline: KEYS[1] the index. Needs [`header`] and
+/// ARGV 2: its id), announcing a new earliest deadline: `KEYS[1]` the index. Needs [`header`] and
 /// [`CLOCKS`].
 pub const REINDEX: &str = r"
 local id = ARGV[2]

@@ -162,7 +162,7 @@ pub async fn until_down(flag: &mut tokio::sync::watch::Receiver<bool>) {
 
 /// How long the listener stays subscribed after the last local watcher has gone (so that a
 /// watcher count flapping between 0 and 1 does not reconnect each time).
-const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
+pub const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
 
 /// Listens for the changes every replica announces on `channel` (each message: the id of the
 /// changed game) and wakes the local watchers of each, until `shutdown` turns true. One subscription per process, held only

@@ -361,7 +361,7 @@ async fn flag_delays(
 
 /// Stretches of load each way, alternated so that drift (a growing store, a busy machine)
 /// weighs on both alike.
-const ROUNDS: u32 = 4;
+pub const ROUNDS: u32 = 4;
 
 /// Prepares both sets of games (without and with clocks) and the flagging games, then runs
 /// [`ROUNDS`] alternated stretches of each load, `duration` in all per kind.

@@ -5,7 +5,7 @@
 //! would see; they know no service crate.
 //!
 //! - [`rules`]: unary and streaming validation next to the gRPC stack's no-op ceiling;
-//! - [`matches`]: many hosted matches of one variant played at once through `MakeMove`;
+//! - [`matches`](mod@matches): many hosted matches of one variant played at once through `MakeMove`;
 //! - [`clocks`]: an open-loop move rate on thousands of games with clocks, against the same load
 //!   without clocks, and the delay of flags that fall with no move sent.
 #![warn(missing_docs)]
