@@ -147,19 +147,28 @@ pub struct Matchmaker<S, B> {
     store: S,
     backend: B,
     tuning: Tuning,
-    glicko: glicko2::Settings,
     hub: Hub,
-    owner: u64,
     trigger: Notify,
     follow_now: Notify,
     following: Mutex<HashSet<String>>,
+}
+
+impl WaveReport {
+    /// Counts a finished pairing, from an earlier wave when `recovered`.
+    fn count(&mut self, finished: Finished, recovered: bool) {
+        match finished {
+            Finished::Created if recovered => self.recovered += 1,
+            Finished::Created => self.created += 1,
+            Finished::Failed => self.failed += 1,
+            Finished::Pending => self.pending += 1,
+        }
+    }
 }
 
 impl<S, B> std::fmt::Debug for Matchmaker<S, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Matchmaker")
             .field("tuning", &self.tuning)
-            .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
 }
@@ -191,10 +200,8 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         Matchmaker {
             store,
             backend,
-            glicko: tuning.glicko,
             tuning,
             hub: Hub::default(),
-            owner: random_u64(),
             trigger: Notify::new(),
             follow_now: Notify::new(),
             following: Mutex::new(HashSet::new()),
@@ -249,7 +256,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v);
         let record = match &raw {
-            None => Record::new(&self.glicko),
+            None => Record::new(&self.tuning.glicko),
             Some(text) => Record::decode(text).ok_or_else(|| {
                 ApiError::DataLoss(format!("rating {key} of player {player:?} is corrupt"))
             })?,
@@ -480,7 +487,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             let Ok(variant) = variant.parse::<arbiter_core::Variant>() else {
                 return Err(ApiError::DataLoss(format!("rating key {key} is corrupt")));
             };
-            let current = glicko2::current(&self.glicko, &record.glicko, now)
+            let current = glicko2::current(&self.tuning.glicko, &record.glicko, now)
                 .map_err(|e| ApiError::DataLoss(format!("rating {key}: {e}")))?;
             out.push(pb::Rating {
                 variant: variant_to_proto(variant),
@@ -542,11 +549,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         let Some(pool) = Pool::from_name(pool_name) else {
             return Err(StoreError::Corrupt(format!("bad pool name {pool_name:?}")));
         };
-        let Some(fence) = self
-            .store
-            .lock(pool_name, self.owner, self.tuning.wave_lock_ms)
-            .await?
-        else {
+        let Some(fence) = self.store.lock(pool_name, self.tuning.wave_lock_ms).await? else {
             return Ok(WaveReport::default());
         };
         let result = self.locked_wave(&pool, pool_name, fence).await;
@@ -573,11 +576,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             .filter(|m| now.saturating_sub(m.since) >= self.tuning.recover_after_ms)
             .collect();
         for m in leftovers {
-            match self.finish(pool, pool_name, &m).await? {
-                Finished::Created => report.recovered += 1,
-                Finished::Failed => report.failed += 1,
-                Finished::Pending => report.pending += 1,
-            }
+            report.count(self.finish(pool, pool_name, &m).await?, true);
         }
         let waiting = self.store.waiting(pool_name).await?;
         report.waiting = waiting.len();
@@ -622,11 +621,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             .collect()
             .await;
         for r in results {
-            match r? {
-                Finished::Created => report.created += 1,
-                Finished::Failed => report.failed += 1,
-                Finished::Pending => report.pending += 1,
-            }
+            report.count(r?, false);
         }
         self.hub.wake_pool(pool_name);
         self.store.announce(&[], Some(pool_name)).await?;
@@ -705,11 +700,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         };
         let fresh = self
             .store
-            .matched(
-                pool_name, &m.id, &found, &histories, &follow,
-                // Claimable at once, by this replica's follower (woken below) or another's.
-                0,
-            )
+            .matched(pool_name, &m.id, &found, &histories, &follow)
             .await?;
         if fresh {
             self.follow_now.notify_one();
@@ -833,7 +824,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 old.push(raw);
                 records.push(record);
             }
-            let after = ratings::rate(&self.glicko, &records, white_quarters, at_ms)
+            let after = ratings::rate(&self.tuning.glicko, &records, white_quarters, at_ms)
                 .map_err(|e| ApiError::DataLoss(format!("rating match {}: {e}", f.match_id)))?;
             let writes: Vec<RatingWrite> = f
                 .players

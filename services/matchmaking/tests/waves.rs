@@ -560,7 +560,7 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
     let s1 = join(&mm, "g1").await;
     join(&mm, "g2").await;
     let store = mm.store();
-    let fence = store.lock(&name, 1, 30_000).await.unwrap().unwrap();
+    let fence = store.lock(&name, 30_000).await.unwrap().unwrap();
     let pairing = Pairing {
         id: "g-pairing".into(),
         members: vec!["g1".into(), "g2".into()],
@@ -591,7 +591,7 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
         Some(vec![])
     );
     store.unlock(&name, fence).await.unwrap();
-    let newer = store.lock(&name, 2, 30_000).await.unwrap().unwrap();
+    let newer = store.lock(&name, 30_000).await.unwrap().unwrap();
     assert!(newer > fence);
     assert_eq!(store.commit(&name, fence, &[], &[]).await.unwrap(), None);
 }

@@ -29,7 +29,8 @@ enum Who {
 
 #[derive(Debug, Default)]
 struct PoolState {
-    entries: HashMap<String, (Waiting, u64)>,
+    /// The places, each with its lease (`Waiting::lease_until`).
+    entries: HashMap<String, Waiting>,
     /// Positions as of the last wave (players who joined since count after them).
     positions: HashMap<String, u32>,
     lock_until: u64,
@@ -143,7 +144,7 @@ impl PoolStore for MemoryStore {
         let (mut joined_at, mut missed) = (now, 0);
         if let Some(old) = old {
             if old == pool
-                && let Some((w, _)) = s.pools.get(pool).and_then(|p| p.entries.get(&entry.player))
+                && let Some(w) = s.pools.get(pool).and_then(|p| p.entries.get(&entry.player))
             {
                 (joined_at, missed) = (w.joined_at, w.missed);
             }
@@ -157,10 +158,7 @@ impl PoolStore for MemoryStore {
             missed,
             lease_until,
         };
-        p.entries.insert(
-            entry.player.clone(),
-            (waiting, now.saturating_add(lease_ms)),
-        );
+        p.entries.insert(entry.player.clone(), waiting);
         let count = p.entries.len();
         s.who.insert(
             entry.player.clone(),
@@ -195,10 +193,10 @@ impl PoolStore for MemoryStore {
         let waiting = p.entries.len();
         let position = p.positions.get(player).copied();
         let mean_wait_ms = p.mean_wait;
-        let Some((w, until)) = p.entries.get_mut(player) else {
+        let Some(w) = p.entries.get_mut(player) else {
             return Ok(Place::Gone);
         };
-        *until = now.saturating_add(lease_ms);
+        w.lease_until = now.saturating_add(lease_ms);
         let count = u32::try_from(waiting).unwrap_or(u32::MAX);
         Ok(Place::Waiting(Standing {
             position: position.unwrap_or(count).min(count),
@@ -242,12 +240,7 @@ impl PoolStore for MemoryStore {
         Ok(names)
     }
 
-    async fn lock(
-        &self,
-        pool: &str,
-        _owner: u64,
-        lease_ms: u64,
-    ) -> Result<Option<u64>, StoreError> {
+    async fn lock(&self, pool: &str, lease_ms: u64) -> Result<Option<u64>, StoreError> {
         let now = now_ms();
         let mut s = self.lock();
         s.fences += 1;
@@ -280,14 +273,14 @@ impl PoolStore for MemoryStore {
         let expired: Vec<String> = p
             .entries
             .iter()
-            .filter(|(_, (_, until))| *until <= now)
+            .filter(|(_, w)| w.lease_until <= now)
             .map(|(k, _)| k.clone())
             .collect();
         let mut live: Vec<Waiting> = p
             .entries
             .values()
-            .filter(|(_, u)| *u > now)
-            .map(|(w, _)| w.clone())
+            .filter(|w| w.lease_until > now)
+            .cloned()
             .collect();
         live.sort_unstable_by(|a, b| {
             (a.joined_at, &a.entry.player).cmp(&(b.joined_at, &b.entry.player))
@@ -324,12 +317,7 @@ impl PoolStore for MemoryStore {
                 let members = pairing
                     .members
                     .iter()
-                    .filter_map(|m| {
-                        p.entries.remove(m).map(|(w, until)| Waiting {
-                            lease_until: until,
-                            ..w
-                        })
-                    })
+                    .filter_map(|m| p.entries.remove(m))
                     .collect();
                 p.making.insert(
                     pairing.id.clone(),
@@ -346,14 +334,14 @@ impl PoolStore for MemoryStore {
             }
         }
         for player in unpaired {
-            if let Some((w, _)) = p.entries.get_mut(player) {
+            if let Some(w) = p.entries.get_mut(player) {
                 w.missed = w.missed.saturating_add(1);
             }
         }
         let mut order: Vec<(u64, String)> = p
             .entries
             .values()
-            .map(|(w, _)| (w.joined_at, w.entry.player.clone()))
+            .map(|w| (w.joined_at, w.entry.player.clone()))
             .collect();
         order.sort_unstable();
         p.positions = order
@@ -388,7 +376,6 @@ impl PoolStore for MemoryStore {
         found: &[Found],
         histories: &[(String, History)],
         follow: &Follow,
-        follow_lease_ms: u64,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
         let mut s = self.lock();
@@ -416,10 +403,8 @@ impl PoolStore for MemoryStore {
         for (player, h) in histories {
             s.history.insert(player.clone(), h.clone());
         }
-        s.follows.insert(
-            follow.match_id.clone(),
-            (now.saturating_add(follow_lease_ms), follow.clone()),
-        );
+        s.follows
+            .insert(follow.match_id.clone(), (now, follow.clone()));
         Ok(true)
     }
 
@@ -446,9 +431,8 @@ impl PoolStore for MemoryStore {
                     session: w.entry.session,
                 },
             );
-            let until = w.lease_until;
             if let Some(p) = s.pools.get_mut(pool) {
-                p.entries.insert(player, (w, until));
+                p.entries.insert(player, w);
             }
         }
         Ok(true)

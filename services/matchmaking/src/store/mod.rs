@@ -153,12 +153,11 @@ pub trait PoolStore: Send + Sync + 'static {
     /// The pools that have waiting players or pairings being made.
     fn pools(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
 
-    /// Takes `pool`'s wave lock for `owner` for `lease_ms`: the new fencing number, or `None`
-    /// while another owner holds it.
+    /// Takes `pool`'s wave lock for `lease_ms`: the new fencing number, or `None` while a wave
+    /// holds it (whoever runs it: the fencing number, not an owner, decides what may commit).
     fn lock(
         &self,
         pool: &str,
-        owner: u64,
         lease_ms: u64,
     ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
 
@@ -185,8 +184,9 @@ pub trait PoolStore: Send + Sync + 'static {
     fn making(&self, pool: &str) -> impl Future<Output = Result<Vec<Making>, StoreError>> + Send;
 
     /// A pairing's match exists: its players get their match found, their histories, and the
-    /// match is followed for its outcome (by this replica, for `follow_lease_ms`). False when
-    /// the pairing was finished already (by another replica): nothing changed.
+    /// match is filed to be followed for its outcome, claimable at once by any replica's
+    /// follower. False when the pairing was finished already (by another replica): nothing
+    /// changed.
     fn matched(
         &self,
         pool: &str,
@@ -194,7 +194,6 @@ pub trait PoolStore: Send + Sync + 'static {
         found: &[Found],
         histories: &[(String, History)],
         follow: &Follow,
-        follow_lease_ms: u64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// A pairing's match could not be created: its players go back into the pool with their

@@ -211,8 +211,9 @@ end
 return done
 ";
 
-/// ARGV: pool, pairing, match id, follow record, follow lease ms, found TTL, found count, then
-/// per found: player, match id, message; then per history: player, record.
+/// ARGV: pool, pairing, match id, follow record, found TTL, found count, then per found:
+/// player, match id, message; then per history: player, record. The match is filed to be
+/// followed at once (its lease already run out: any replica's follower claims it).
 const MATCHED: &str = r"
 local P = ARGV[1]
 local rec = redis.call('HGET', pk(P, 'k'), ARGV[2])
@@ -229,17 +230,17 @@ for i = 2, #r, 5 do
   if who == 'm' .. F .. P or who == 'm' .. F .. P .. F .. 'gone' then redis.call('HDEL', 'mm:who', r[i]) end
 end
 redis.call('HSET', M, 'mean', fmt(mean))
-local at = 8
-for i = 1, tonumber(ARGV[7]) do
+local at = 7
+for i = 1, tonumber(ARGV[6]) do
   redis.call('HSET', 'mm:found:' .. ARGV[at], ARGV[at + 1], ARGV[at + 2])
-  redis.call('PEXPIRE', 'mm:found:' .. ARGV[at], ARGV[6])
+  redis.call('PEXPIRE', 'mm:found:' .. ARGV[at], ARGV[5])
   at = at + 3
 end
 while at < #ARGV do
   redis.call('HSET', 'mm:h', ARGV[at], ARGV[at + 1])
   at = at + 2
 end
-redis.call('ZADD', 'mm:follow', fmt(now + tonumber(ARGV[5])), ARGV[3])
+redis.call('ZADD', 'mm:follow', fmt(now), ARGV[3])
 redis.call('HSET', 'mm:follow:d', ARGV[3], ARGV[4])
 return 1
 ";
@@ -637,12 +638,7 @@ impl PoolStore for RedisStore {
         Ok(pools)
     }
 
-    async fn lock(
-        &self,
-        pool: &str,
-        _owner: u64,
-        lease_ms: u64,
-    ) -> Result<Option<u64>, StoreError> {
+    async fn lock(&self, pool: &str, lease_ms: u64) -> Result<Option<u64>, StoreError> {
         self.run(&self.scripts.lock, &[pool, &lease_ms.to_string()])
             .await
     }
@@ -716,14 +712,12 @@ impl PoolStore for RedisStore {
         found: &[Found],
         histories: &[(String, History)],
         follow: &Follow,
-        follow_lease_ms: u64,
     ) -> Result<bool, StoreError> {
         let mut args: Vec<Vec<u8>> = vec![
             pool.into(),
             pairing.into(),
             follow.match_id.clone().into(),
             follow.encode().into(),
-            follow_lease_ms.to_string().into(),
             FOUND_TTL_MS.to_string().into(),
             found.len().to_string().into(),
         ];
