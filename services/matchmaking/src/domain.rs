@@ -768,23 +768,33 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     }
 
     async fn follow(&self, f: &Follow) {
-        let mut backoff = 500u64;
+        let mut backoff = Duration::from_millis(500);
+        let pause = |backoff: &mut Duration| {
+            let now = *backoff;
+            *backoff = (now * 2).min(Duration::from_secs(30));
+            tokio::time::sleep(now)
+        };
         loop {
             match self.backend.wait_end(&f.match_id).await {
                 Ok(end) => loop {
                     match self.settle(f, end).await {
                         Ok(_) => return,
+                        Err(ApiError::DataLoss(e)) => {
+                            // Unreadable records or a bad pool name do not heal: set the match
+                            // aside rather than retry it forever.
+                            tracing::error!(match_id = %f.match_id, error = %e, "a finished match cannot be rated; it is no longer followed");
+                            let _ = self.store.apply_ratings(&f.match_id, &[]).await;
+                            return;
+                        }
                         Err(e) => {
                             tracing::warn!(match_id = %f.match_id, error = %e, "rating a match failed; retrying");
-                            tokio::time::sleep(Duration::from_millis(backoff)).await;
-                            backoff = (backoff * 2).min(30_000);
+                            pause(&mut backoff).await;
                         }
                     }
                 },
                 Err(e) if e.retryable => {
                     tracing::debug!(match_id = %f.match_id, error = %e, "following a match; retrying");
-                    tokio::time::sleep(Duration::from_millis(backoff)).await;
-                    backoff = (backoff * 2).min(30_000);
+                    pause(&mut backoff).await;
                 }
                 Err(e) => {
                     tracing::warn!(match_id = %f.match_id, error = %e, "a followed match is gone; it will not be rated");
@@ -1024,6 +1034,69 @@ mod tests {
         async fn wait_end(&self, _: &str) -> Result<MatchEnd, BackendError> {
             std::future::pending().await
         }
+    }
+
+    /// A match service whose matches are all over, won by White.
+    struct AllOver;
+
+    impl MatchBackend for AllOver {
+        async fn create(&self, _: &NewMatch) -> Result<CreatedMatch, BackendError> {
+            Err(BackendError {
+                retryable: false,
+                message: "none".into(),
+            })
+        }
+
+        async fn wait_end(&self, _: &str) -> Result<MatchEnd, BackendError> {
+            Ok(MatchEnd::Scored {
+                white_quarters: 4,
+                at_ms: 1,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_match_that_cannot_be_rated_is_set_aside_not_retried_forever() {
+        let mm = Matchmaker::new(MemoryStore::new(), AllOver, Tuning::default());
+        let pool = Pool {
+            variant: Variant::Chess,
+            control: TimeControl::parse("3+2").unwrap(),
+            rated: true,
+        };
+        let corrupt = RatingWrite {
+            player: "w".into(),
+            key: pool.rating_key(),
+            old: None,
+            new: "not a rating".into(),
+        };
+        assert_eq!(
+            mm.store().apply_ratings("seed", &[corrupt]).await.unwrap(),
+            Applied::Done
+        );
+        let f = Follow {
+            match_id: "m1".into(),
+            pool: pool.name(),
+            players: vec!["w".into(), "b".into()],
+        };
+        assert!(matches!(
+            mm.settle(
+                &f,
+                MatchEnd::Scored {
+                    white_quarters: 4,
+                    at_ms: 1
+                }
+            )
+            .await,
+            Err(ApiError::DataLoss(_))
+        ));
+        tokio::time::timeout(Duration::from_secs(5), mm.follow(&f))
+            .await
+            .expect("the follower gives up on a corrupt record");
+        assert_eq!(
+            mm.store().apply_ratings("m1", &[]).await.unwrap(),
+            Applied::Already
+        );
+        assert!(mm.ratings("b").await.unwrap().is_empty());
     }
 
     #[test]
