@@ -42,6 +42,97 @@ pub fn load_position(
     })
 }
 
+/// What `arbiter analyze` was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnalyzeRequest {
+    /// Depth limit in plies.
+    pub depth: Option<u32>,
+    /// Thinking time in ms.
+    pub movetime_ms: Option<u64>,
+    /// Node limit.
+    pub nodes: Option<u64>,
+    /// Lines to report.
+    pub multipv: usize,
+    /// Transposition table size in MiB.
+    pub hash_mib: usize,
+}
+
+/// The largest `--depth` `analyze` accepts.
+pub const MAX_ANALYZE_DEPTH: u32 = 100;
+
+/// `arbiter analyze`: writes an `info` line to `progress` per finished line of each iteration,
+/// then returns the last line, `bestmove MOVE` (`bestmove (none)` without a legal move).
+pub fn analyze(
+    pos: &AnyPosition,
+    request: &AnalyzeRequest,
+    progress: &mut dyn std::io::Write,
+) -> Result<String, CliError> {
+    use arbiter_engine::analyze::{AnalysisSettings, analyze};
+    use arbiter_engine::{Limits, SearchOptions, SystemTime};
+    if request.depth.is_none() && request.movetime_ms.is_none() && request.nodes.is_none() {
+        return Err(CliError(
+            "a limit is required: --depth, --movetime or --nodes".into(),
+        ));
+    }
+    if let Some(d) = request.depth
+        && !(1..=MAX_ANALYZE_DEPTH).contains(&d)
+    {
+        return Err(CliError(format!(
+            "--depth: {d} is out of range (1 to {MAX_ANALYZE_DEPTH})"
+        )));
+    }
+    if request.movetime_ms == Some(0) {
+        return Err(CliError("--movetime: must be at least 1 ms".into()));
+    }
+    if request.nodes == Some(0) {
+        return Err(CliError("--nodes: must be at least 1".into()));
+    }
+    if !(1..=64).contains(&request.multipv) {
+        return Err(CliError(format!(
+            "--multipv: {} is out of range (1 to 64)",
+            request.multipv
+        )));
+    }
+    if !(1..=65_536).contains(&request.hash_mib) {
+        return Err(CliError(format!(
+            "--hash: {} is out of range (1 to 65536 MiB)",
+            request.hash_mib
+        )));
+    }
+    let settings = AnalysisSettings {
+        limits: Limits {
+            depth: request.depth,
+            nodes: request.nodes,
+            movetime_ms: request.movetime_ms,
+            ..Limits::default()
+        },
+        options: SearchOptions {
+            multipv: request.multipv,
+            move_overhead_ms: 0,
+        },
+        hash_mib: request.hash_mib,
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut failed = None;
+    let result = analyze(pos, &settings, &stop, &SystemTime::new(), &mut |p| {
+        if failed.is_none()
+            && let Err(e) = writeln!(progress, "{p}").and_then(|()| progress.flush())
+        {
+            failed = Some(e);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    if let Some(e) = failed
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(CliError(format!("writing the analysis: {e}")));
+    }
+    Ok(match result.best {
+        Some(m) => format!("bestmove {m}\n"),
+        None => "bestmove (none)\n".to_owned(),
+    })
+}
+
 /// `arbiter perft`.
 pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
     let mut out = String::new();

@@ -102,6 +102,28 @@ enum Command {
         /// Moves to play first (their history counts for repetition).
         moves: Vec<String>,
     },
+    /// Search a position with the engine: `info` lines as it deepens, then `bestmove MOVE`
+    /// (coordinate notation, as `moves` prints; `(none)` without a legal move).
+    #[command(group(clap::ArgGroup::new("limit").required(true).args(["depth", "movetime", "nodes"])))]
+    Analyze {
+        #[command(flatten)]
+        pos: PositionArgs,
+        /// Search to this depth in plies (1 to 100).
+        #[arg(long)]
+        depth: Option<u32>,
+        /// Search for this many milliseconds.
+        #[arg(long)]
+        movetime: Option<u64>,
+        /// Search this many nodes (the result is reproducible).
+        #[arg(long)]
+        nodes: Option<u64>,
+        /// Lines to report (1 to 64).
+        #[arg(long, default_value_t = 1)]
+        multipv: usize,
+        /// Transposition table size in MiB (1 to 65536).
+        #[arg(long, default_value_t = 64)]
+        hash: usize,
+    },
     /// Print the board as a text diagram, or as SVG with --svg (pieces as figures).
     Show {
         #[command(flatten)]
@@ -474,6 +496,25 @@ fn run(cli: Cli) -> Result<String, CliError> {
             arbiter_cli::perft(&p, depth, divide)
         }
         Command::Moves { pos } => arbiter_cli::moves(&pos.load()?),
+        Command::Analyze {
+            pos,
+            depth,
+            movetime,
+            nodes,
+            multipv,
+            hash,
+        } => {
+            let p = pos.load()?;
+            let request = arbiter_cli::AnalyzeRequest {
+                depth,
+                movetime_ms: movetime,
+                nodes,
+                multipv,
+                hash_mib: hash,
+            };
+            let mut stdout = std::io::stdout();
+            arbiter_cli::analyze(&p, &request, &mut stdout)?
+        }
         Command::Play { pos, locale, moves } => {
             let p = pos.load()?;
             arbiter_cli::play(p, &moves, locale.into())?

@@ -611,3 +611,113 @@ fn hostile_pgn_is_refused_without_a_crash() {
         .collect();
     assert_fails(&["bpgn"], Some(&long), "more than 8192 moves");
 }
+
+#[test]
+fn analyze_prints_info_then_a_legal_bestmove_in_every_variant() {
+    for variant in [
+        "chess",
+        "crazyhouse",
+        "bughouse",
+        "glinski",
+        "byzantine",
+        "byzantine-citadel",
+    ] {
+        let out = arbiter(
+            &[
+                "analyze",
+                "--variant",
+                variant,
+                "--nodes",
+                "3000",
+                "--multipv",
+                "2",
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{variant}: {}", stderr(&out));
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.len() >= 2
+                && lines[..lines.len() - 1]
+                    .iter()
+                    .all(|l| l.starts_with("info depth "))
+        );
+        let best = lines
+            .last()
+            .unwrap()
+            .strip_prefix("bestmove ")
+            .expect("a bestmove line");
+        let moves = stdout(&arbiter(&["moves", "--variant", variant], None));
+        assert!(
+            moves.lines().any(|m| m == best),
+            "{variant}: {best} is not legal"
+        );
+    }
+    // The mate is found and printed as such.
+    let out = arbiter(
+        &[
+            "analyze",
+            "--position",
+            "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",
+            "--depth",
+            "3",
+        ],
+        None,
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("score mate 1") && text.ends_with("bestmove d1d8\n"),
+        "{text}"
+    );
+    // No legal move.
+    let out = arbiter(
+        &[
+            "analyze",
+            "--position",
+            "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",
+            "--depth",
+            "2",
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out), "bestmove (none)\n");
+}
+
+#[test]
+fn analyze_refuses_bad_limits_and_positions_with_status_2() {
+    for (args, needle) in [
+        (vec!["analyze"], "--depth"),
+        (vec!["analyze", "--depth", "0"], "--depth"),
+        (
+            vec!["analyze", "--depth", "4", "--nodes", "5"],
+            "cannot be used with",
+        ),
+        (vec!["analyze", "--nodes", "0"], "--nodes"),
+        (vec!["analyze", "--movetime", "0"], "--movetime"),
+        (
+            vec!["analyze", "--depth", "2", "--multipv", "0"],
+            "--multipv",
+        ),
+        (
+            vec!["analyze", "--depth", "2", "--position", "not a fen"],
+            "--position",
+        ),
+        (
+            vec![
+                "analyze",
+                "--depth",
+                "2",
+                "--variant",
+                "byzantine",
+                "--rule",
+                "stalemate=maybe",
+            ],
+            "--rule",
+        ),
+    ] {
+        let out = arbiter(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+}

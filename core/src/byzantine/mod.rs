@@ -37,7 +37,8 @@ pub enum ByzRole {
 }
 
 impl ByzRole {
-    const ALL: [ByzRole; 6] = [
+    /// Every role, pawn first.
+    pub const ALL: [ByzRole; 6] = [
         ByzRole::Pawn,
         ByzRole::Knight,
         ByzRole::Elephant,
@@ -424,11 +425,18 @@ impl Byzantine {
         Some((color, role, self.pawn_up & bit != 0))
     }
 
-    fn occupied(&self) -> u64 {
+    /// The occupied cells of the 64 ring cells (a king in a citadel is not among them).
+    pub fn occupied(&self) -> u64 {
         self.colors[0] | self.colors[1]
     }
 
-    fn pieces(&self, color: Color, role: ByzRole) -> u64 {
+    /// The ring cells holding `color`'s pieces.
+    pub fn by_color(&self, color: Color) -> u64 {
+        self.colors[color.index()]
+    }
+
+    /// The ring cells holding `color`'s pieces of `role`.
+    pub fn pieces(&self, color: Color, role: ByzRole) -> u64 {
         self.colors[color.index()] & self.roles[role as usize]
     }
 
@@ -502,8 +510,9 @@ impl Byzantine {
         self.citadel_king.is_some() || self.is_bare(!self.turn)
     }
 
-    /// Targets of the piece on `from` ignoring check (captures included, own pieces excluded).
-    fn targets(&self, from: Cell, color: Color, role: ByzRole, up: bool) -> u64 {
+    /// Targets of the piece on `from` ignoring check (captures included, own pieces excluded):
+    /// for evaluation (mobility) as well as move generation.
+    pub fn targets(&self, from: Cell, color: Color, role: ByzRole, up: bool) -> u64 {
         let f = from as usize;
         let own = self.colors[color.index()];
         let enemy = self.colors[(!color).index()];

@@ -1,0 +1,174 @@
+//! The search over any variant, with moves in the coordinate notation that
+//! [`Position::move_to_uci`] writes: what the CLI's `analyze` and the services use.
+
+use crate::hooks::EnginePosition;
+use crate::score::Reported;
+use crate::search::{Control, Engine, Info, SearchOptions};
+use crate::time::{Limits, TimeSource};
+use arbiter_core::{AnyPosition, Position};
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+
+/// Progress of an analysis, moves as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// The iteration's depth.
+    pub depth: u32,
+    /// The deepest ply reached.
+    pub seldepth: u32,
+    /// Which line (1 = best).
+    pub multipv: usize,
+    /// The line's score, from the side to move.
+    pub score: Reported,
+    /// Nodes so far.
+    pub nodes: u64,
+    /// Nodes per second so far.
+    pub nps: u64,
+    /// Per mille of the table used.
+    pub hashfull: u32,
+    /// Milliseconds so far.
+    pub time_ms: u64,
+    /// The line, in coordinate notation.
+    pub pv: Vec<String>,
+}
+
+impl fmt::Display for Progress {
+    /// A UCI `info` line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "info depth {} seldepth {} multipv {} score {} nodes {} nps {} hashfull {} time {}",
+            self.depth,
+            self.seldepth,
+            self.multipv,
+            self.score,
+            self.nodes,
+            self.nps,
+            self.hashfull,
+            self.time_ms
+        )?;
+        if !self.pv.is_empty() {
+            write!(f, " pv {}", self.pv.join(" "))?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of the result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalysisLine {
+    /// Its score, from the side to move.
+    pub score: Reported,
+    /// Its moves, in coordinate notation.
+    pub pv: Vec<String>,
+}
+
+/// The result of an analysis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Analysis {
+    /// The best move, in coordinate notation; `None` when there is no legal move.
+    pub best: Option<String>,
+    /// The expected reply.
+    pub ponder: Option<String>,
+    /// The lines, best first.
+    pub lines: Vec<AnalysisLine>,
+    /// The score of the position (the first line's, or the ending's when no move is legal).
+    pub score: Reported,
+    /// The deepest completed iteration.
+    pub depth: u32,
+    /// Nodes searched.
+    pub nodes: u64,
+    /// Milliseconds used.
+    pub time_ms: u64,
+}
+
+/// The moves of `pv` from `pos`, in coordinate notation.
+pub fn pv_text<P: Position>(pos: &P, pv: &[P::Move]) -> Vec<String> {
+    let mut p = pos.clone();
+    let mut out = Vec::with_capacity(pv.len());
+    for &m in pv {
+        out.push(p.move_to_uci(m));
+        p.play_unchecked(m);
+    }
+    out
+}
+
+/// Settings of an analysis.
+#[derive(Debug, Clone, Copy)]
+pub struct AnalysisSettings {
+    /// The limits.
+    pub limits: Limits,
+    /// MultiPV and move overhead.
+    pub options: SearchOptions,
+    /// The transposition table's size in MiB.
+    pub hash_mib: usize,
+}
+
+fn run<P: EnginePosition>(
+    pos: &P,
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    progress: &mut dyn FnMut(&Progress),
+) -> Analysis {
+    let mut engine = Engine::<P>::new(settings.hash_mib);
+    let mut on_info = |i: &Info<'_, P::Move>| {
+        progress(&Progress {
+            depth: i.depth,
+            seldepth: i.seldepth,
+            multipv: i.multipv,
+            score: i.reported(),
+            nodes: i.nodes,
+            nps: i.nps(),
+            hashfull: i.hashfull,
+            time_ms: i.time_ms,
+            pv: pv_text(pos, i.pv),
+        })
+    };
+    let r = engine.search(
+        pos,
+        &[],
+        &settings.limits,
+        &settings.options,
+        Control { stop, time },
+        &mut on_info,
+    );
+    Analysis {
+        best: r.best.map(|m| pos.move_to_uci(m)),
+        ponder: r.ponder.map(|m| {
+            let mut p = pos.clone();
+            if let Some(b) = r.best {
+                p.play_unchecked(b);
+            }
+            p.move_to_uci(m)
+        }),
+        lines: r
+            .lines
+            .iter()
+            .map(|l| AnalysisLine {
+                score: Reported::of(l.score),
+                pv: pv_text(pos, &l.pv),
+            })
+            .collect(),
+        score: Reported::of(r.score),
+        depth: r.depth,
+        nodes: r.nodes,
+        time_ms: r.time_ms,
+    }
+}
+
+/// Analyses `pos` with a fresh engine (so a node-limited analysis is reproducible).
+pub fn analyze(
+    pos: &AnyPosition,
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    progress: &mut dyn FnMut(&Progress),
+) -> Analysis {
+    match pos {
+        AnyPosition::Chess(p) => run(p, settings, stop, time, progress),
+        AnyPosition::Crazyhouse(p) => run(p, settings, stop, time, progress),
+        AnyPosition::Glinski(p) => run(p, settings, stop, time, progress),
+        AnyPosition::Byzantine(p) => run(p, settings, stop, time, progress),
+    }
+}

@@ -1,0 +1,553 @@
+//! Standard chess evaluation, tapered between middlegame and endgame: material and piece-square
+//! terms, mobility, pawn structure (doubled, isolated, passed pawns), rooks on open files, the
+//! bishop pair, and king safety (pawn shield, attackers of the king's zone). Crazyhouse reuses
+//! the board terms with its own weights ([`super::crazyhouse`]).
+//!
+//! The piece-square terms are formulas (centralisation, advancement), not tables typed in, so
+//! that tuning adjusts a few weights. Weights are in [`Weights`]; see `docs/engine.md` for how
+//! they were set.
+
+use crate::hooks::EnginePosition;
+use arbiter_core::bitboard::{Bitboard, attacks};
+use arbiter_core::chess::{Board, Move, MoveKind};
+use arbiter_core::{Chess, Color, Outcome, Position, Role, Square};
+use std::sync::LazyLock;
+
+/// A middlegame and an endgame value.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pair(pub i32, pub i32);
+
+impl std::ops::Add for Pair {
+    type Output = Pair;
+    fn add(self, o: Pair) -> Pair {
+        Pair(self.0 + o.0, self.1 + o.1)
+    }
+}
+impl std::ops::Sub for Pair {
+    type Output = Pair;
+    fn sub(self, o: Pair) -> Pair {
+        Pair(self.0 - o.0, self.1 - o.1)
+    }
+}
+impl std::ops::AddAssign for Pair {
+    fn add_assign(&mut self, o: Pair) {
+        *self = *self + o;
+    }
+}
+impl std::ops::Mul<i32> for Pair {
+    type Output = Pair;
+    fn mul(self, k: i32) -> Pair {
+        Pair(self.0 * k, self.1 * k)
+    }
+}
+
+/// The weights of the board evaluation.
+#[derive(Clone, Debug)]
+pub struct Weights {
+    /// Material per role (pawn to queen; the king is 0).
+    pub material: [Pair; 6],
+    /// Per step of centralisation (0 to 3) per role.
+    pub centre: [Pair; 6],
+    /// Per rank a pawn has advanced.
+    pub pawn_advance: Pair,
+    /// Per attacked square, per role, around the role's typical count.
+    pub mobility: [Pair; 6],
+    /// Both bishops.
+    pub bishop_pair: Pair,
+    /// A doubled, an isolated pawn (penalties, positive numbers).
+    pub doubled: Pair,
+    /// An isolated pawn.
+    pub isolated: Pair,
+    /// A passed pawn, by relative rank.
+    pub passed: [Pair; 8],
+    /// A rook on an open and a half-open file.
+    pub rook_open: Pair,
+    /// A rook on a half-open file.
+    pub rook_half_open: Pair,
+    /// A pawn of the king's shield.
+    pub shield: i32,
+    /// King-zone attack units by attacking role (knight, bishop, rook, queen).
+    pub attack_units: [i32; 6],
+    /// The side to move's bonus.
+    pub tempo: i32,
+}
+
+/// Standard chess weights.
+pub static WEIGHTS: LazyLock<Weights> = LazyLock::new(|| Weights {
+    material: [
+        Pair(90, 110),
+        Pair(320, 300),
+        Pair(335, 315),
+        Pair(470, 530),
+        Pair(960, 980),
+        Pair(0, 0),
+    ],
+    centre: [
+        Pair(4, 0),
+        Pair(10, 8),
+        Pair(5, 5),
+        Pair(0, 2),
+        Pair(2, 8),
+        Pair(-12, 15),
+    ],
+    pawn_advance: Pair(3, 10),
+    mobility: [
+        Pair(0, 0),
+        Pair(4, 4),
+        Pair(5, 5),
+        Pair(2, 4),
+        Pair(1, 2),
+        Pair(0, 0),
+    ],
+    bishop_pair: Pair(30, 50),
+    doubled: Pair(10, 20),
+    isolated: Pair(10, 15),
+    passed: [
+        Pair(0, 0),
+        Pair(0, 10),
+        Pair(5, 15),
+        Pair(10, 25),
+        Pair(25, 50),
+        Pair(45, 90),
+        Pair(75, 140),
+        Pair(0, 0),
+    ],
+    rook_open: Pair(25, 10),
+    rook_half_open: Pair(12, 5),
+    shield: 12,
+    attack_units: [0, 2, 2, 3, 5, 0],
+    tempo: 10,
+});
+
+/// Typical mobility per role, subtracted so that the term is centred.
+const MOBILITY_BASE: [i32; 6] = [0, 4, 6, 7, 13, 0];
+
+/// Game phase weight per role (24 in the start position).
+pub const PHASE: [i32; 6] = [0, 1, 1, 2, 4, 0];
+
+/// Centralisation of a square: 0 on the rim to 3 in the centre.
+fn centrality(sq: Square) -> i32 {
+    let f = sq.file() as i32;
+    let r = sq.rank() as i32;
+    let df = if f < 4 { f } else { 7 - f };
+    let dr = if r < 4 { r } else { 7 - r };
+    df.min(dr)
+}
+
+/// Squares in front of a pawn on its file and the two beside it (white's view when `color` is
+/// white): where enemy pawns stop it from being passed.
+static FRONT_SPAN: LazyLock<[[Bitboard; 64]; 2]> = LazyLock::new(|| {
+    let mut t = [[Bitboard(0); 64]; 2];
+    for s in 0..64u32 {
+        let f = s % 8;
+        let r = s / 8;
+        let files = Bitboard::file(f)
+            | if f > 0 {
+                Bitboard::file(f - 1)
+            } else {
+                Bitboard(0)
+            }
+            | if f < 7 {
+                Bitboard::file(f + 1)
+            } else {
+                Bitboard(0)
+            };
+        let mut up = 0u64;
+        for rr in r + 1..8 {
+            up |= Bitboard::rank(rr).0;
+        }
+        let mut down = 0u64;
+        for rr in 0..r {
+            down |= Bitboard::rank(rr).0;
+        }
+        t[0][s as usize] = Bitboard(files.0 & up);
+        t[1][s as usize] = Bitboard(files.0 & down);
+    }
+    t
+});
+
+/// The board terms of `color` (positive is good for `color`), with the phase weight of its
+/// pieces.
+pub fn side_terms(board: &Board, color: Color, w: &Weights) -> (Pair, i32) {
+    let us = board.by_color(color);
+    let them = board.by_color(!color);
+    let occupied = board.occupied();
+    let our_pawns = us & board.by_role(Role::Pawn);
+    let their_pawns = them & board.by_role(Role::Pawn);
+    let mut pawn_attacks = Bitboard(0);
+    for sq in their_pawns {
+        pawn_attacks |= attacks::pawn(!color, sq);
+    }
+    let mut total = Pair::default();
+    let mut phase = 0;
+    let their_king = board.king_of(!color);
+    let zone = their_king.map_or(Bitboard(0), |k| attacks::king(k) | Bitboard::from_square(k));
+    let mut units = 0;
+    let mut attackers = 0;
+    for role in Role::ALL {
+        let pieces = us & board.by_role(role);
+        for sq in pieces {
+            let rel = if color == Color::White {
+                sq
+            } else {
+                sq.flip_vertical()
+            };
+            total += w.material[role.index()];
+            phase += PHASE[role.index()];
+            total += w.centre[role.index()] * centrality(sq);
+            let reach = match role {
+                Role::Pawn => {
+                    total += w.pawn_advance * (rel.rank() as i32 - 1);
+                    let file = Bitboard::file(sq.file());
+                    if (our_pawns & file).more_than_one() {
+                        total = total - w.doubled;
+                    }
+                    let f = sq.file();
+                    let neighbours = (if f > 0 {
+                        Bitboard::file(f - 1)
+                    } else {
+                        Bitboard(0)
+                    }) | (if f < 7 {
+                        Bitboard::file(f + 1)
+                    } else {
+                        Bitboard(0)
+                    });
+                    if (our_pawns & neighbours).is_empty() {
+                        total = total - w.isolated;
+                    }
+                    if (FRONT_SPAN[color.index()][sq.index()] & their_pawns).is_empty()
+                        && (FRONT_SPAN[color.index()][sq.index()]
+                            & Bitboard::file(sq.file())
+                            & our_pawns)
+                            .is_empty()
+                    {
+                        total += w.passed[rel.rank() as usize];
+                    }
+                    continue;
+                }
+                Role::Knight => attacks::knight(sq),
+                Role::Bishop => attacks::bishop(sq, occupied),
+                Role::Rook => {
+                    let file = Bitboard::file(sq.file());
+                    if (file & our_pawns).is_empty() {
+                        total += if (file & their_pawns).is_empty() {
+                            w.rook_open
+                        } else {
+                            w.rook_half_open
+                        };
+                    }
+                    attacks::rook(sq, occupied)
+                }
+                Role::Queen => attacks::queen(sq, occupied),
+                Role::King => {
+                    // The pawn shield: own pawns on the three files around the king, one or two
+                    // ranks ahead.
+                    let f = sq.file();
+                    let mut shield = 0;
+                    for df in [-1i32, 0, 1] {
+                        let ff = f as i32 + df;
+                        if !(0..8).contains(&ff) {
+                            continue;
+                        }
+                        let ahead = if color == Color::White {
+                            [sq.rank() as i32 + 1, sq.rank() as i32 + 2]
+                        } else {
+                            [sq.rank() as i32 - 1, sq.rank() as i32 - 2]
+                        };
+                        for r in ahead {
+                            if (0..8).contains(&r)
+                                && (our_pawns
+                                    & Bitboard::file(ff as u32)
+                                    & Bitboard::rank(r as u32))
+                                .any()
+                            {
+                                shield += 1;
+                                break;
+                            }
+                        }
+                    }
+                    total += Pair(w.shield * shield, 0);
+                    continue;
+                }
+            };
+            let free = reach & !us & !pawn_attacks;
+            total += w.mobility[role.index()] * (free.count() as i32 - MOBILITY_BASE[role.index()]);
+            let hits = reach & zone;
+            if hits.any() {
+                attackers += 1;
+                units += w.attack_units[role.index()] * hits.count() as i32;
+            }
+        }
+    }
+    if (us & board.by_role(Role::Bishop)).more_than_one() {
+        total += w.bishop_pair;
+    }
+    if attackers >= 2 {
+        total += Pair((units * units).min(600), 0);
+    }
+    (total, phase)
+}
+
+/// Blends a middlegame and an endgame score by the phase (0 to 24).
+pub fn taper(p: Pair, phase: i32) -> i32 {
+    let phase = phase.clamp(0, 24);
+    (p.0 * phase + p.1 * (24 - phase)) / 24
+}
+
+/// White's board score (before tapering) and the phase.
+pub fn board_score(board: &Board, w: &Weights) -> (Pair, i32) {
+    let (white, pw) = side_terms(board, Color::White, w);
+    let (black, pb) = side_terms(board, Color::Black, w);
+    (white - black, pw + pb)
+}
+
+/// Scales a score down when the side ahead has no pawns and too little extra material to
+/// win (a minor piece up, or less).
+fn drawish_scale(board: &Board, score: i32) -> i32 {
+    let strong = if score > 0 {
+        Color::White
+    } else {
+        Color::Black
+    };
+    let pawns = board.by_color(strong) & board.by_role(Role::Pawn);
+    if pawns.any() {
+        return score;
+    }
+    let npm = |c: Color| -> i32 {
+        [Role::Knight, Role::Bishop, Role::Rook, Role::Queen]
+            .into_iter()
+            .map(|r| {
+                (board.by_color(c) & board.by_role(r)).count() as i32
+                    * WEIGHTS.material[r.index()].1
+            })
+            .sum()
+    };
+    if npm(strong) - npm(!strong) < 400 {
+        score / 8
+    } else {
+        score
+    }
+}
+
+/// The value of a role for exchanges (middlegame material).
+pub fn value(role: Role) -> i32 {
+    WEIGHTS.material[role.index()]
+        .0
+        .max(if role == Role::King { 20_000 } else { 0 })
+}
+
+/// What `m` captures and promotes to, by `value` (0 for quiet moves).
+pub fn gain_on(board: &Board, m: Move, value: impl Fn(Role) -> i32) -> i32 {
+    let captured = match m.kind() {
+        MoveKind::EnPassant => value(Role::Pawn),
+        MoveKind::Castle | MoveKind::Drop(_) => 0,
+        _ => board.role_at(m.to()).map_or(0, &value),
+    };
+    let promotion = m
+        .promotion_role()
+        .map_or(0, |r| value(r) - value(Role::Pawn));
+    captured + promotion
+}
+
+/// The role that moves (or is dropped).
+pub fn mover(board: &Board, m: Move) -> Role {
+    match m.kind() {
+        MoveKind::Drop(r) => r,
+        _ => board.role_at(m.from()).unwrap_or(Role::Pawn),
+    }
+}
+
+/// Static exchange evaluation: whether the exchanges on `m`'s destination leave the mover at
+/// least `threshold` up, each side recapturing with its least valuable attacker (x-rays
+/// through the pieces that have gone are seen; pins are not).
+pub fn see_ge(board: &Board, m: Move, threshold: i32, value: impl Fn(Role) -> i32) -> bool {
+    if matches!(m.kind(), MoveKind::Castle | MoveKind::Promotion(_)) {
+        return 0 >= threshold || gain_on(board, m, &value) >= threshold;
+    }
+    let to = m.to();
+    let mut swap = gain_on(board, m, &value) - threshold;
+    if swap < 0 {
+        return false;
+    }
+    let moving = mover(board, m);
+    swap = value(moving) - swap;
+    if swap <= 0 {
+        return true;
+    }
+    let Some(color) = board.color_at(m.from()).filter(|_| !m.is_drop()) else {
+        // A drop captures nothing; whether the dropped piece survives is left to the search.
+        return true;
+    };
+    let mut occupied =
+        board.occupied() ^ Bitboard::from_square(m.from()) ^ Bitboard::from_square(to);
+    if m.kind() == MoveKind::EnPassant
+        && let Some(captured) = Square::from_coords(to.file(), m.from().rank())
+    {
+        occupied ^= Bitboard::from_square(captured);
+    }
+    exchange(board, to, color, occupied, swap, &value)
+}
+
+fn exchange(
+    board: &Board,
+    to: Square,
+    mover: Color,
+    mut occupied: Bitboard,
+    mut swap: i32,
+    value: &impl Fn(Role) -> i32,
+) -> bool {
+    let diagonal = board.bishops_and_queens();
+    let straight = board.rooks_and_queens();
+    let mut attackers = (board.attackers_to(to, Color::White, occupied)
+        | board.attackers_to(to, Color::Black, occupied))
+        & occupied;
+    let mut side = mover;
+    let mut res = 1;
+    loop {
+        side = !side;
+        attackers &= occupied;
+        let ours = attackers & board.by_color(side);
+        if ours.is_empty() {
+            break;
+        }
+        res ^= 1;
+        let Some(role) = [
+            Role::Pawn,
+            Role::Knight,
+            Role::Bishop,
+            Role::Rook,
+            Role::Queen,
+            Role::King,
+        ]
+        .into_iter()
+        .find(|&r| (ours & board.by_role(r)).any()) else {
+            break;
+        };
+        if role == Role::King {
+            return if (attackers & !board.by_color(side)).any() {
+                res ^ 1 != 0
+            } else {
+                res != 0
+            };
+        }
+        swap = value(role) - swap;
+        if swap < res {
+            break;
+        }
+        let from = (ours & board.by_role(role)).first().expect("an attacker");
+        occupied ^= Bitboard::from_square(from);
+        attackers = attackers
+            | (attacks::bishop(to, occupied) & diagonal)
+            | (attacks::rook(to, occupied) & straight);
+    }
+    res != 0
+}
+
+/// The history slot of a move of the 8×8 board.
+pub fn slot(m: Move) -> usize {
+    match m.kind() {
+        MoveKind::Drop(r) => 4096 + r.index() * 64 + m.to().index(),
+        _ => m.from().index() * 64 + m.to().index(),
+    }
+}
+
+impl EnginePosition for Chess {
+    fn evaluate(&self) -> i32 {
+        let board = self.board();
+        let (score, phase) = board_score(board, &WEIGHTS);
+        let white = drawish_scale(board, taper(score, phase));
+        let s = if self.turn() == Color::White {
+            white
+        } else {
+            -white
+        };
+        s + WEIGHTS.tempo
+    }
+
+    fn move_slot(&self, m: Move) -> usize {
+        slot(m)
+    }
+
+    fn gain(&self, m: Move) -> i32 {
+        gain_on(self.board(), m, value)
+    }
+
+    fn mover_value(&self, m: Move) -> i32 {
+        value(mover(self.board(), m))
+    }
+
+    fn is_tactical(&self, m: Move) -> bool {
+        Position::is_capture(self, m) || m.promotion_role() == Some(Role::Queen)
+    }
+
+    fn see_ge(&self, m: Move, threshold: i32) -> bool {
+        see_ge(self.board(), m, threshold, value)
+    }
+
+    fn null_move_sound(&self) -> bool {
+        let b = self.board();
+        let ours = b.by_color(self.turn());
+        (ours & !b.by_role(Role::Pawn) & !b.by_role(Role::King)).any()
+    }
+
+    fn decided(&self) -> Option<Outcome> {
+        // Only a few pieces can make a dead position; the check is cheap then.
+        if self.board().occupied().count() <= 4 && self.is_dead_position() {
+            return Some(Outcome::draw(arbiter_core::EndReason::DeadPosition));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chess(fen: &str) -> Chess {
+        Chess::from_fen(fen).unwrap()
+    }
+
+    #[test]
+    fn the_start_is_balanced_and_mirrors_agree() {
+        let start = Chess::new();
+        assert_eq!(start.evaluate(), WEIGHTS.tempo);
+        let a = chess("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3");
+        let b = chess("rnbqkb1r/pppp1ppp/5n2/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 3");
+        assert_eq!(a.evaluate(), b.evaluate());
+    }
+
+    #[test]
+    fn material_counts() {
+        let up = chess("rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
+        assert!(up.evaluate() > 700);
+        let down = chess("rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1");
+        assert!(down.evaluate() < -700);
+    }
+
+    #[test]
+    fn exchanges() {
+        // Pawn takes a defended knight: wins material.
+        let p = chess("4k3/8/3p4/4n3/3P4/8/8/4K3 w - - 0 1");
+        let m = p
+            .parse_move("d4e5", Default::default(), Default::default())
+            .unwrap();
+        assert!(p.see_ge(m, 0) && p.see_ge(m, 200));
+        // Queen takes a pawn defended by a pawn: loses.
+        let q = chess("4k3/8/3p4/4p3/8/8/4Q3/4K3 w - - 0 1");
+        let m = q
+            .parse_move("e2e5", Default::default(), Default::default())
+            .unwrap();
+        assert!(!q.see_ge(m, 0));
+        // Rook takes a pawn defended by a rook, with a second rook behind: an x-ray wins it.
+        let r = chess("4r1k1/4r3/8/4p3/8/8/4R3/4R1K1 w - - 0 1");
+        let m = r
+            .parse_move("e2e5", Default::default(), Default::default())
+            .unwrap();
+        assert!(!r.see_ge(m, 1), "R×P, R×R, R×R, R×R loses the exchange");
+        let r2 = chess("6k1/4r3/8/4p3/8/8/4R3/4R1K1 w - - 0 1");
+        let m = r2
+            .parse_move("e2e5", Default::default(), Default::default())
+            .unwrap();
+        assert!(r2.see_ge(m, 0), "R×P, R×R, R×R wins a pawn");
+    }
+}

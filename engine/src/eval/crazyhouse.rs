@@ -1,0 +1,167 @@
+//! Crazyhouse and one-board bughouse evaluation: the chess board terms with crazyhouse's
+//! lower values for the long-range pieces, pieces in hand worth more than on the board, king
+//! safety against drops (the empty squares around the king the enemy could drop on, weighed by
+//! what the enemy holds), and the initiative (a larger tempo: drops make every move count).
+//!
+//! A bughouse board is judged alone, with its current reserves: the partner's board is not seen.
+
+use super::chess::{Pair, Weights, board_score, gain_on, mover, see_ge, slot, taper};
+use crate::hooks::EnginePosition;
+use arbiter_core::bitboard::{Bitboard, attacks};
+use arbiter_core::chess::Move;
+use arbiter_core::{Color, Crazyhouse, Outcome, Position, Role};
+use std::sync::LazyLock;
+
+/// The board weights of crazyhouse.
+pub static WEIGHTS: LazyLock<Weights> = LazyLock::new(|| Weights {
+    material: [
+        Pair(100, 100),
+        Pair(300, 300),
+        Pair(320, 320),
+        Pair(420, 440),
+        Pair(780, 800),
+        Pair(0, 0),
+    ],
+    mobility: [
+        Pair(0, 0),
+        Pair(3, 3),
+        Pair(3, 3),
+        Pair(2, 2),
+        Pair(1, 1),
+        Pair(0, 0),
+    ],
+    shield: 18,
+    attack_units: [0, 3, 2, 3, 5, 0],
+    tempo: 25,
+    ..super::chess::WEIGHTS.clone()
+});
+
+/// A piece in hand is worth its board value plus this, per role.
+const IN_HAND: [i32; 6] = [40, 40, 20, 20, 30, 0];
+
+/// Per enemy piece in hand, per empty square next to the king that no own piece guards.
+const DROP_DANGER: i32 = 6;
+
+fn value(role: Role) -> i32 {
+    WEIGHTS.material[role.index()]
+        .0
+        .max(if role == Role::King { 20_000 } else { 0 })
+}
+
+/// The drop danger to `color`'s king: empty, unguarded squares around it times the enemy's
+/// pieces in hand (knights and queens count double).
+fn drop_danger(pos: &Crazyhouse, color: Color) -> i32 {
+    let board = pos.chess().board();
+    let Some(king) = board.king_of(color) else {
+        return 0;
+    };
+    let occupied = board.occupied();
+    let mut guarded = Bitboard(0);
+    for sq in board.by_color(color) & !board.by_role(Role::King) {
+        let role = board.role_at(sq).unwrap_or(Role::Pawn);
+        guarded |= match role {
+            Role::Pawn => attacks::pawn(color, sq),
+            Role::Knight => attacks::knight(sq),
+            Role::Bishop => attacks::bishop(sq, occupied),
+            Role::Rook => attacks::rook(sq, occupied),
+            Role::Queen => attacks::queen(sq, occupied),
+            Role::King => Bitboard(0),
+        };
+    }
+    let holes = (attacks::king(king) & !occupied & !guarded).count() as i32;
+    let r = pos.reserves();
+    let them = !color;
+    let hand = i32::from(r.count(them, Role::Pawn))
+        + 2 * i32::from(r.count(them, Role::Knight))
+        + i32::from(r.count(them, Role::Bishop))
+        + i32::from(r.count(them, Role::Rook))
+        + 2 * i32::from(r.count(them, Role::Queen));
+    holes * hand * DROP_DANGER
+}
+
+impl EnginePosition for Crazyhouse {
+    fn evaluate(&self) -> i32 {
+        let board = self.chess().board();
+        let (mut score, phase) = board_score(board, &WEIGHTS);
+        let r = self.reserves();
+        for role in [
+            Role::Pawn,
+            Role::Knight,
+            Role::Bishop,
+            Role::Rook,
+            Role::Queen,
+        ] {
+            let v = WEIGHTS.material[role.index()].0 + IN_HAND[role.index()];
+            let n = i32::from(r.count(Color::White, role)) - i32::from(r.count(Color::Black, role));
+            score += Pair(v * n, v * n);
+        }
+        // Drops keep the middlegame going: the phase never falls far.
+        let phase = phase.max(16);
+        let danger = drop_danger(self, Color::Black) - drop_danger(self, Color::White);
+        let white = taper(score, phase) + danger;
+        let s = if self.turn() == Color::White {
+            white
+        } else {
+            -white
+        };
+        s + WEIGHTS.tempo
+    }
+
+    fn move_slot(&self, m: Move) -> usize {
+        slot(m)
+    }
+
+    fn gain(&self, m: Move) -> i32 {
+        // A capture also puts the piece in the capturer's hand: it counts twice.
+        let g = gain_on(self.chess().board(), m, value);
+        if self.is_capture(m) { g * 2 } else { g }
+    }
+
+    fn mover_value(&self, m: Move) -> i32 {
+        value(mover(self.chess().board(), m))
+    }
+
+    fn is_tactical(&self, m: Move) -> bool {
+        self.is_capture(m) || m.promotion_role() == Some(Role::Queen)
+    }
+
+    fn see_ge(&self, m: Move, threshold: i32) -> bool {
+        see_ge(self.chess().board(), m, threshold, value)
+    }
+
+    fn null_move_sound(&self) -> bool {
+        true
+    }
+
+    fn quiescence_extras(&self, out: &mut Self::MoveList) {
+        let mut all = Self::MoveList::default();
+        self.legal_moves_into(&mut all);
+        for &m in all.iter() {
+            if m.is_drop() && self.gives_check(m) {
+                out.push(m);
+            }
+        }
+    }
+
+    fn decided(&self) -> Option<Outcome> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbiter_core::crazyhouse::HouseRules;
+
+    #[test]
+    fn pieces_in_hand_count_and_the_start_is_level() {
+        let start = Crazyhouse::new(HouseRules::Crazyhouse);
+        assert_eq!(start.evaluate(), WEIGHTS.tempo);
+        let text = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[Nn] w KQkq - 0 1";
+        let even = Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
+        assert_eq!(even.evaluate(), WEIGHTS.tempo);
+        let text = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1";
+        let up = Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
+        assert!(up.evaluate() > 300);
+    }
+}

@@ -1,0 +1,52 @@
+//! What the search needs from a variant beyond the rules: its evaluation and the few facts move
+//! ordering and pruning rely on. The rules themselves come from [`Position`]; each variant's
+//! implementation lives in [`crate::eval`], outside the rules code.
+
+use arbiter_core::{Outcome, Position};
+
+/// History and counter-move tables have this many slots per side; [`EnginePosition::move_slot`]
+/// maps every move of a variant below it.
+pub const MOVE_SLOTS: usize = 16_384;
+
+/// A position the engine can search: the rules ([`Position`]) plus evaluation and ordering hooks.
+pub trait EnginePosition: Position {
+    /// The static evaluation in centipawns, from the side to move's point of view.
+    fn evaluate(&self) -> i32;
+
+    /// A slot below [`MOVE_SLOTS`] that identifies `m` well enough for history tables (origin and
+    /// destination; drops by piece and destination).
+    fn move_slot(&self, m: Self::Move) -> usize;
+
+    /// The material `m` wins at once: the captured piece's value plus a promotion's gain
+    /// (0 for a quiet move).
+    fn gain(&self, m: Self::Move) -> i32;
+
+    /// The value of the piece that moves (for least-valuable-attacker ordering).
+    fn mover_value(&self, m: Self::Move) -> i32;
+
+    /// Whether `m` is tactical: searched in quiescence, never reduced as a quiet move.
+    fn is_tactical(&self, m: Self::Move) -> bool {
+        self.gain(m) > 0 || self.is_capture(m)
+    }
+
+    /// Whether the static exchange on `m`'s destination ends at least `threshold` up for the
+    /// mover. Variants without an exchange evaluator answer from the first exchange only:
+    /// the gain, minus the mover when the destination is defended is unknown (so, optimistic).
+    fn see_ge(&self, m: Self::Move, threshold: i32) -> bool {
+        self.gain(m) >= threshold
+    }
+
+    /// Whether passing the turn is a sound test here (null-move pruning): false when the side
+    /// to move has so little material that zugzwang is likely.
+    fn null_move_sound(&self) -> bool;
+
+    /// Quiet moves quiescence search adds at its first ply (crazyhouse: drops that give check).
+    fn quiescence_extras(&self, _out: &mut Self::MoveList) {}
+
+    /// An ending the rules declare while moves remain (dead positions, bare kings), checked at
+    /// every node; `None` for most positions. Endings without legal moves are found by the
+    /// search through [`Position::terminal`].
+    fn decided(&self) -> Option<Outcome> {
+        None
+    }
+}

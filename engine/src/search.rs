@@ -1,0 +1,851 @@
+//! The search, written once for every variant: iterative deepening, principal variation search
+//! with aspiration windows, a transposition table, quiescence search, check extensions, null-move
+//! pruning, late-move reductions, futility pruning and razoring, killer/history/counter-move
+//! ordering, mate-distance scoring and MultiPV.
+//!
+//! It is single-threaded and deterministic: with a node limit and a fresh (or cleared) table, the
+//! same position gives the same result. It reads the stop flag, the node count and the time
+//! every [`CHECK_EVERY`] nodes, and the node limit at every node.
+
+use crate::hooks::{EnginePosition, MOVE_SLOTS};
+use crate::score::{
+    INFINITE, MATE, MATE_BOUND, MAX_PLY, Reported, from_tt, is_mate, outcome_score, to_tt,
+};
+use crate::time::{Budget, Limits, TimeSource, budget};
+use crate::tt::{Bound, Table};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The stop flag and the clock are read once every this many nodes (and between iterations), so
+/// a raised flag or an expired deadline stops the search within that many nodes.
+pub const CHECK_EVERY: u64 = 1024;
+
+/// Settings of one search besides its limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Principal variations to report (1 to 64; more than the legal moves gives them all).
+    pub multipv: usize,
+    /// Time kept back per move for communication, in ms.
+    pub move_overhead_ms: u64,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            multipv: 1,
+            move_overhead_ms: 30,
+        }
+    }
+}
+
+/// How a search is stopped from outside, and the clock it reads.
+#[derive(Clone, Copy)]
+pub struct Control<'a> {
+    /// Raised (from any thread) to stop the search.
+    pub stop: &'a AtomicBool,
+    /// The time source for time limits.
+    pub time: &'a dyn TimeSource,
+}
+
+impl std::fmt::Debug for Control<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("stop", &self.stop.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Progress reported while searching: one per finished line of each iteration.
+#[derive(Debug, Clone, Copy)]
+pub struct Info<'a, M> {
+    /// The iteration's depth.
+    pub depth: u32,
+    /// The deepest ply reached in it.
+    pub seldepth: u32,
+    /// Which line (1 = best).
+    pub multipv: usize,
+    /// The line's score, centipawns from the side to move (see [`crate::score`]).
+    pub score: i32,
+    /// Nodes searched so far.
+    pub nodes: u64,
+    /// Milliseconds since the search started.
+    pub time_ms: u64,
+    /// Per mille of the table used by this search.
+    pub hashfull: u32,
+    /// The line's moves.
+    pub pv: &'a [M],
+}
+
+impl<M> Info<'_, M> {
+    /// Nodes per second so far.
+    pub fn nps(&self) -> u64 {
+        self.nodes * 1000 / self.time_ms.max(1)
+    }
+
+    /// The score as UCI reports it.
+    pub fn reported(&self) -> Reported {
+        Reported::of(self.score)
+    }
+}
+
+/// One principal variation of the result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line<M> {
+    /// Its score, centipawns from the side to move.
+    pub score: i32,
+    /// Its moves, the first being the line's move at the root.
+    pub pv: Vec<M>,
+}
+
+/// What a search found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchResult<M> {
+    /// The move to play; `None` only when the position has no legal move.
+    pub best: Option<M>,
+    /// The expected reply, when the principal variation has one.
+    pub ponder: Option<M>,
+    /// The best lines, best first (as many as asked for and legal moves allow); empty when the
+    /// position has no legal move.
+    pub lines: Vec<Line<M>>,
+    /// The score when the position has no legal move: the ending's score, or the static
+    /// evaluation for a bughouse player who waits; else the first line's.
+    pub score: i32,
+    /// The deepest iteration completed (0 when stopped before the first one finished).
+    pub depth: u32,
+    /// Nodes searched.
+    pub nodes: u64,
+    /// Milliseconds used.
+    pub time_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+struct RootMove<M> {
+    mv: M,
+    score: i32,
+    previous: i32,
+    pv: Vec<M>,
+}
+
+/// A search engine for positions of type `P`: the transposition table and the ordering
+/// statistics it keeps between searches of one game.
+#[derive(Debug)]
+pub struct Engine<P: EnginePosition> {
+    tt: Table<P::Move>,
+    history: Vec<i32>,
+    counter: Vec<Option<P::Move>>,
+}
+
+impl<P: EnginePosition> Engine<P> {
+    /// An engine with a transposition table of about `hash_mib` MiB.
+    pub fn new(hash_mib: usize) -> Engine<P> {
+        Engine {
+            tt: Table::new(hash_mib),
+            history: vec![0; 2 * MOVE_SLOTS],
+            counter: vec![None; 2 * MOVE_SLOTS],
+        }
+    }
+
+    /// Forgets everything learnt (a new game, or a reproducible search).
+    pub fn clear(&mut self) {
+        self.tt.clear();
+        self.history.iter_mut().for_each(|h| *h = 0);
+        self.counter.iter_mut().for_each(|c| *c = None);
+    }
+
+    /// Replaces the table with an empty one of about `hash_mib` MiB.
+    pub fn resize(&mut self, hash_mib: usize) {
+        self.tt = Table::new(hash_mib);
+    }
+
+    /// Searches `root` under `limits`.
+    ///
+    /// `history` holds the Zobrist keys ([`Position::zobrist`]) of the game's earlier
+    /// positions, oldest first, for repetitions. `control`'s flag ends the search when raised;
+    /// its clock is read for time limits; `info` receives each finished line.
+    pub fn search(
+        &mut self,
+        root: &P,
+        history: &[u64],
+        limits: &Limits,
+        options: &SearchOptions,
+        control: Control<'_>,
+        info: &mut dyn FnMut(&Info<'_, P::Move>),
+    ) -> SearchResult<P::Move> {
+        self.tt.new_search();
+        let Control { stop, time } = control;
+        let start = time.now_ms();
+        let mut keys = Vec::with_capacity(history.len() + MAX_PLY + 2);
+        keys.extend_from_slice(history);
+        keys.push(root.zobrist());
+        let mut w = Worker {
+            tt: &mut self.tt,
+            history: &mut self.history,
+            counter: &mut self.counter,
+            killers: vec![[None, None]; MAX_PLY + 2],
+            pv: (0..MAX_PLY + 2)
+                .map(|_| Vec::with_capacity(MAX_PLY))
+                .collect(),
+            order: vec![Vec::new(); MAX_PLY + 2],
+            quiets: vec![Vec::new(); MAX_PLY + 2],
+            keys,
+            nodes: 0,
+            seldepth: 0,
+            max_nodes: limits.nodes,
+            budget: budget(limits, root.turn(), options.move_overhead_ms),
+            start,
+            stop,
+            time,
+            aborted: false,
+        };
+        w.iterate(root, limits, options, info)
+    }
+}
+
+struct Worker<'a, P: EnginePosition> {
+    tt: &'a mut Table<P::Move>,
+    history: &'a mut [i32],
+    counter: &'a mut [Option<P::Move>],
+    killers: Vec<[Option<P::Move>; 2]>,
+    pv: Vec<Vec<P::Move>>,
+    order: Vec<Vec<(i32, P::Move)>>,
+    quiets: Vec<Vec<P::Move>>,
+    keys: Vec<u64>,
+    nodes: u64,
+    seldepth: usize,
+    max_nodes: Option<u64>,
+    budget: Option<Budget>,
+    start: u64,
+    stop: &'a AtomicBool,
+    time: &'a dyn TimeSource,
+    aborted: bool,
+}
+
+/// Late-move reduction for a move searched `index`-th at `depth`.
+fn reduction(depth: i32, index: usize) -> i32 {
+    let d = f64::from(depth.max(1));
+    let m = (index.max(1)) as f64;
+    (0.5 + d.ln() * m.ln() / 2.4) as i32
+}
+
+const HISTORY_MAX: i32 = 16_384;
+
+impl<P: EnginePosition> Worker<'_, P> {
+    fn elapsed(&self) -> u64 {
+        self.time.now_ms().saturating_sub(self.start)
+    }
+
+    /// Counts a node; true when the search must stop.
+    #[inline]
+    fn tick(&mut self) -> bool {
+        if self.aborted {
+            return true;
+        }
+        if self.max_nodes.is_some_and(|max| self.nodes >= max) {
+            self.aborted = true;
+            return true;
+        }
+        self.nodes += 1;
+        if self.nodes.is_multiple_of(CHECK_EVERY) {
+            if self.stop.load(Ordering::Relaxed) {
+                self.aborted = true;
+            } else if let Some(b) = self.budget
+                && self.elapsed() >= b.hard_ms
+            {
+                self.aborted = true;
+            }
+        }
+        self.aborted
+    }
+
+    fn iterate(
+        &mut self,
+        root: &P,
+        limits: &Limits,
+        options: &SearchOptions,
+        info: &mut dyn FnMut(&Info<'_, P::Move>),
+    ) -> SearchResult<P::Move> {
+        let mut moves = P::MoveList::default();
+        root.legal_moves_into(&mut moves);
+        if moves.is_empty() {
+            let score = match root.terminal() {
+                Some(o) => outcome_score(&o, root.turn(), 0),
+                None => root.evaluate(),
+            };
+            return SearchResult {
+                best: None,
+                ponder: None,
+                lines: Vec::new(),
+                score,
+                depth: 0,
+                nodes: 0,
+                time_ms: self.elapsed(),
+            };
+        }
+        let tt_move = self.tt.probe(root.zobrist()).and_then(|e| e.mv);
+        let mut ordered: Vec<(i32, P::Move)> = moves
+            .iter()
+            .map(|&m| (self.score_move(root, m, tt_move, None, 0), m))
+            .collect();
+        ordered.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
+        let mut root_moves: Vec<RootMove<P::Move>> = ordered
+            .into_iter()
+            .map(|(_, mv)| RootMove {
+                mv,
+                score: -INFINITE,
+                previous: -INFINITE,
+                pv: vec![mv],
+            })
+            .collect();
+        let lines = options.multipv.clamp(1, 64).min(root_moves.len());
+        let max_depth = limits
+            .depth
+            .unwrap_or(MAX_PLY as u32 - 8)
+            .clamp(1, MAX_PLY as u32 - 8);
+        let mut completed = 0;
+        for depth in 1..=max_depth {
+            for rm in root_moves.iter_mut() {
+                rm.score = -INFINITE;
+            }
+            for line in 0..lines {
+                self.seldepth = 0;
+                let previous = root_moves[line].previous;
+                let mut delta = 25;
+                let (mut alpha, mut beta) =
+                    if depth >= 4 && previous > -INFINITE && !is_mate(previous) {
+                        (
+                            (previous - delta).max(-INFINITE),
+                            (previous + delta).min(INFINITE),
+                        )
+                    } else {
+                        (-INFINITE, INFINITE)
+                    };
+                loop {
+                    let score = self.root(root, depth as i32, alpha, beta, line, &mut root_moves);
+                    root_moves[line..].sort_by_key(|rm| std::cmp::Reverse(rm.score));
+                    if self.aborted {
+                        break;
+                    }
+                    if score <= alpha && alpha > -INFINITE {
+                        beta = (alpha + beta) / 2;
+                        alpha = (score - delta).max(-INFINITE);
+                    } else if score >= beta && beta < INFINITE {
+                        beta = (score + delta).min(INFINITE);
+                    } else {
+                        break;
+                    }
+                    delta = delta.saturating_mul(2);
+                }
+                root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
+                if self.aborted {
+                    break;
+                }
+                let rm = &root_moves[line];
+                info(&Info {
+                    depth,
+                    seldepth: self.seldepth as u32,
+                    multipv: line + 1,
+                    score: rm.score,
+                    nodes: self.nodes,
+                    time_ms: self.elapsed(),
+                    hashfull: self.tt.hashfull(),
+                    pv: &rm.pv,
+                });
+            }
+            if self.aborted {
+                break;
+            }
+            completed = depth;
+            for rm in root_moves.iter_mut() {
+                rm.previous = rm.score;
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if !limits.infinite
+                && let Some(b) = self.budget
+            {
+                let elapsed = self.elapsed();
+                // An iteration takes a few times the previous one: do not start one that
+                // cannot finish, and do not think over a forced move on a clock.
+                if elapsed >= b.soft_ms
+                    || (limits.clock.is_some() && elapsed >= b.soft_ms / 2)
+                    || (limits.clock.is_some() && root_moves.len() == 1 && depth >= 4)
+                {
+                    break;
+                }
+            }
+        }
+        // A line whose score of the unfinished iteration is unknown keeps the last one's.
+        let lines: Vec<Line<P::Move>> = root_moves
+            .iter()
+            .take(lines)
+            .map(|rm| Line {
+                score: if rm.score > -INFINITE {
+                    rm.score
+                } else {
+                    rm.previous.max(-INFINITE + 1)
+                },
+                pv: rm.pv.clone(),
+            })
+            .collect();
+        let best = root_moves[0].mv;
+        SearchResult {
+            best: Some(best),
+            ponder: root_moves[0].pv.get(1).copied(),
+            score: lines[0].score,
+            lines,
+            depth: completed,
+            nodes: self.nodes,
+            time_ms: self.elapsed(),
+        }
+    }
+
+    /// Searches the root moves from `first` on; the others are the lines already found in this
+    /// iteration (MultiPV).
+    fn root(
+        &mut self,
+        pos: &P,
+        depth: i32,
+        mut alpha: i32,
+        beta: i32,
+        first: usize,
+        root_moves: &mut [RootMove<P::Move>],
+    ) -> i32 {
+        let mut best = -INFINITE;
+        self.pv[0].clear();
+        for (i, rm) in root_moves.iter_mut().enumerate().skip(first) {
+            let m = rm.mv;
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            self.keys.push(child.zobrist());
+            let score = if i == first {
+                -self.negamax(&child, depth - 1, -beta, -alpha, 1, Some(m), true)
+            } else {
+                let mut s = -self.negamax(&child, depth - 1, -alpha - 1, -alpha, 1, Some(m), true);
+                if s > alpha && s < beta {
+                    s = -self.negamax(&child, depth - 1, -beta, -alpha, 1, Some(m), true);
+                }
+                s
+            };
+            self.keys.pop();
+            if self.aborted {
+                break;
+            }
+            if i == first || score > alpha {
+                rm.score = score;
+                rm.pv.clear();
+                rm.pv.push(m);
+                rm.pv.extend_from_slice(&self.pv[1]);
+            } else {
+                rm.score = -INFINITE;
+            }
+            if score > best {
+                best = score;
+            }
+            if score > alpha {
+                alpha = score;
+                if score >= beta {
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// Whether the game is drawn by repetition or the move rule at this node.
+    fn is_draw(&self, pos: &P) -> bool {
+        let rules = pos.draw_rules();
+        let halfmoves = pos.halfmove_clock() as usize;
+        if let Some((claim, _)) = rules.move_rule_plies
+            && halfmoves >= claim as usize
+        {
+            return true;
+        }
+        if rules.repetition.is_some() {
+            let n = self.keys.len();
+            let key = self.keys[n - 1];
+            let mut back = 4;
+            while back <= halfmoves && back < n {
+                if self.keys[n - 1 - back] == key {
+                    return true;
+                }
+                back += 2;
+            }
+        }
+        false
+    }
+
+    fn side(pos: &P) -> usize {
+        pos.turn().index()
+    }
+
+    fn score_move(
+        &self,
+        pos: &P,
+        m: P::Move,
+        tt_move: Option<P::Move>,
+        counter: Option<P::Move>,
+        ply: usize,
+    ) -> i32 {
+        if Some(m) == tt_move {
+            return 1 << 30;
+        }
+        if pos.is_tactical(m) {
+            let mvv = pos.gain(m) * 16 - pos.mover_value(m) / 16;
+            return if pos.see_ge(m, 0) {
+                4_000_000 + mvv
+            } else {
+                -4_000_000 + mvv
+            };
+        }
+        let k = &self.killers[ply];
+        if k[0] == Some(m) {
+            return 3_000_002;
+        }
+        if k[1] == Some(m) {
+            return 3_000_001;
+        }
+        if counter == Some(m) {
+            return 3_000_000;
+        }
+        self.history[Self::side(pos) * MOVE_SLOTS + pos.move_slot(m)]
+    }
+
+    fn update_history(&mut self, pos: &P, m: P::Move, bonus: i32) {
+        let i = Self::side(pos) * MOVE_SLOTS + pos.move_slot(m);
+        let h = &mut self.history[i];
+        *h += bonus - *h * bonus.abs() / HISTORY_MAX;
+    }
+
+    fn set_pv(&mut self, ply: usize, m: P::Move) {
+        let (head, tail) = self.pv.split_at_mut(ply + 1);
+        let line = &mut head[ply];
+        line.clear();
+        line.push(m);
+        line.extend_from_slice(&tail[0]);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn negamax(
+        &mut self,
+        pos: &P,
+        mut depth: i32,
+        mut alpha: i32,
+        mut beta: i32,
+        ply: usize,
+        previous: Option<P::Move>,
+        null_ok: bool,
+    ) -> i32 {
+        let pv_node = beta - alpha > 1;
+        self.pv[ply].clear();
+        if self.is_draw(pos) {
+            return 0;
+        }
+        if let Some(o) = pos.decided() {
+            return outcome_score(&o, pos.turn(), ply);
+        }
+        alpha = alpha.max(-(MATE - ply as i32));
+        beta = beta.min(MATE - ply as i32 - 1);
+        if alpha >= beta {
+            return alpha;
+        }
+        if ply >= MAX_PLY - 1 {
+            return pos.evaluate();
+        }
+        let in_check = pos.is_check();
+        if in_check {
+            depth += 1;
+        }
+        if depth <= 0 {
+            return self.quiesce(pos, alpha, beta, ply, 0);
+        }
+        if self.tick() {
+            return 0;
+        }
+        self.seldepth = self.seldepth.max(ply);
+        let key = pos.zobrist();
+        let entry = self.tt.probe(key);
+        let tt_move = entry.and_then(|e| e.mv);
+        if let Some(e) = entry
+            && !pv_node
+            && i32::from(e.depth) >= depth
+        {
+            let s = from_tt(e.score, ply);
+            match e.bound {
+                Bound::Exact => return s,
+                Bound::Lower if s >= beta => return s,
+                Bound::Upper if s <= alpha => return s,
+                _ => {}
+            }
+        }
+        let mut moves = P::MoveList::default();
+        pos.legal_moves_into(&mut moves);
+        if moves.is_empty() {
+            return match pos.terminal() {
+                Some(o) => outcome_score(&o, pos.turn(), ply),
+                None => pos.evaluate(),
+            };
+        }
+        let eval = if in_check {
+            -INFINITE
+        } else {
+            entry.map_or_else(|| pos.evaluate(), |e| e.eval)
+        };
+        if !pv_node && !in_check {
+            if depth <= 6 && eval - 80 * depth >= beta && !is_mate(beta) {
+                return eval;
+            }
+            if depth <= 2 && eval + 250 * depth <= alpha && !is_mate(alpha) {
+                let q = self.quiesce(pos, alpha, alpha + 1, ply, 0);
+                if q <= alpha {
+                    return q;
+                }
+            }
+            // The reduced search after a pass keeps at least one ply: in quiescence alone it
+            // could not see a quiet mate the pass allows.
+            let r = 3 + depth / 6;
+            if null_ok
+                && depth - 1 - r >= 1
+                && eval >= beta
+                && !is_mate(beta)
+                && pos.null_move_sound()
+                && let Some(passed) = pos.null_move()
+            {
+                self.keys.push(passed.zobrist());
+                let s = -self.negamax(
+                    &passed,
+                    depth - 1 - r,
+                    -beta,
+                    -beta + 1,
+                    ply + 1,
+                    None,
+                    false,
+                );
+                self.keys.pop();
+                if self.aborted {
+                    return 0;
+                }
+                if s >= beta {
+                    return if is_mate(s) { beta } else { s };
+                }
+            }
+        }
+        if tt_move.is_none() && depth >= 6 {
+            depth -= 1;
+        }
+        let side = Self::side(pos);
+        let counter = previous.and_then(|p| self.counter[side * MOVE_SLOTS + pos.move_slot(p)]);
+        let mut order = std::mem::take(&mut self.order[ply]);
+        order.clear();
+        for &m in moves.iter() {
+            order.push((self.score_move(pos, m, tt_move, counter, ply), m));
+        }
+        let mut best = -INFINITE;
+        let mut best_move = None;
+        let mut searched = 0usize;
+        let mut quiets = std::mem::take(&mut self.quiets[ply]);
+        quiets.clear();
+        for i in 0..order.len() {
+            // Selection: the best remaining move first (most nodes cut off after one or two).
+            let mut top = i;
+            for j in i + 1..order.len() {
+                if order[j].0 > order[top].0 {
+                    top = j;
+                }
+            }
+            order.swap(i, top);
+            let (order_score, m) = order[i];
+            let tactical = pos.is_tactical(m);
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let gives_check = child.is_check();
+            let quiet = !tactical && !gives_check;
+            if !pv_node
+                && !in_check
+                && searched > 0
+                && quiet
+                && best > -MATE_BOUND
+                && !is_mate(alpha)
+            {
+                if depth <= 4 && quiets.len() >= (3 + depth * depth * 2) as usize {
+                    continue;
+                }
+                if depth <= 3 && eval + 100 + 120 * depth <= alpha {
+                    continue;
+                }
+            }
+            self.keys.push(child.zobrist());
+            let new_depth = depth - 1;
+            let score = if searched == 0 {
+                -self.negamax(&child, new_depth, -beta, -alpha, ply + 1, Some(m), true)
+            } else {
+                let mut r = 0;
+                if depth >= 3 && searched >= 2 + usize::from(pv_node) && quiet && !in_check {
+                    r = reduction(depth, searched);
+                    if pv_node {
+                        r -= 1;
+                    }
+                    if order_score >= 3_000_000 {
+                        r -= 1;
+                    }
+                    r -= order_score.clamp(-HISTORY_MAX, HISTORY_MAX) / 8_192;
+                    r = r.clamp(0, new_depth - 1);
+                }
+                let mut s = -self.negamax(
+                    &child,
+                    new_depth - r,
+                    -alpha - 1,
+                    -alpha,
+                    ply + 1,
+                    Some(m),
+                    true,
+                );
+                if s > alpha && r > 0 {
+                    s = -self.negamax(
+                        &child,
+                        new_depth,
+                        -alpha - 1,
+                        -alpha,
+                        ply + 1,
+                        Some(m),
+                        true,
+                    );
+                }
+                if s > alpha && s < beta {
+                    s = -self.negamax(&child, new_depth, -beta, -alpha, ply + 1, Some(m), true);
+                }
+                s
+            };
+            self.keys.pop();
+            if self.aborted {
+                self.order[ply] = order;
+                self.quiets[ply] = quiets;
+                return 0;
+            }
+            searched += 1;
+            if score > best {
+                best = score;
+                if score > alpha {
+                    best_move = Some(m);
+                    alpha = score;
+                    self.set_pv(ply, m);
+                    if score >= beta {
+                        if !tactical {
+                            let bonus = (depth * depth * 16).min(1600);
+                            self.update_history(pos, m, bonus);
+                            for &q in &quiets {
+                                self.update_history(pos, q, -bonus);
+                            }
+                            let k = &mut self.killers[ply];
+                            if k[0] != Some(m) {
+                                k[1] = k[0];
+                                k[0] = Some(m);
+                            }
+                            if let Some(p) = previous {
+                                self.counter[side * MOVE_SLOTS + pos.move_slot(p)] = Some(m);
+                            }
+                        }
+                        break;
+                    }
+                }
+            }
+            if !tactical {
+                quiets.push(m);
+            }
+        }
+        self.order[ply] = order;
+        self.quiets[ply] = quiets;
+        let bound = if best >= beta {
+            Bound::Lower
+        } else if best_move.is_some() {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        let stored_eval = if in_check { 0 } else { eval };
+        self.tt
+            .store(key, best_move, to_tt(best, ply), stored_eval, depth, bound);
+        best
+    }
+
+    fn quiesce(&mut self, pos: &P, mut alpha: i32, beta: i32, ply: usize, qply: usize) -> i32 {
+        self.pv[ply].clear();
+        if self.tick() {
+            return 0;
+        }
+        self.seldepth = self.seldepth.max(ply);
+        if let Some(o) = pos.decided() {
+            return outcome_score(&o, pos.turn(), ply);
+        }
+        if ply >= MAX_PLY - 1 {
+            return pos.evaluate();
+        }
+        let in_check = pos.is_check();
+        let mut moves = P::MoveList::default();
+        let mut best;
+        let stand;
+        if in_check {
+            pos.legal_moves_into(&mut moves);
+            if moves.is_empty() {
+                return match pos.terminal() {
+                    Some(o) => outcome_score(&o, pos.turn(), ply),
+                    None => pos.evaluate(),
+                };
+            }
+            best = -INFINITE;
+            stand = -INFINITE;
+        } else {
+            stand = pos.evaluate();
+            if stand >= beta {
+                return stand;
+            }
+            alpha = alpha.max(stand);
+            best = stand;
+            pos.capture_moves_into(&mut moves);
+            if qply == 0 {
+                pos.quiescence_extras(&mut moves);
+            }
+        }
+        let mut order = std::mem::take(&mut self.order[ply]);
+        order.clear();
+        for &m in moves.iter() {
+            let s = if pos.is_tactical(m) {
+                pos.gain(m) * 16 - pos.mover_value(m) / 16
+            } else {
+                0
+            };
+            order.push((s, m));
+        }
+        order.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
+        for &(_, m) in order.iter() {
+            if !in_check {
+                if pos.is_tactical(m) && stand + pos.gain(m) + 200 <= alpha {
+                    continue;
+                }
+                if !pos.see_ge(m, 0) {
+                    continue;
+                }
+            }
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let score = -self.quiesce(&child, -beta, -alpha, ply + 1, qply + 1);
+            if self.aborted {
+                break;
+            }
+            if score > best {
+                best = score;
+                if score > alpha {
+                    alpha = score;
+                    self.set_pv(ply, m);
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        self.order[ply] = order;
+        if self.aborted {
+            return 0;
+        }
+        best
+    }
+}

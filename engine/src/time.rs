@@ -1,0 +1,199 @@
+//! Limits of a search and time management: how long to think on a game clock, read through an
+//! injected time source so that tests can drive time.
+
+use arbiter_core::Color;
+use std::time::Instant;
+
+/// A monotonic time source in milliseconds. The engine reads it every
+/// [`CHECK_EVERY`](crate::search::CHECK_EVERY) nodes and between iterations.
+pub trait TimeSource: Send + Sync {
+    /// Milliseconds since some fixed instant.
+    fn now_ms(&self) -> u64;
+}
+
+/// The process's monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemTime {
+    origin: Instant,
+}
+
+impl SystemTime {
+    /// A clock counting from now.
+    pub fn new() -> SystemTime {
+        SystemTime {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemTime {
+    fn default() -> Self {
+        SystemTime::new()
+    }
+}
+
+impl TimeSource for SystemTime {
+    fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
+    }
+}
+
+/// The players' clocks, as UCI's `go wtime btime winc binc movestogo` gives them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GameClock {
+    /// Time left, white then black, in ms.
+    pub time_ms: [u64; 2],
+    /// Increment per move, white then black, in ms.
+    pub increment_ms: [u64; 2],
+    /// Moves until the next time control, if the control has stages.
+    pub moves_to_go: Option<u32>,
+}
+
+/// When a search stops. Every limit given applies (the first reached ends the search); with
+/// none, it runs until stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// The deepest iteration.
+    pub depth: Option<u32>,
+    /// The most nodes (checked at every node: the count is exact).
+    pub nodes: Option<u64>,
+    /// Thinking time in ms.
+    pub movetime_ms: Option<u64>,
+    /// A game clock to manage.
+    pub clock: Option<GameClock>,
+    /// Search until stopped, whatever else is set (UCI `go infinite`, and pondering).
+    pub infinite: bool,
+}
+
+impl Limits {
+    /// A depth limit.
+    pub fn depth(depth: u32) -> Limits {
+        Limits {
+            depth: Some(depth),
+            ..Limits::default()
+        }
+    }
+
+    /// A node limit.
+    pub fn nodes(nodes: u64) -> Limits {
+        Limits {
+            nodes: Some(nodes),
+            ..Limits::default()
+        }
+    }
+
+    /// A thinking time.
+    pub fn movetime(ms: u64) -> Limits {
+        Limits {
+            movetime_ms: Some(ms),
+            ..Limits::default()
+        }
+    }
+}
+
+/// The time a search may use, from its start: it starts no new iteration after `soft_ms` and
+/// stops wherever it is at `hard_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// No new iteration after this.
+    pub soft_ms: u64,
+    /// Stop at once after this.
+    pub hard_ms: u64,
+}
+
+/// The time budget of a search for `side` under `limits`, keeping `overhead_ms` per move for
+/// communication; `None` when time does not limit it.
+///
+/// On a clock: the share of the remaining time is a 1/`movestogo` (or 1/25 when no stage ends)
+/// plus three quarters of the increment; the hard limit is five times that, but never more
+/// than a third of what is left. Both keep the overhead back.
+pub fn budget(limits: &Limits, side: Color, overhead_ms: u64) -> Option<Budget> {
+    if limits.infinite {
+        return None;
+    }
+    let from_clock = limits.clock.map(|c| {
+        let i = side.index();
+        let left = c.time_ms[i].saturating_sub(overhead_ms);
+        let inc = c.increment_ms[i];
+        let moves = u64::from(c.moves_to_go.unwrap_or(25).clamp(1, 50));
+        let share = left / moves + inc * 3 / 4;
+        let cap = if moves == 1 { left * 9 / 10 } else { left / 3 };
+        let soft = share.min(cap).max(1);
+        Budget {
+            soft_ms: soft,
+            hard_ms: (soft * 5).min(cap).max(soft),
+        }
+    });
+    let fixed = limits.movetime_ms.map(|t| {
+        let t = t.saturating_sub(overhead_ms).max(1);
+        Budget {
+            soft_ms: t,
+            hard_ms: t,
+        }
+    });
+    match (from_clock, fixed) {
+        (Some(a), Some(b)) => Some(Budget {
+            soft_ms: a.soft_ms.min(b.soft_ms),
+            hard_ms: a.hard_ms.min(b.hard_ms),
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_budgets_stay_within_the_time_left() {
+        let clock = GameClock {
+            time_ms: [60_000, 1_000],
+            increment_ms: [1_000, 0],
+            moves_to_go: None,
+        };
+        let l = Limits {
+            clock: Some(clock),
+            ..Limits::default()
+        };
+        let w = budget(&l, Color::White, 50).unwrap();
+        assert_eq!(w.soft_ms, (60_000 - 50) / 25 + 750);
+        assert!(w.hard_ms <= (60_000 - 50) / 3 && w.hard_ms >= w.soft_ms);
+        let b = budget(&l, Color::Black, 50).unwrap();
+        assert!(b.hard_ms <= 950 / 3);
+        // Nearly flagged: still a millisecond, never an underflow.
+        let l = Limits {
+            clock: Some(GameClock {
+                time_ms: [10, 10],
+                ..clock
+            }),
+            ..Limits::default()
+        };
+        assert_eq!(budget(&l, Color::White, 50).unwrap().soft_ms, 1);
+    }
+
+    #[test]
+    fn movetime_and_infinite() {
+        assert_eq!(
+            budget(&Limits::movetime(1000), Color::White, 30),
+            Some(Budget {
+                soft_ms: 970,
+                hard_ms: 970
+            })
+        );
+        let l = Limits {
+            infinite: true,
+            ..Limits::movetime(5)
+        };
+        assert_eq!(budget(&l, Color::White, 0), None);
+        assert_eq!(budget(&Limits::depth(3), Color::White, 0), None);
+        let last = Limits {
+            clock: Some(GameClock {
+                time_ms: [10_000, 10_000],
+                increment_ms: [0, 0],
+                moves_to_go: Some(1),
+            }),
+            ..Limits::default()
+        };
+        assert!(budget(&last, Color::White, 0).unwrap().hard_ms <= 9_000);
+    }
+}
