@@ -10,6 +10,8 @@
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
+pub mod uci;
+
 use arbiter_core::pgn::read_games;
 use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, RuleOptions, Variant};
 use std::fmt;

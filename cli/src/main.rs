@@ -124,6 +124,9 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         hash: usize,
     },
+    /// Speak UCI on stdin/stdout (standard chess and crazyhouse, through `UCI_Variant`), for
+    /// chess GUIs and python-chess.
+    Uci,
     /// Print the board as a text diagram, or as SVG with --svg (pieces as figures).
     Show {
         #[command(flatten)]
@@ -496,6 +499,13 @@ fn run(cli: Cli) -> Result<String, CliError> {
             arbiter_cli::perft(&p, depth, divide)
         }
         Command::Moves { pos } => arbiter_cli::moves(&pos.load()?),
+        Command::Uci => {
+            let out: arbiter_cli::uci::Output =
+                std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
+            arbiter_cli::uci::run(std::io::stdin().lock(), out)
+                .map_err(|e| CliError(format!("reading stdin: {e}")))?;
+            String::new()
+        }
         Command::Analyze {
             pos,
             depth,

@@ -3,6 +3,7 @@
 # loopback port, and calls every RPC of the rules service, and plays hosted games of the match
 # service (chess, Glinski, bughouse, a game lost on time), the clock service (Sync, a
 # standalone clock) and matchmaking (two players matched, playing, rated), through that client.
+# Then checks `arbiter uci` with python-chess's engine module (tests/python/uci.py).
 # Needs python3 (with venv) and the release binary (cargo build --release -p arbiter-cli).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -11,8 +12,8 @@ gen="$root/target/python-gen"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/python" -c "import grpc, grpc_tools" 2>/dev/null \
-  || "$venv/bin/pip" install --quiet "grpcio>=1.60" "grpcio-tools>=1.60"
+"$venv/bin/python" -c "import grpc, grpc_tools, chess" 2>/dev/null \
+  || "$venv/bin/pip" install --quiet "grpcio>=1.60" "grpcio-tools>=1.60" "chess>=1.10"
 rm -rf "$gen" && mkdir -p "$gen"
 "$venv/bin/python" -m grpc_tools.protoc -I "$root/proto" --python_out="$gen" --grpc_python_out="$gen" \
   "$root/proto/arbiter/common/v1/common.proto" "$root/proto/arbiter/rules/v1/rules.proto" \
@@ -27,3 +28,4 @@ kill -TERM $server
 wait $server
 trap - EXIT
 echo "arbiter serve stopped cleanly on SIGTERM"
+"$venv/bin/python" "$root/tests/python/uci.py" "$root/target/release/arbiter"
