@@ -10,6 +10,7 @@
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
+pub mod selfplay;
 pub mod uci;
 
 use arbiter_core::pgn::read_games;

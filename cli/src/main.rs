@@ -124,6 +124,43 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         hash: usize,
     },
+    /// A match between two players (two `arbiter` builds or settings, or `greedy`) on random
+    /// openings played with colours swapped: a line per game, then the score and Elo ± 95 %.
+    Selfplay {
+        /// Variant name (not bughouse).
+        #[arg(long, default_value = "chess", value_parser = parse_variant)]
+        variant: Variant,
+        /// A rule option NAME=VALUE, repeatable.
+        #[arg(long = "rule", value_name = "NAME=VALUE")]
+        rules: Vec<String>,
+        /// Player A: the path of an `arbiter` binary, `greedy` or `random`.
+        #[arg(long)]
+        a: String,
+        /// Player A's `analyze` arguments, e.g. "--nodes 50000 --hash 16".
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
+        a_args: String,
+        /// Player B: the path of an `arbiter` binary, `greedy` or `random`.
+        #[arg(long)]
+        b: String,
+        /// Player B's `analyze` arguments.
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
+        b_args: String,
+        /// Openings, each played twice (1 to 100000).
+        #[arg(long, default_value_t = 50)]
+        pairs: usize,
+        /// Random plies of each opening.
+        #[arg(long, default_value_t = 6)]
+        opening_plies: u32,
+        /// Seed of the openings.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Plies after which a game is scored a draw.
+        #[arg(long, default_value_t = 300)]
+        max_plies: u32,
+        /// Games played at once (1 to 64).
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+    },
     /// Speak UCI on stdin/stdout (standard chess and crazyhouse, through `UCI_Variant`), for
     /// chess GUIs and python-chess.
     Uci,
@@ -499,6 +536,47 @@ fn run(cli: Cli) -> Result<String, CliError> {
             arbiter_cli::perft(&p, depth, divide)
         }
         Command::Moves { pos } => arbiter_cli::moves(&pos.load()?),
+        Command::Selfplay {
+            variant,
+            rules,
+            a,
+            a_args,
+            b,
+            b_args,
+            pairs,
+            opening_plies,
+            seed,
+            max_plies,
+            concurrency,
+        } => {
+            use arbiter_cli::selfplay::{MatchConfig, Player, play_match};
+            if !(1..=100_000).contains(&pairs) {
+                return Err(CliError(format!(
+                    "--pairs: {pairs} is out of range (1 to 100000)"
+                )));
+            }
+            if !(1..=64).contains(&concurrency) {
+                return Err(CliError(format!(
+                    "--concurrency: {concurrency} is out of range (1 to 64)"
+                )));
+            }
+            let cfg = MatchConfig {
+                variant,
+                rules,
+                pairs,
+                opening_plies: opening_plies.min(1000),
+                seed,
+                max_plies: max_plies.clamp(1, 100_000),
+                concurrency,
+            };
+            let report = play_match(
+                &cfg,
+                &Player::parse(&a, &a_args),
+                &Player::parse(&b, &b_args),
+                &|line| println!("{line}"),
+            )?;
+            format!("{report}\n")
+        }
         Command::Uci => {
             let out: arbiter_cli::uci::Output =
                 std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));

@@ -721,3 +721,60 @@ fn analyze_refuses_bad_limits_and_positions_with_status_2() {
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn selfplay_reports_a_score_and_refuses_bad_settings() {
+    let bin = env!("CARGO_BIN_EXE_arbiter");
+    let out = arbiter(
+        &[
+            "selfplay",
+            "--variant",
+            "byzantine",
+            "--a",
+            bin,
+            "--a-args",
+            "--nodes 300",
+            "--b",
+            "greedy",
+            "--pairs",
+            "1",
+            "--max-plies",
+            "40",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("game ")).count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.lines().last().unwrap().starts_with("A v B: 2 games"),
+        "{text}"
+    );
+    for args in [
+        vec!["selfplay", "--a", "greedy", "--b", "greedy", "--pairs", "0"],
+        vec![
+            "selfplay",
+            "--variant",
+            "bughouse",
+            "--a",
+            "greedy",
+            "--b",
+            "greedy",
+        ],
+        vec![
+            "selfplay",
+            "--a",
+            "/nonexistent/arbiter",
+            "--b",
+            "greedy",
+            "--pairs",
+            "1",
+        ],
+    ] {
+        assert_eq!(arbiter(&args, None).status.code(), Some(2), "{args:?}");
+    }
+}

@@ -172,3 +172,41 @@ pub fn analyze(
         AnyPosition::Byzantine(p) => run(p, settings, stop, time, progress),
     }
 }
+
+fn greedy_on<P: EnginePosition>(pos: &P, pick: &mut dyn FnMut(usize) -> usize) -> Option<String> {
+    let us = pos.turn();
+    let moves = pos.legal_moves();
+    let mut best: Vec<P::Move> = Vec::new();
+    let mut best_score = i32::MIN;
+    for &m in moves.iter() {
+        let mut child = pos.clone();
+        child.play_unchecked(m);
+        let score = match child.terminal() {
+            Some(o) => crate::score::outcome_score(&o, us, 1),
+            None => -child.evaluate(),
+        };
+        if score > best_score {
+            best_score = score;
+            best.clear();
+        }
+        if score == best_score {
+            best.push(m);
+        }
+    }
+    if best.is_empty() {
+        return None;
+    }
+    Some(pos.move_to_uci(best[pick(best.len())]))
+}
+
+/// The one-ply greedy player, the reference opponent for variants no outside engine plays: it
+/// takes a win on the spot, else the move after which the static evaluation is best for it
+/// (no search), breaking ties with `pick(n)` (an index below `n`). `None` without a legal move.
+pub fn greedy(pos: &AnyPosition, pick: &mut dyn FnMut(usize) -> usize) -> Option<String> {
+    match pos {
+        AnyPosition::Chess(p) => greedy_on(p, pick),
+        AnyPosition::Crazyhouse(p) => greedy_on(p, pick),
+        AnyPosition::Glinski(p) => greedy_on(p, pick),
+        AnyPosition::Byzantine(p) => greedy_on(p, pick),
+    }
+}

@@ -47,6 +47,7 @@ pub enum Reported {
 impl Reported {
     /// The reported form of a search score.
     pub fn of(score: i32) -> Reported {
+        let score = score.clamp(-MATE, MATE);
         if score >= MATE_BOUND {
             Reported::Mate((MATE - score + 1) / 2)
         } else if score <= -MATE_BOUND {
@@ -85,11 +86,12 @@ pub(crate) fn to_tt(score: i32, ply: usize) -> i32 {
 }
 
 /// A score read from the transposition table at `ply`.
+/// A mate that would fall out of the mate range at a deep ply stays a mate, at the bound.
 pub(crate) fn from_tt(score: i32, ply: usize) -> i32 {
     if score >= MATE_BOUND {
-        score - ply as i32
+        (score - ply as i32).max(MATE_BOUND)
     } else if score <= -MATE_BOUND {
-        score + ply as i32
+        (score + ply as i32).min(-MATE_BOUND)
     } else {
         score
     }
@@ -108,6 +110,9 @@ mod tests {
         assert_eq!(Reported::of(-MATE), Reported::Mate(0));
         assert_eq!(Reported::of(35), Reported::Cp(35));
         assert_eq!(Reported::of(MATE - 5).to_string(), "mate 3");
+        // Out of range never turns into a mate for the other side.
+        assert_eq!(Reported::of(-31_999), Reported::Mate(0));
+        assert_eq!(Reported::of(INFINITE), Reported::Mate(0));
     }
 
     #[test]
@@ -132,5 +137,8 @@ mod tests {
         for s in [MATE - 4, -(MATE - 7), 120, -3] {
             assert_eq!(from_tt(to_tt(s, 9), 9), s);
         }
+        // A stored mate read deep in the tree stays a mate.
+        assert!(is_mate(from_tt(MATE_BOUND + 2, 60)));
+        assert!(is_mate(from_tt(-(MATE_BOUND + 2), 60)));
     }
 }

@@ -187,6 +187,7 @@ impl<P: EnginePosition> Engine<P> {
             order: vec![Vec::new(); MAX_PLY + 2],
             quiets: vec![Vec::new(); MAX_PLY + 2],
             keys,
+            null_floor: 0,
             nodes: 0,
             seldepth: 0,
             max_nodes: limits.nodes,
@@ -209,6 +210,8 @@ struct Worker<'a, P: EnginePosition> {
     order: Vec<Vec<(i32, P::Move)>>,
     quiets: Vec<Vec<P::Move>>,
     keys: Vec<u64>,
+    /// Index in `keys` of the position after the latest null move on the path (0: none).
+    null_floor: usize,
     nodes: u64,
     seldepth: usize,
     max_nodes: Option<u64>,
@@ -288,11 +291,21 @@ impl<P: EnginePosition> Worker<'_, P> {
         ordered.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
         let mut root_moves: Vec<RootMove<P::Move>> = ordered
             .into_iter()
-            .map(|(_, mv)| RootMove {
-                mv,
-                score: -INFINITE,
-                previous: -INFINITE,
-                pv: vec![mv],
+            .map(|(_, mv)| {
+                // Until a search scores it, a move is worth its static estimate: a search
+                // stopped early still reports a sensible score for every line.
+                let mut child = root.clone();
+                child.play_unchecked(mv);
+                let estimate = match child.terminal() {
+                    Some(o) => -outcome_score(&o, child.turn(), 1),
+                    None => -child.evaluate(),
+                };
+                RootMove {
+                    mv,
+                    score: -INFINITE,
+                    previous: estimate.clamp(-MATE, MATE),
+                    pv: vec![mv],
+                }
             })
             .collect();
         let lines = options.multipv.clamp(1, 64).min(root_moves.len());
@@ -334,10 +347,12 @@ impl<P: EnginePosition> Worker<'_, P> {
                     }
                     delta = delta.saturating_mul(2);
                 }
-                root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
                 if self.aborted {
+                    root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
                     break;
                 }
+                // Reported before the lines found so far are re-sorted, so that each line's
+                // own move is the one reported under its number.
                 let rm = &root_moves[line];
                 info(&Info {
                     depth,
@@ -349,12 +364,13 @@ impl<P: EnginePosition> Worker<'_, P> {
                     hashfull: self.tt.hashfull(),
                     pv: &rm.pv,
                 });
+                root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
             }
             if self.aborted {
                 break;
             }
             completed = depth;
-            for rm in root_moves.iter_mut() {
+            for rm in root_moves.iter_mut().filter(|rm| rm.score > -INFINITE) {
                 rm.previous = rm.score;
             }
             if self.stop.load(Ordering::Relaxed) {
@@ -382,7 +398,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 score: if rm.score > -INFINITE {
                     rm.score
                 } else {
-                    rm.previous.max(-INFINITE + 1)
+                    rm.previous
                 },
                 pv: rm.pv.clone(),
             })
@@ -455,16 +471,20 @@ impl<P: EnginePosition> Worker<'_, P> {
     fn is_draw(&self, pos: &P) -> bool {
         let rules = pos.draw_rules();
         let halfmoves = pos.halfmove_clock() as usize;
+        // Mate on the move that reaches the move rule's count still counts as mate.
         if let Some((claim, _)) = rules.move_rule_plies
             && halfmoves >= claim as usize
+            && (!pos.is_check() || !pos.legal_moves().is_empty())
         {
             return true;
         }
         if rules.repetition.is_some() {
             let n = self.keys.len();
             let key = self.keys[n - 1];
+            // Never across a null move: positions before it were not reached by moves.
+            let reach = (n - 1 - self.null_floor).min(halfmoves);
             let mut back = 4;
-            while back <= halfmoves && back < n {
+            while back <= reach {
                 if self.keys[n - 1 - back] == key {
                     return true;
                 }
@@ -611,6 +631,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 && let Some(passed) = pos.null_move()
             {
                 self.keys.push(passed.zobrist());
+                let floor = std::mem::replace(&mut self.null_floor, self.keys.len() - 1);
                 let s = -self.negamax(
                     &passed,
                     depth - 1 - r,
@@ -620,6 +641,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                     None,
                     false,
                 );
+                self.null_floor = floor;
                 self.keys.pop();
                 if self.aborted {
                     return 0;

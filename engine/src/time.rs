@@ -116,12 +116,12 @@ pub fn budget(limits: &Limits, side: Color, overhead_ms: u64) -> Option<Budget> 
         let left = c.time_ms[i].saturating_sub(overhead_ms);
         let inc = c.increment_ms[i];
         let moves = u64::from(c.moves_to_go.unwrap_or(25).clamp(1, 50));
-        let share = left / moves + inc * 3 / 4;
-        let cap = if moves == 1 { left * 9 / 10 } else { left / 3 };
+        let share = (left / moves).saturating_add(inc / 4 * 3);
+        let cap = if moves == 1 { left / 10 * 9 } else { left / 3 };
         let soft = share.min(cap).max(1);
         Budget {
             soft_ms: soft,
-            hard_ms: (soft * 5).min(cap).max(soft),
+            hard_ms: soft.saturating_mul(5).min(cap).max(soft),
         }
     });
     let fixed = limits.movetime_ms.map(|t| {
@@ -169,6 +169,17 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(budget(&l, Color::White, 50).unwrap().soft_ms, 1);
+        // Absurd clocks do not overflow.
+        let huge = Limits {
+            clock: Some(GameClock {
+                time_ms: [u64::MAX, u64::MAX],
+                increment_ms: [u64::MAX, u64::MAX],
+                moves_to_go: Some(1),
+            }),
+            ..Limits::default()
+        };
+        let b = budget(&huge, Color::White, 0).unwrap();
+        assert!(b.hard_ms >= b.soft_ms && b.soft_ms > 0);
     }
 
     #[test]

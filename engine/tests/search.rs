@@ -374,6 +374,15 @@ fn depth_and_node_limits_hold() {
         assert!(r.nodes <= n, "{} > {n}", r.nodes);
         assert!(r.best.is_some());
     }
+    // Stopped before any line has a searched score: every line reports its static estimate,
+    // never a mate.
+    let r = search(&p, Limits::nodes(1), 5);
+    assert_eq!(r.lines.len(), 5);
+    assert!(
+        r.lines.iter().all(|l| l.score.abs() < 1_000),
+        "{:?}",
+        r.lines
+    );
     // A node-limited search from a fresh engine is reproducible.
     let a = search(&Glinski::new(), Limits::nodes(30_000), 3);
     let b = search(&Glinski::new(), Limits::nodes(30_000), 3);

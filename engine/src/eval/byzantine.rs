@@ -39,9 +39,13 @@ fn side_terms(pos: &Byzantine, color: Color) -> (i32, i32) {
     let mut score = 0;
     let mut pieces = 0;
     let their_king = pos.pieces(!color, ByzRole::King);
+    // `targets` leaves out the mover's own cells: asking for both colours gives every step.
+    let steps = |k: u8| {
+        pos.targets(k, Color::White, ByzRole::King, false)
+            | pos.targets(k, Color::Black, ByzRole::King, false)
+    };
     let king_zone = if their_king != 0 {
-        let k = their_king.trailing_zeros() as u8;
-        pos.targets(k, !color, ByzRole::King, false) | their_king
+        steps(their_king.trailing_zeros() as u8) | their_king
     } else {
         0
     };
@@ -68,7 +72,7 @@ fn side_terms(pos: &Byzantine, color: Color) -> (i32, i32) {
                 }
             }
             ByzRole::King => {
-                score += KING_GUARD * (reach & us).count_ones().min(4) as i32;
+                score += KING_GUARD * (steps(c) & us).count_ones().min(4) as i32;
             }
             _ => {
                 let n = (reach & !us).count_ones() as i32 - MOBILITY_BASE[r];

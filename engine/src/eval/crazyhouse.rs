@@ -137,7 +137,8 @@ impl EnginePosition for Crazyhouse {
         let mut all = Self::MoveList::default();
         self.legal_moves_into(&mut all);
         for &m in all.iter() {
-            if m.is_drop() && self.gives_check(m) {
+            let quiet_queen = m.promotion_role() == Some(Role::Queen) && !self.is_capture(m);
+            if quiet_queen || (m.is_drop() && self.gives_check(m)) {
                 out.push(m);
             }
         }

@@ -215,6 +215,15 @@ impl EnginePosition for Glinski {
         }
     }
 
+    fn quiescence_extras(&self, out: &mut Self::MoveList) {
+        // Queen promotions that capture nothing (captures are already in).
+        for &m in self.legal_moves().iter() {
+            if m.promotion == Some(Role::Queen) && self.piece_at(m.to).is_none() {
+                out.push(m);
+            }
+        }
+    }
+
     fn null_move_sound(&self) -> bool {
         let us = self.turn();
         self.by_color(us) & !self.pieces(us, Role::Pawn) & !self.pieces(us, Role::King) != 0

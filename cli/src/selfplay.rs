@@ -1,0 +1,379 @@
+//! `arbiter selfplay`: a match between two players on fixed random openings, each opening
+//! played twice with colours swapped, reporting the score and an Elo difference with its 95 %
+//! error bar. A player is any `arbiter` build (each move is one `PATH analyze …` run, with the
+//! player's own arguments: limits, hash) or the built-in one-ply greedy player. Games are judged
+//! by the core's rules (`GameState`): every automatic ending, and claimable draws are claimed;
+//! a game reaching the ply cap is a draw.
+
+use crate::CliError;
+use arbiter_core::{AnyPosition, GameState, Locale, Notation, Position, Variant};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One side of the match.
+#[derive(Debug, Clone)]
+pub enum Player {
+    /// An `arbiter` binary, asked `analyze … ARGS` for each move.
+    Arbiter {
+        /// The binary.
+        path: PathBuf,
+        /// Extra arguments (a limit such as `--nodes 20000` is added when none is given).
+        args: Vec<String>,
+    },
+    /// The one-ply greedy player.
+    Greedy,
+    /// A uniformly random legal move (the floor of any comparison).
+    Random,
+}
+
+impl Player {
+    /// `greedy`, or the path of a binary.
+    pub fn parse(text: &str, args: &str) -> Player {
+        if text == "greedy" {
+            Player::Greedy
+        } else if text == "random" {
+            Player::Random
+        } else {
+            Player::Arbiter {
+                path: PathBuf::from(text),
+                args: args.split_whitespace().map(str::to_owned).collect(),
+            }
+        }
+    }
+
+    fn choose(
+        &self,
+        pos: &AnyPosition,
+        rules: &[String],
+        rng: &mut Rng,
+    ) -> Result<Option<String>, CliError> {
+        match self {
+            Player::Greedy => Ok(arbiter_engine::analyze::greedy(pos, &mut |n| rng.below(n))),
+            Player::Random => {
+                let moves = pos.legal_moves();
+                Ok((!moves.is_empty()).then(|| pos.move_to_uci(moves[rng.below(moves.len())])))
+            }
+            Player::Arbiter { path, args } => {
+                let mut cmd = Command::new(path);
+                cmd.arg("analyze")
+                    .arg("--variant")
+                    .arg(pos.variant().name())
+                    .arg("--position")
+                    .arg(pos.to_text());
+                for r in rules {
+                    cmd.arg("--rule").arg(r);
+                }
+                cmd.args(args);
+                if !args
+                    .iter()
+                    .any(|a| matches!(a.as_str(), "--depth" | "--nodes" | "--movetime"))
+                {
+                    cmd.args(["--nodes", "20000"]);
+                }
+                let out = cmd
+                    .output()
+                    .map_err(|e| CliError(format!("running {}: {e}", path.display())))?;
+                if !out.status.success() {
+                    return Err(CliError(format!(
+                        "{} analyze failed: {}",
+                        path.display(),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    )));
+                }
+                let text = String::from_utf8_lossy(&out.stdout);
+                let last = text.lines().last().unwrap_or("");
+                match last.strip_prefix("bestmove ") {
+                    Some("(none)") => Ok(None),
+                    Some(m) => Ok(Some(m.to_owned())),
+                    None => Err(CliError(format!("{}: no bestmove line", path.display()))),
+                }
+            }
+        }
+    }
+}
+
+/// Small deterministic generator (xorshift64*), for openings and the greedy player's ties.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    /// A number below `n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+    }
+}
+
+/// What to play.
+#[derive(Debug, Clone)]
+pub struct MatchConfig {
+    /// The variant (bughouse boards cannot be played alone: refused).
+    pub variant: Variant,
+    /// Rule options, `name=value`.
+    pub rules: Vec<String>,
+    /// Openings; each is played twice.
+    pub pairs: usize,
+    /// Random plies of each opening.
+    pub opening_plies: u32,
+    /// Seed of the openings.
+    pub seed: u64,
+    /// Plies after which a game is a draw.
+    pub max_plies: u32,
+    /// Games played at once.
+    pub concurrency: usize,
+}
+
+/// The result for player A.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MatchReport {
+    /// Games played.
+    pub games: usize,
+    /// A's wins, draws (any split short of a full point), losses.
+    pub wins: usize,
+    /// Draws and partial scores.
+    pub draws: usize,
+    /// Losses.
+    pub losses: usize,
+    /// A's points.
+    pub points: f64,
+    /// A's score per game (0 to 1).
+    pub score: f64,
+    /// The Elo difference A − B and its 95 % interval.
+    pub elo: (f64, f64, f64),
+}
+
+/// Elo difference for an expected score.
+fn elo(score: f64) -> f64 {
+    let s = score.clamp(1e-3, 1.0 - 1e-3);
+    -400.0 * (1.0 / s - 1.0).log10()
+}
+
+/// The report from A's per-game points.
+pub fn report(points: &[f64]) -> MatchReport {
+    let n = points.len().max(1) as f64;
+    let total: f64 = points.iter().sum();
+    let mean = total / n;
+    let var = points.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / n;
+    let margin = 1.96 * (var / n).sqrt();
+    MatchReport {
+        games: points.len(),
+        wins: points.iter().filter(|&&p| p == 1.0).count(),
+        losses: points.iter().filter(|&&p| p == 0.0).count(),
+        draws: points.iter().filter(|&&p| p > 0.0 && p < 1.0).count(),
+        points: total,
+        score: mean,
+        elo: (elo(mean), elo(mean - margin), elo(mean + margin)),
+    }
+}
+
+impl std::fmt::Display for MatchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "A v B: {} games, +{} ={} -{}, {:.1} points, score {:.1}%, Elo {:+.0} [{:+.0}, {:+.0}] (95%)",
+            self.games,
+            self.wins,
+            self.draws,
+            self.losses,
+            self.points,
+            self.score * 100.0,
+            self.elo.0,
+            self.elo.1,
+            self.elo.2
+        )
+    }
+}
+
+fn opening(cfg: &MatchConfig, start: &AnyPosition, pair: usize) -> AnyPosition {
+    let mut rng = Rng::new(cfg.seed ^ (pair as u64).wrapping_mul(0x1000_0001));
+    loop {
+        let mut state = GameState::new(start.clone());
+        for _ in 0..cfg.opening_plies {
+            let moves = state.position().legal_moves();
+            if moves.is_empty() || state.outcome().is_some() {
+                break;
+            }
+            state.play_checked(moves[rng.below(moves.len())]);
+        }
+        if state.outcome().is_none() && !state.position().legal_moves().is_empty() {
+            return state.position().clone();
+        }
+    }
+}
+
+/// Plays one game; A's points.
+fn game(
+    cfg: &MatchConfig,
+    start: &AnyPosition,
+    white: &Player,
+    black: &Player,
+    a_is_white: bool,
+    seed: u64,
+) -> Result<f64, CliError> {
+    let mut rng = Rng::new(seed);
+    let mut state = GameState::new(start.clone());
+    let a_color = if a_is_white {
+        start.turn()
+    } else {
+        !start.turn()
+    };
+    for _ in 0..cfg.max_plies {
+        if let Some(o) = state.outcome() {
+            return Ok(o.score.points(a_color));
+        }
+        if !state.claimable_draws().is_empty() {
+            return Ok(0.5);
+        }
+        // `white` is the player who moves first from the opening.
+        let mover = if state.position().turn() == start.turn() {
+            white
+        } else {
+            black
+        };
+        let pos = state.position().clone();
+        let Some(text) = mover.choose(&pos, &cfg.rules, &mut rng)? else {
+            return Err(CliError(format!(
+                "no move and no ending in {}",
+                pos.to_text()
+            )));
+        };
+        let m = pos
+            .parse_move(&text, Notation::Uci, Locale::English)
+            .map_err(|e| {
+                CliError(format!(
+                    "a player sent an illegal move in {}: {e}",
+                    pos.to_text()
+                ))
+            })?;
+        state.play_checked(m);
+    }
+    Ok(state.outcome().map_or(0.5, |o| o.score.points(a_color)))
+}
+
+/// Plays the match; `progress` receives a line per game.
+pub fn play_match(
+    cfg: &MatchConfig,
+    a: &Player,
+    b: &Player,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<MatchReport, CliError> {
+    if cfg.variant == Variant::Bughouse {
+        return Err(CliError(
+            "--variant: a bughouse board cannot be played alone".into(),
+        ));
+    }
+    let start = crate::load_position(cfg.variant, None, &cfg.rules)?;
+    let next = AtomicUsize::new(0);
+    let points = Mutex::new(vec![None; cfg.pairs * 2]);
+    let failure = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..cfg.concurrency.clamp(1, 64) {
+            scope.spawn(|| {
+                loop {
+                    let g = next.fetch_add(1, Ordering::Relaxed);
+                    if g >= cfg.pairs * 2
+                        || failure.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+                    {
+                        return;
+                    }
+                    let pair = g / 2;
+                    let a_white = g.is_multiple_of(2);
+                    let open = opening(cfg, &start, pair);
+                    let (w, bl) = if a_white { (a, b) } else { (b, a) };
+                    match game(cfg, &open, w, bl, a_white, cfg.seed ^ g as u64) {
+                        Ok(p) => {
+                            progress(&format!(
+                                "game {} (opening {}, A {}): A scores {p}",
+                                g + 1,
+                                pair + 1,
+                                if a_white { "first" } else { "second" }
+                            ));
+                            points.lock().unwrap_or_else(|e| e.into_inner())[g] = Some(p);
+                        }
+                        Err(e) => {
+                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    let points: Vec<f64> = points
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(report(&points))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elo_and_its_interval() {
+        let even = report(&[1.0, 0.0, 0.5, 0.5]);
+        assert_eq!((even.wins, even.draws, even.losses), (1, 2, 1));
+        assert!(even.elo.0.abs() < 1e-9 && even.elo.1 < 0.0 && even.elo.2 > 0.0);
+        let strong = report(&[1.0, 1.0, 1.0, 0.75]);
+        assert!(strong.elo.0 > 300.0);
+        assert!((elo(0.75) - 190.8).abs() < 0.5);
+    }
+
+    #[test]
+    fn greedy_against_itself_plays_legal_games_to_an_end() {
+        let cfg = MatchConfig {
+            variant: Variant::Glinski,
+            rules: Vec::new(),
+            pairs: 2,
+            opening_plies: 4,
+            seed: 7,
+            max_plies: 60,
+            concurrency: 2,
+        };
+        let lines = Mutex::new(Vec::new());
+        let r = play_match(&cfg, &Player::Greedy, &Player::Greedy, &|l| {
+            lines.lock().unwrap().push(l.to_owned())
+        })
+        .unwrap();
+        assert_eq!(r.games, 4);
+        assert_eq!(lines.into_inner().unwrap().len(), 4);
+        // Greedy against random in Byzantine (capturing everything wins by bare king): the
+        // score is counted for the right player whichever colour it has.
+        let byz = MatchConfig {
+            variant: Variant::Byzantine,
+            max_plies: 300,
+            ..cfg.clone()
+        };
+        let r = play_match(&byz, &Player::Greedy, &Player::Random, &|_| {}).unwrap();
+        assert!(r.score >= 0.75, "{r}");
+        let r = play_match(&byz, &Player::Random, &Player::Greedy, &|_| {}).unwrap();
+        assert!(r.score <= 0.25, "{r}");
+        assert!(
+            play_match(
+                &MatchConfig {
+                    variant: Variant::Bughouse,
+                    ..cfg
+                },
+                &Player::Greedy,
+                &Player::Greedy,
+                &|_| {}
+            )
+            .is_err()
+        );
+    }
+}
