@@ -158,7 +158,7 @@ impl<P: EnginePosition> Engine<P> {
 
     /// Searches `root` under `limits`.
     ///
-    /// `history` holds the Zobrist keys ([`Position::zobrist`]) of the game's earlier
+    /// `history` holds the Zobrist keys ([`Position::zobrist`](arbiter_core::Position::zobrist)) of the game's earlier
     /// positions, oldest first, for repetitions. `control`'s flag ends the search when raised;
     /// its clock is read for time limits; `info` receives each finished line.
     pub fn search(

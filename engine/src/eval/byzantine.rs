@@ -102,11 +102,7 @@ impl EnginePosition for Byzantine {
                 }
             }
         }
-        let s = if self.turn() == Color::White {
-            white
-        } else {
-            -white
-        };
+        let s = super::for_side(self.turn(), white);
         s + TEMPO
     }
 

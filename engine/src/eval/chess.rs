@@ -411,16 +411,10 @@ fn exchange(
             break;
         }
         res ^= 1;
-        let Some(role) = [
-            Role::Pawn,
-            Role::Knight,
-            Role::Bishop,
-            Role::Rook,
-            Role::Queen,
-            Role::King,
-        ]
-        .into_iter()
-        .find(|&r| (ours & board.by_role(r)).any()) else {
+        let Some(role) = Role::ALL
+            .into_iter()
+            .find(|&r| (ours & board.by_role(r)).any())
+        else {
             break;
         };
         if role == Role::King {
@@ -456,11 +450,7 @@ impl EnginePosition for Chess {
         let board = self.board();
         let (score, phase) = board_score(board, &WEIGHTS);
         let white = drawish_scale(board, taper(score, phase));
-        let s = if self.turn() == Color::White {
-            white
-        } else {
-            -white
-        };
+        let s = super::for_side(self.turn(), white);
         s + WEIGHTS.tempo
     }
 

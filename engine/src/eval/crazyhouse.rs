@@ -99,11 +99,7 @@ impl EnginePosition for Crazyhouse {
         let phase = phase.max(16);
         let danger = drop_danger(self, Color::Black) - drop_danger(self, Color::White);
         let white = taper(score, phase) + danger;
-        let s = if self.turn() == Color::White {
-            white
-        } else {
-            -white
-        };
+        let s = super::for_side(self.turn(), white);
         s + WEIGHTS.tempo
     }
 

@@ -167,11 +167,7 @@ impl EnginePosition for Glinski {
         let full = 2 * (2 * MATERIAL[1] + 3 * MATERIAL[2] + 2 * MATERIAL[3] + MATERIAL[4]);
         let phase = ((wn + bn) * 24 / full).clamp(0, 24);
         let white = ((wm - bm) * phase + (we - be) * (24 - phase)) / 24;
-        let s = if self.turn() == Color::White {
-            white
-        } else {
-            -white
-        };
+        let s = super::for_side(self.turn(), white);
         s + TEMPO
     }
 
