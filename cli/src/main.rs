@@ -160,6 +160,10 @@ enum Command {
         /// Games played at once (1 to 64).
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
+        /// A sequential test ELO0,ELO1 (e.g. 0,10; alpha = beta = 0.05): stop as soon as it
+        /// accepts H0 (A − B = ELO0) or H1 (A − B = ELO1); --pairs is then the most played.
+        #[arg(long, value_name = "ELO0,ELO1")]
+        sprt: Option<String>,
     },
     /// Speak UCI on stdin/stdout (standard chess and crazyhouse, through `UCI_Variant`), for
     /// chess GUIs and python-chess.
@@ -548,8 +552,14 @@ fn run(cli: Cli) -> Result<String, CliError> {
             seed,
             max_plies,
             concurrency,
+            sprt,
         } => {
-            use arbiter_cli::selfplay::{MatchConfig, Player, play_match};
+            use arbiter_cli::selfplay::{MatchConfig, Player, Sprt, play_match};
+            let sprt = sprt
+                .as_deref()
+                .map(Sprt::parse)
+                .transpose()
+                .map_err(CliError)?;
             if !(1..=100_000).contains(&pairs) {
                 return Err(CliError(format!(
                     "--pairs: {pairs} is out of range (1 to 100000)"
@@ -568,6 +578,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 seed,
                 max_plies: max_plies.clamp(1, 100_000),
                 concurrency,
+                sprt,
             };
             let report = play_match(
                 &cfg,

@@ -130,6 +130,101 @@ pub struct MatchConfig {
     pub max_plies: u32,
     /// Games played at once.
     pub concurrency: usize,
+    /// A sequential test that may end the match before `pairs` openings are played.
+    pub sprt: Option<Sprt>,
+}
+
+/// A sequential probability ratio test of H0 "A − B = `elo0`" against H1 "A − B = `elo1`"
+/// (logistic Elo), with error rates `alpha` (accepting H1 when H0 holds) and `beta`.
+///
+/// The log-likelihood ratio uses the normal approximation of the per-game score: with `n` games
+/// of mean `s` and variance `v`, LLR = n (s1 − s0)(2s − s0 − s1) / (2v), where `s0` and `s1` are
+/// the expected scores at `elo0` and `elo1`. The variance is estimated with one virtual win and
+/// one virtual loss added, so that a run of identical results cannot end the test at once. The
+/// test stops when the LLR leaves [ln(β/(1−α)), ln((1−β)/α)], counted over whole pairs only, so
+/// that each opening has been played with both colours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sprt {
+    /// Elo difference of H0.
+    pub elo0: f64,
+    /// Elo difference of H1 (greater than `elo0`).
+    pub elo1: f64,
+    /// False positive rate.
+    pub alpha: f64,
+    /// False negative rate.
+    pub beta: f64,
+}
+
+/// Where a sequential test stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SprtState {
+    /// The test.
+    pub test: Sprt,
+    /// The log-likelihood ratio over the completed pairs.
+    pub llr: f64,
+    /// H1 accepted (`Some(true)`), H0 accepted (`Some(false)`), or not decided.
+    pub verdict: Option<bool>,
+}
+
+impl Sprt {
+    /// Reads `ELO0,ELO1` (e.g. `0,10`), with α = β = 0.05.
+    pub fn parse(text: &str) -> Result<Sprt, String> {
+        let err = || format!("--sprt: '{text}': expected ELO0,ELO1 with ELO0 < ELO1, e.g. 0,10");
+        let (a, b) = text.split_once(',').ok_or_else(err)?;
+        let elo0: f64 = a.trim().parse().map_err(|_| err())?;
+        let elo1: f64 = b.trim().parse().map_err(|_| err())?;
+        let sane = |e: f64| e.is_finite() && e.abs() <= 1000.0;
+        if !(sane(elo0) && sane(elo1) && elo0 < elo1) {
+            return Err(err());
+        }
+        Ok(Sprt {
+            elo0,
+            elo1,
+            alpha: 0.05,
+            beta: 0.05,
+        })
+    }
+
+    /// The lower and upper bounds of the LLR.
+    pub fn bounds(&self) -> (f64, f64) {
+        (
+            (self.beta / (1.0 - self.alpha)).ln(),
+            ((1.0 - self.beta) / self.alpha).ln(),
+        )
+    }
+
+    /// The log-likelihood ratio of A's per-game points.
+    pub fn llr(&self, points: &[f64]) -> f64 {
+        if points.is_empty() {
+            return 0.0;
+        }
+        let n = points.len() as f64;
+        let mean = points.iter().sum::<f64>() / n;
+        let squares: f64 = points.iter().map(|p| (p - mean).powi(2)).sum::<f64>()
+            + (1.0 - mean).powi(2)
+            + mean.powi(2);
+        let var = squares / (n + 2.0);
+        let expected = |elo: f64| 1.0 / (1.0 + 10f64.powf(-elo / 400.0));
+        let (s0, s1) = (expected(self.elo0), expected(self.elo1));
+        n * (s1 - s0) * (2.0 * mean - s0 - s1) / (2.0 * var)
+    }
+
+    /// The state of the test after `points`.
+    pub fn state(&self, points: &[f64]) -> SprtState {
+        let llr = self.llr(points);
+        let (lower, upper) = self.bounds();
+        SprtState {
+            test: *self,
+            llr,
+            verdict: if llr >= upper {
+                Some(true)
+            } else if llr <= lower {
+                Some(false)
+            } else {
+                None
+            },
+        }
+    }
 }
 
 /// The result for player A.
@@ -149,6 +244,8 @@ pub struct MatchReport {
     pub score: f64,
     /// The Elo difference A − B and its 95 % interval.
     pub elo: (f64, f64, f64),
+    /// The sequential test, when one was asked for.
+    pub sprt: Option<SprtState>,
 }
 
 /// Elo difference for an expected score.
@@ -172,6 +269,7 @@ pub fn report(points: &[f64]) -> MatchReport {
         points: total,
         score: mean,
         elo: (elo(mean), elo(mean - margin), elo(mean + margin)),
+        sprt: None,
     }
 }
 
@@ -189,8 +287,34 @@ impl std::fmt::Display for MatchReport {
             self.elo.0,
             self.elo.1,
             self.elo.2
-        )
+        )?;
+        if let Some(t) = &self.sprt {
+            let (lower, upper) = t.test.bounds();
+            let verdict = match t.verdict {
+                Some(true) => "H1 accepted",
+                Some(false) => "H0 accepted",
+                None => "undecided",
+            };
+            write!(
+                f,
+                "\nSPRT elo0 {:+} elo1 {:+} (alpha {}, beta {}): LLR {:.2} [{:.2}, {:.2}], {verdict}",
+                t.test.elo0, t.test.elo1, t.test.alpha, t.test.beta, t.llr, lower, upper
+            )?;
+        }
+        Ok(())
     }
+}
+
+/// The points of the games of every opening whose two games are both played, in order.
+fn whole_pairs(points: &[Option<f64>]) -> Vec<f64> {
+    points
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [Some(x), Some(y)] => Some([*x, *y]),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
 
 fn opening(cfg: &MatchConfig, start: &AnyPosition, pair: usize) -> AnyPosition {
@@ -275,6 +399,8 @@ pub fn play_match(
     let next = AtomicUsize::new(0);
     let points = Mutex::new(vec![None; cfg.pairs * 2]);
     let failure = Mutex::new(None);
+    // The SPRT's verdict, once reached: no new game starts after it.
+    let decided: Mutex<Option<SprtState>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..cfg.concurrency.clamp(1, 64) {
             scope.spawn(|| {
@@ -282,6 +408,7 @@ pub fn play_match(
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     if g >= cfg.pairs * 2
                         || failure.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+                        || decided.lock().unwrap_or_else(|e| e.into_inner()).is_some()
                     {
                         return;
                     }
@@ -297,7 +424,20 @@ pub fn play_match(
                                 pair + 1,
                                 if a_white { "first" } else { "second" }
                             ));
-                            points.lock().unwrap_or_else(|e| e.into_inner())[g] = Some(p);
+                            let mut all = points.lock().unwrap_or_else(|e| e.into_inner());
+                            all[g] = Some(p);
+                            if let Some(test) = cfg.sprt {
+                                let state = test.state(&whole_pairs(&all));
+                                let mut decided = decided.lock().unwrap_or_else(|e| e.into_inner());
+                                if state.verdict.is_some() && decided.is_none() {
+                                    progress(&format!(
+                                        "SPRT decided after {} games: LLR {:.2}",
+                                        whole_pairs(&all).len(),
+                                        state.llr
+                                    ));
+                                    *decided = Some(state);
+                                }
+                            }
                         }
                         Err(e) => {
                             *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
@@ -311,13 +451,17 @@ pub fn play_match(
     if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
     }
-    let points: Vec<f64> = points
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .flatten()
-        .collect();
-    Ok(report(&points))
+    let points = points.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut r = report(&points.iter().flatten().copied().collect::<Vec<_>>());
+    // The verdict stands as reached; games already under way when it was reached are in the
+    // score but not in the test. Without a verdict, the test over every whole pair.
+    r.sprt = cfg.sprt.map(|test| {
+        decided
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(|| test.state(&whole_pairs(&points)))
+    });
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -331,7 +475,65 @@ mod tests {
         assert!(even.elo.0.abs() < 1e-9 && even.elo.1 < 0.0 && even.elo.2 > 0.0);
         let strong = report(&[1.0, 1.0, 1.0, 0.75]);
         assert!(strong.elo.0 > 300.0);
+        assert!(strong.sprt.is_none() && !strong.to_string().contains("SPRT"));
         assert!((elo(0.75) - 190.8).abs() < 0.5);
+    }
+
+    #[test]
+    fn sprt_llr_and_bounds() {
+        let t = Sprt::parse("0,10").unwrap();
+        assert_eq!((t.elo0, t.elo1, t.alpha, t.beta), (0.0, 10.0, 0.05, 0.05));
+        let (lower, upper) = t.bounds();
+        assert!((upper - 2.944).abs() < 1e-3 && (lower + 2.944).abs() < 1e-3);
+        assert_eq!(t.llr(&[]), 0.0);
+        // The score halfway between s0 and s1 is no evidence either way.
+        let s0 = 0.5;
+        let s1 = 1.0 / (1.0 + 10f64.powf(-10.0 / 400.0));
+        let mid = (s0 + s1) / 2.0;
+        // Points with that mean: wins and losses in proportion.
+        let n = 10_000;
+        let wins = (mid * n as f64).round() as usize;
+        let points: Vec<f64> = (0..n).map(|i| if i < wins { 1.0 } else { 0.0 }).collect();
+        assert!(t.llr(&points).abs() < 0.05, "{}", t.llr(&points));
+        // Evidence grows with the games, and its sign follows the score.
+        let good = [1.0, 0.5, 1.0, 0.0, 1.0, 0.5];
+        let bad = [0.0, 0.5, 0.0, 1.0, 0.0, 0.5];
+        assert!(t.llr(&good) > 0.0 && t.llr(&bad) < 0.0);
+        assert!(t.llr(&good.repeat(10)) > t.llr(&good));
+        assert_eq!(t.state(&good.repeat(60)).verdict, Some(true));
+        assert_eq!(t.state(&bad.repeat(60)).verdict, Some(false));
+        assert_eq!(t.state(&good).verdict, None);
+        // Identical results never divide by zero and do not decide on one pair.
+        assert!(t.llr(&[1.0, 1.0]).is_finite());
+        assert_eq!(t.state(&[1.0, 1.0]).verdict, None);
+        for bad in ["", "10", "10,0", "0,nan", "a,b", "0,inf", "0,5000"] {
+            assert!(Sprt::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            whole_pairs(&[Some(1.0), Some(0.0), Some(1.0), None, None, Some(0.5)]),
+            vec![1.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn sprt_ends_a_lopsided_match_early() {
+        let cfg = MatchConfig {
+            variant: Variant::Byzantine,
+            rules: Vec::new(),
+            pairs: 500,
+            opening_plies: 4,
+            seed: 3,
+            max_plies: 300,
+            concurrency: 2,
+            sprt: Some(Sprt::parse("0,50").unwrap()),
+        };
+        let r = play_match(&cfg, &Player::Greedy, &Player::Random, &|_| {}).unwrap();
+        let t = r.sprt.expect("a test was asked for");
+        assert_eq!(t.verdict, Some(true), "{r}");
+        assert!(r.games < 100, "{r}");
+        let r = play_match(&cfg, &Player::Random, &Player::Greedy, &|_| {}).unwrap();
+        assert_eq!(r.sprt.unwrap().verdict, Some(false), "{r}");
+        assert!(r.games < 100, "{r}");
     }
 
     #[test]
@@ -344,6 +546,7 @@ mod tests {
             seed: 7,
             max_plies: 60,
             concurrency: 2,
+            sprt: None,
         };
         let lines = Mutex::new(Vec::new());
         let r = play_match(&cfg, &Player::Greedy, &Player::Greedy, &|l| {

@@ -754,6 +754,31 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
         text.lines().last().unwrap().starts_with("A v B: 2 games"),
         "{text}"
     );
+    // A sequential test: greedy against random in Byzantine is decided long before 300 pairs.
+    let out = arbiter(
+        &[
+            "selfplay",
+            "--variant",
+            "byzantine",
+            "--a",
+            "greedy",
+            "--b",
+            "random",
+            "--pairs",
+            "300",
+            "--sprt",
+            "0,50",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("SPRT elo0 +0 elo1 +50") && last.ends_with("H1 accepted"),
+        "{text}"
+    );
+    assert!(text.lines().filter(|l| l.starts_with("game ")).count() < 200);
     for args in [
         vec!["selfplay", "--a", "greedy", "--b", "greedy", "--pairs", "0"],
         vec![
@@ -774,6 +799,10 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
             "--pairs",
             "1",
         ],
+        vec![
+            "selfplay", "--a", "greedy", "--b", "greedy", "--sprt", "10,0",
+        ],
+        vec!["selfplay", "--a", "greedy", "--b", "greedy", "--sprt", "x"],
     ] {
         assert_eq!(arbiter(&args, None).status.code(), Some(2), "{args:?}");
     }

@@ -7,7 +7,7 @@
 //! for a smoke run.
 //!
 //! A second table puts the other variants' start positions next to standard chess (start
-//! position, depth 5) in the same run: Byzantine at depth 5, Glinski at depth 4.
+//! position, depth 6) in the same run: Byzantine at depth 6, Glinski at depth 4.
 
 use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant};
 use arbiter_core::{Byzantine, Chess, Glinski, perft};
@@ -81,8 +81,8 @@ fn main() {
     let d = |depth: u32| if quick { depth - 1 } else { depth };
     type Run<'a> = (&'a str, u32, Box<dyn Fn() -> u64 + 'a>);
     let variants: [Run; 3] = [
-        ("chess", d(5), Box::new(|| perft(black_box(&chess), d(5)))),
-        ("byzantine", d(5), Box::new(|| perft(black_box(&byz), d(5)))),
+        ("chess", d(6), Box::new(|| perft(black_box(&chess), d(6)))),
+        ("byzantine", d(6), Box::new(|| perft(black_box(&byz), d(6)))),
         (
             "glinski",
             d(4),

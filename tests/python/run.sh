@@ -4,7 +4,8 @@
 # service (chess, Glinski, bughouse, a game lost on time), the clock service (Sync, a
 # standalone clock) and matchmaking (two players matched, playing, rated), through that client.
 # Then checks `arbiter uci` with python-chess's engine module (tests/python/uci.py).
-# Needs python3 (with venv) and the release binary (cargo build --release -p arbiter-cli).
+# Needs python3 (with venv) and the release binary target/release/arbiter (`cargo build --release
+# -p arbiter-cli`, or `cargo test --workspace --release --no-run`, which CI uses).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$root/target/pyvenv"

@@ -6,8 +6,9 @@
 //! that only a king may enter (its far one), which ends the game in a draw; a king standing in a
 //! citadel is kept apart from the bitboards.
 //!
-//! Legality is judged after the whole move, facing-pawn removals included, so the generator
-//! plays each pseudo-legal move on a copy and keeps it when the mover's king is not attacked.
+//! Legality is judged after the whole move, facing-pawn removals included. The generator does not
+//! play moves to judge them: it finds the pieces that shield the king from a rook (the only slider)
+//! and tests the few moves that need it against the board as it will be (see `gen_natural`).
 
 pub mod render;
 mod text;
@@ -207,30 +208,82 @@ static PAWN_CAPTURE: [[u64; 64]; 2] = [
 ];
 static PAWN_STEP: [[u64; 64]; 2] = [leaper_table(&[(0, 1)]), leaper_table(&[(0, -1)])];
 
-/// Cells a rook on `cell` attacks with `occupied` blocking: along its ring both ways (wrapping,
-/// never back onto its own cell) and radially.
-pub fn rook_attacks(cell: Cell, occupied: u64) -> u64 {
-    let (r, n) = (i32::from(cell / 16), i32::from(cell % 16));
-    let mut att = 0u64;
-    for dir in [1, -1] {
-        for step in 1..16 {
-            let c = (r * 16 + (n + dir * step).rem_euclid(16)) as u32;
-            att |= 1 << c;
-            if occupied & (1 << c) != 0 {
-                break;
-            }
-        }
-        let mut rr = r + dir;
-        while (0..4).contains(&rr) {
-            let c = (rr * 16 + n) as u32;
-            att |= 1 << c;
-            if occupied & (1 << c) != 0 {
-                break;
-            }
-            rr += dir;
-        }
+/// Ring attacks of a rook standing on bit 0 of a sixteen-cell ring whose occupied cells are `occ`
+/// (bit 0 ignored): every cell up to and including the first blocker each way round; all fifteen
+/// others when the ring is empty.
+const fn ring_attacks_from_zero(occ: u16) -> u16 {
+    let blockers = occ & !1;
+    if blockers == 0 {
+        return 0xfffe;
     }
-    att & !(1u64 << cell)
+    let first = blockers.trailing_zeros(); // nearest blocker going up
+    let last = 15 - blockers.leading_zeros(); // nearest blocker going down (wrapping)
+    let up = ((2u32 << first) - 2) as u16; // bits 1..=first
+    let down = (!((1u32 << last) - 1)) as u16; // bits last..=15
+    up | down
+}
+
+/// Radial rook attacks: `[cell][occupancy of the cell's column]`, the column's four cells (rings
+/// `a`..`d`) gathered into bits 0..4 by [`column_index`].
+static RADIAL: [[u64; 16]; 64] = {
+    let mut t = [[0u64; 16]; 64];
+    let mut c = 0;
+    while c < 64 {
+        let (r, n) = ((c / 16) as i32, c % 16);
+        let mut idx = 0;
+        while idx < 16 {
+            let mut att = 0u64;
+            let mut dir = -1;
+            while dir <= 1 {
+                let mut rr = r + dir;
+                while rr >= 0 && rr < 4 {
+                    att |= 1 << (rr as usize * 16 + n);
+                    if idx & (1 << rr) != 0 {
+                        break;
+                    }
+                    rr += dir;
+                }
+                dir += 2;
+            }
+            t[c][idx] = att;
+            idx += 1;
+        }
+        c += 1;
+    }
+    t
+};
+
+/// The occupancy of column `number0` (cells `number0`, `+16`, `+32`, `+48`) as four bits, ring `a`
+/// in bit 0. One multiplication moves bit `16k` to bit `48 + k`; the partial products never
+/// collide, so nothing carries.
+#[inline]
+fn column_index(occupied: u64, number0: u32) -> usize {
+    const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
+    let column = (occupied >> number0) & 0x0001_0001_0001_0001;
+    (column.wrapping_mul(GATHER) >> 48) as usize & 0xf
+}
+
+/// Cells a rook on `cell` attacks with `occupied` blocking: along its ring both ways (wrapping,
+/// never back onto its own cell) and radially. The ring is rotated so the rook stands on bit 0 and
+/// its attacks come from two bit scans; the radial attacks come from a table.
+#[inline]
+pub fn rook_attacks(cell: Cell, occupied: u64) -> u64 {
+    let (ring, number) = (u32::from(cell / 16), u32::from(cell % 16));
+    let ring_occ = (occupied >> (16 * ring)) as u16;
+    let along = ring_attacks_from_zero(ring_occ.rotate_right(number)).rotate_left(number);
+    (u64::from(along) << (16 * ring)) | RADIAL[cell as usize][column_index(occupied, number)]
+}
+
+/// Each pawn of `pawns` moved one cell along its ring towards higher numbers (wrapping 16 → 1).
+#[inline]
+const fn ring_step_up(pawns: u64) -> u64 {
+    ((pawns << 1) & 0xfffe_fffe_fffe_fffe) | ((pawns >> 15) & 0x0001_0001_0001_0001)
+}
+
+/// Each pawn of `pawns` moved one cell along its ring towards lower numbers (wrapping 1 → 16).
+#[inline]
+const fn ring_step_down(pawns: u64) -> u64 {
+    ((pawns >> 1) & 0x7fff_7fff_7fff_7fff) | ((pawns << 15) & 0x8000_8000_8000_8000)
 }
 
 /// The citadel a king of `color` may enter (its far one): `e3` for White, `e1` for Black.
@@ -331,6 +384,14 @@ const fn keys() -> Keys {
 
 static KEYS: Keys = keys();
 
+/// What the generator needs to test a move against its own king: the king's cell, the enemy's
+/// cells and the occupied cells before the move.
+struct KingCheck {
+    king: usize,
+    enemy: u64,
+    occupied: u64,
+}
+
 /// Which of the two boards a [`Byzantine`] position is played on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ByzantineVariant {
@@ -419,10 +480,7 @@ impl Byzantine {
         } else {
             return None;
         };
-        let role = ByzRole::ALL
-            .into_iter()
-            .find(|r| self.roles[*r as usize] & bit != 0)?;
-        Some((color, role, self.pawn_up & bit != 0))
+        Some((color, self.role_on(bit), self.pawn_up & bit != 0))
     }
 
     /// The occupied cells of the 64 ring cells (a king in a citadel is not among them).
@@ -485,18 +543,77 @@ impl Byzantine {
         if king == 0 {
             return false; // in a citadel: nothing attacks it
         }
-        let k = king.trailing_zeros() as usize;
         let them = !color;
-        let enemy = |r| self.pieces(them, r);
-        let enemy_pawns = enemy(ByzRole::Pawn);
-        KNIGHT[k] & enemy(ByzRole::Knight) != 0
-            || ELEPHANT[k] & enemy(ByzRole::Elephant) != 0
-            || COUNSELOR[k] & enemy(ByzRole::Counselor) != 0
-            || KING[k] & enemy(ByzRole::King) != 0
-            // A `+` pawn attacks (ring ±1, n + 1): it stands at (ring ±1, n - 1) from the king.
-            || PAWN_CAPTURE[1][k] & enemy_pawns & self.pawn_up != 0
-            || PAWN_CAPTURE[0][k] & enemy_pawns & !self.pawn_up != 0
-            || rook_attacks(k as Cell, self.occupied()) & enemy(ByzRole::Rook) != 0
+        self.attacked_by(
+            king.trailing_zeros() as usize,
+            self.colors[them.index()],
+            self.occupied(),
+        )
+    }
+
+    /// Whether any of the pieces on `attackers` (cells of one colour) attacks `cell`, with
+    /// `occupied` blocking the rooks. Callers pass the board as it will be after a move (a
+    /// captured or removed piece left out of both sets), which is how legality is tested without
+    /// playing the move.
+    #[inline]
+    fn attacked_by(&self, cell: usize, attackers: u64, occupied: u64) -> bool {
+        let of = |role: ByzRole| self.roles[role as usize] & attackers;
+        let pawns = of(ByzRole::Pawn);
+        KNIGHT[cell] & of(ByzRole::Knight) != 0
+            || ELEPHANT[cell] & of(ByzRole::Elephant) != 0
+            || COUNSELOR[cell] & of(ByzRole::Counselor) != 0
+            || KING[cell] & of(ByzRole::King) != 0
+            // A `+` pawn attacks (ring ±1, n + 1): it stands at (ring ±1, n - 1) from the cell.
+            || PAWN_CAPTURE[1][cell] & pawns & self.pawn_up != 0
+            || PAWN_CAPTURE[0][cell] & pawns & !self.pawn_up != 0
+            || rook_attacks(cell as Cell, occupied) & of(ByzRole::Rook) != 0
+    }
+
+    /// Whether two enemy pawns already stand face to face (possible only in a position read
+    /// from text: play removes every such pair).
+    fn has_facing_pair(&self) -> bool {
+        let white = self.pieces(Color::White, ByzRole::Pawn);
+        let black = self.pieces(Color::Black, ByzRole::Pawn);
+        let up = self.pawn_up;
+        ring_step_up(white & up) & black & !up != 0 || ring_step_up(black & up) & white & !up != 0
+    }
+
+    /// The role of the piece on the ring cell `bit` (a single bit of an occupied cell).
+    #[inline(always)]
+    fn role_on(&self, bit: u64) -> ByzRole {
+        let r = &self.roles;
+        if r[ByzRole::Pawn as usize] & bit != 0 {
+            ByzRole::Pawn
+        } else if r[ByzRole::Knight as usize] & bit != 0 {
+            ByzRole::Knight
+        } else if r[ByzRole::Elephant as usize] & bit != 0 {
+            ByzRole::Elephant
+        } else if r[ByzRole::Rook as usize] & bit != 0 {
+            ByzRole::Rook
+        } else if r[ByzRole::Counselor as usize] & bit != 0 {
+            ByzRole::Counselor
+        } else {
+            ByzRole::King
+        }
+    }
+
+    /// `us`'s pieces that shield the king on `king` from an enemy rook: moving one off the line
+    /// may expose the king. (Rooks are the only sliders; every other attack is a fixed leap.)
+    fn pinned(&self, king: usize, us: Color, occupied: u64) -> u64 {
+        let rooks = self.pieces(!us, ByzRole::Rook);
+        if rook_attacks(king as Cell, 0) & rooks == 0 {
+            return 0; // no enemy rook on the king's ring or column
+        }
+        let mut shields = rook_attacks(king as Cell, occupied) & self.colors[us.index()];
+        let mut pinned = 0;
+        while shields != 0 {
+            let bit = shields & shields.wrapping_neg();
+            shields ^= bit;
+            if rook_attacks(king as Cell, occupied ^ bit) & rooks != 0 {
+                pinned |= bit;
+            }
+        }
+        pinned
     }
 
     /// Whether `color` has nothing but its king.
@@ -530,7 +647,168 @@ impl Byzantine {
     }
 
     /// Moves that obey piece movement and king safety, regardless of a decided game.
+    ///
+    /// Legality without playing the move: with the king out of check, a move of a piece that
+    /// shields no rook line to the king is legal unless it is a pawn move that removes a facing
+    /// pair (the removal may open a line); every other move is tested by asking whether the king
+    /// (or, for a king move, its destination) is attacked on the board as it will be, the
+    /// captured and removed pieces left out. A position with no king on the ring or with a
+    /// facing pair already on the board (only from text) falls back to playing each move.
     fn gen_natural(&self, moves: &mut ByzMoveList) {
+        let us = self.turn;
+        let king = self.pieces(us, ByzRole::King);
+        let facing = self.rules.facing_pawns;
+        if king == 0 || (facing && self.has_facing_pair()) {
+            return self.gen_natural_by_play(moves);
+        }
+        let k = king.trailing_zeros() as usize;
+        let occupied = self.occupied();
+        let own = self.colors[us.index()];
+        let enemy = self.colors[(!us).index()];
+        // In check every move is tested; otherwise only those of shielding pieces.
+        let tested = if self.attacked_by(k, enemy, occupied) {
+            !0
+        } else {
+            self.pinned(k, us, occupied)
+        };
+        let check = KingCheck {
+            king: k,
+            enemy,
+            occupied,
+        };
+        // Pawns, `+` then `-`. A pawn landing face to face with an enemy pawn leaves the board
+        // with it, which may open a line to the king: those moves are always tested.
+        let own_pawns = self.pieces(us, ByzRole::Pawn);
+        let enemy_pawns = enemy & self.roles[ByzRole::Pawn as usize];
+        for up in [true, false] {
+            let dir = usize::from(!up);
+            let (mut pawns, facing_cells) = if up {
+                let opposing = enemy_pawns & !self.pawn_up;
+                (own_pawns & self.pawn_up, ring_step_down(opposing))
+            } else {
+                let opposing = enemy_pawns & self.pawn_up;
+                (own_pawns & !self.pawn_up, ring_step_up(opposing))
+            };
+            let facing_cells = if facing { facing_cells } else { 0 };
+            while pawns != 0 {
+                let from_bit = pawns & pawns.wrapping_neg();
+                pawns ^= from_bit;
+                let f = from_bit.trailing_zeros() as usize;
+                let mut targets = (PAWN_STEP[dir][f] & !occupied) | (PAWN_CAPTURE[dir][f] & enemy);
+                if targets & facing_cells == 0 {
+                    self.push_targets(&check, tested & from_bit != 0, from_bit, targets, moves);
+                    continue;
+                }
+                while targets != 0 {
+                    let to_bit = targets & targets.wrapping_neg();
+                    targets ^= to_bit;
+                    let to = to_bit.trailing_zeros() as usize;
+                    let removed = if to_bit & facing_cells != 0 {
+                        to_bit | PAWN_STEP[dir][to]
+                    } else {
+                        0
+                    };
+                    if (tested & from_bit == 0 && removed == 0)
+                        || self.king_safe_after(&check, from_bit, to_bit, removed)
+                    {
+                        moves.push(ByzMove {
+                            from: f as Cell,
+                            to: to as Cell,
+                        });
+                    }
+                }
+            }
+        }
+
+        // Leapers and rooks.
+        for (role, table) in [
+            (ByzRole::Knight, &KNIGHT),
+            (ByzRole::Elephant, &ELEPHANT),
+            (ByzRole::Counselor, &COUNSELOR),
+        ] {
+            let mut pieces = self.pieces(us, role);
+            while pieces != 0 {
+                let from_bit = pieces & pieces.wrapping_neg();
+                pieces ^= from_bit;
+                let targets = table[from_bit.trailing_zeros() as usize] & !own;
+                self.push_targets(&check, tested & from_bit != 0, from_bit, targets, moves);
+            }
+        }
+        let mut rooks = self.pieces(us, ByzRole::Rook);
+        while rooks != 0 {
+            let from_bit = rooks & rooks.wrapping_neg();
+            rooks ^= from_bit;
+            let targets = rook_attacks(from_bit.trailing_zeros() as Cell, occupied) & !own;
+            self.push_targets(&check, tested & from_bit != 0, from_bit, targets, moves);
+        }
+
+        // The king: its destination must not be attacked once it has left its cell (so a rook
+        // checking along a line still covers the cells behind it).
+        let mut targets = KING[k] & !own;
+        while targets != 0 {
+            let to_bit = targets & targets.wrapping_neg();
+            targets ^= to_bit;
+            let to = to_bit.trailing_zeros() as usize;
+            if !self.attacked_by(to, enemy & !to_bit, (occupied ^ king) | to_bit) {
+                moves.push(ByzMove {
+                    from: k as Cell,
+                    to: to as Cell,
+                });
+            }
+        }
+        self.push_citadel_entry(k as Cell, ByzRole::King, moves);
+    }
+
+    /// Whether the king stays safe once `from_bit` → `to_bit` is played and `removed` (a facing
+    /// pair, or nothing) has left the board.
+    #[inline(always)]
+    fn king_safe_after(&self, check: &KingCheck, from_bit: u64, to_bit: u64, removed: u64) -> bool {
+        let after = ((check.occupied ^ from_bit) | to_bit) & !removed;
+        !self.attacked_by(check.king, check.enemy & !to_bit & !removed, after)
+    }
+
+    /// Pushes a move from `from_bit` to each of `targets`, testing each one when `test`.
+    #[inline(always)]
+    fn push_targets(
+        &self,
+        check: &KingCheck,
+        test: bool,
+        from_bit: u64,
+        mut targets: u64,
+        moves: &mut ByzMoveList,
+    ) {
+        let from = from_bit.trailing_zeros() as Cell;
+        while targets != 0 {
+            let to_bit = targets & targets.wrapping_neg();
+            targets ^= to_bit;
+            if !test || self.king_safe_after(check, from_bit, to_bit, 0) {
+                moves.push(ByzMove {
+                    from,
+                    to: to_bit.trailing_zeros() as Cell,
+                });
+            }
+        }
+    }
+
+    /// Citadel entry: a king step from an adjoining inner-ring cell into its far citadel; nothing
+    /// attacks a citadel, so it is legal even out of check.
+    #[inline]
+    fn push_citadel_entry(&self, from: Cell, role: ByzRole, moves: &mut ByzMoveList) {
+        let us = self.turn;
+        if role == ByzRole::King
+            && self.citadel_variant
+            && citadel_neighbours(far_citadel(us)) & (1 << from) != 0
+        {
+            moves.push(ByzMove {
+                from,
+                to: far_citadel(us),
+            });
+        }
+    }
+
+    /// [`gen_natural`](Self::gen_natural) by playing each pseudo-legal move on a copy and testing
+    /// the king: for the positions it does not cover, and as its reference in tests.
+    fn gen_natural_by_play(&self, moves: &mut ByzMoveList) {
         let us = self.turn;
         let mut own = self.colors[us.index()];
         while own != 0 {
@@ -548,17 +826,7 @@ impl Byzantine {
                     moves.push(m);
                 }
             }
-            // Citadel entry: a king step from an adjoining inner-ring cell into its far citadel;
-            // nothing attacks a citadel, so it is legal even out of check.
-            if role == ByzRole::King
-                && self.citadel_variant
-                && citadel_neighbours(far_citadel(us)) & (1 << from) != 0
-            {
-                moves.push(ByzMove {
-                    from,
-                    to: far_citadel(us),
-                });
-            }
+            self.push_citadel_entry(from, role, moves);
         }
     }
 
@@ -567,15 +835,23 @@ impl Byzantine {
     pub fn play_unchecked(&mut self, m: ByzMove) {
         let us = self.turn;
         let them = !us;
-        let (_, role, up) = self.piece_at(m.from).expect("a piece on the origin cell");
+        let from_bit = 1u64 << m.from;
+        assert!(
+            self.colors[us.index()] & from_bit != 0,
+            "a piece of the side to move on the origin cell"
+        );
+        let role = self.role_on(from_bit);
+        let up = self.pawn_up & from_bit != 0;
         self.halfmoves = tick(self.halfmoves);
         if m.to >= CITADEL_BASE {
             self.toggle(us, ByzRole::King, false, m.from);
             self.citadel_king = Some((us, m.to));
             self.hash ^= KEYS.citadel[us.index()][usize::from(m.to - CITADEL_BASE)];
         } else {
-            if let Some((_, captured, cap_up)) = self.piece_at(m.to) {
-                self.toggle(them, captured, cap_up, m.to);
+            let to_bit = 1u64 << m.to;
+            if self.colors[them.index()] & to_bit != 0 {
+                let captured = self.role_on(to_bit);
+                self.toggle(them, captured, self.pawn_up & to_bit != 0, m.to);
                 self.halfmoves = 0;
             }
             self.toggle(us, role, up, m.from);
@@ -594,30 +870,28 @@ impl Byzantine {
         }
     }
 
-    /// Removes every enemy pair of pawns standing face to face on a ring: a white pawn whose
-    /// next cell holds a black pawn travelling the other way (whose next cell is therefore the
-    /// white pawn's).
+    /// Removes every enemy pair of pawns standing face to face on a ring: a pawn whose next cell
+    /// holds an enemy pawn travelling the other way (whose next cell is therefore the first
+    /// pawn's). A pawn has one next cell, so the pairs are disjoint and found set-wise.
     fn remove_facing_pawns(&mut self) {
         let white = self.pieces(Color::White, ByzRole::Pawn);
         let black = self.pieces(Color::Black, ByzRole::Pawn);
-        let mut pairs: ArrayVec<(Cell, bool, Cell), 16> = ArrayVec::new();
-        // (white pawns of one direction, black pawns of the other, step table, white is `+`)
-        for (mut whites, blacks, dir, up) in [
-            (white & self.pawn_up, black & !self.pawn_up, 0, true),
-            (white & !self.pawn_up, black & self.pawn_up, 1, false),
-        ] {
-            while whites != 0 {
-                let c = whites.trailing_zeros() as usize;
-                whites &= whites - 1;
-                let next = PAWN_STEP[dir][c];
-                if next & blacks != 0 {
-                    pairs.push((c as Cell, up, next.trailing_zeros() as Cell));
-                }
-            }
+        let up = self.pawn_up;
+        // `-` pawns with an enemy `+` pawn just behind them: one of each pair.
+        let heads = ring_step_up(white & up) & black & !up | ring_step_up(black & up) & white & !up;
+        if heads == 0 {
+            return;
         }
-        for (w, up, b) in pairs {
-            self.toggle(Color::White, ByzRole::Pawn, up, w);
-            self.toggle(Color::Black, ByzRole::Pawn, !up, b);
+        let mut gone = heads | ring_step_down(heads);
+        while gone != 0 {
+            let cell = gone.trailing_zeros() as Cell;
+            gone &= gone - 1;
+            let color = if white & (1 << cell) != 0 {
+                Color::White
+            } else {
+                Color::Black
+            };
+            self.toggle(color, ByzRole::Pawn, up & (1 << cell) != 0, cell);
         }
     }
 

@@ -295,3 +295,156 @@ fn rule_options_parse() {
     assert!(r.set("stalemate", "draw").is_err());
     assert!(r.set("castling", "on").is_err());
 }
+
+/// A small deterministic generator for the randomised tests below.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Rook attacks by walking the rings and columns cell by cell: the reference for the tables.
+fn rook_attacks_walked(cell: Cell, occupied: u64) -> u64 {
+    let (r, n) = (i32::from(cell / 16), i32::from(cell % 16));
+    let mut att = 0u64;
+    for dir in [1, -1] {
+        for step in 1..16 {
+            let c = (r * 16 + (n + dir * step).rem_euclid(16)) as u32;
+            att |= 1 << c;
+            if occupied & (1 << c) != 0 {
+                break;
+            }
+        }
+        let mut rr = r + dir;
+        while (0..4).contains(&rr) {
+            let c = (rr * 16 + n) as u32;
+            att |= 1 << c;
+            if occupied & (1 << c) != 0 {
+                break;
+            }
+            rr += dir;
+        }
+    }
+    att & !(1u64 << cell)
+}
+
+#[test]
+fn rook_attack_tables_match_a_walk() {
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    for i in 0..20_000u32 {
+        // Sparse, dense and everything between.
+        let occupied = match i % 4 {
+            0 => rng.next() & rng.next() & rng.next(),
+            1 => rng.next() & rng.next(),
+            2 => rng.next(),
+            _ => rng.next() | rng.next(),
+        };
+        for cell in 0..64 {
+            assert_eq!(
+                rook_attacks(cell, occupied),
+                rook_attacks_walked(cell, occupied),
+                "cell {cell}, occupancy {occupied:#018x}"
+            );
+        }
+    }
+    for cell in 0..64 {
+        assert_eq!(rook_attacks(cell, 0), rook_attacks_walked(cell, 0));
+        assert_eq!(rook_attacks(cell, !0), rook_attacks_walked(cell, !0));
+    }
+}
+
+/// A random placement: both kings (almost always) and 4 to 31 other pieces, dense enough that
+/// facing pairs, pins along rings and columns, and checks are all common.
+fn random_placement(rng: &mut XorShift) -> Byzantine {
+    let citadel_variant = rng.below(2) == 0;
+    let rules = ByzantineRules {
+        stalemate: StalemateRule::StalematedWins,
+        facing_pawns: rng.below(4) != 0,
+    };
+    let mut p = Byzantine::start(
+        if citadel_variant {
+            ByzantineVariant::Citadel
+        } else {
+            ByzantineVariant::Plain
+        },
+        rules,
+    );
+    p.roles = [0; 6];
+    p.colors = [0; 2];
+    p.pawn_up = 0;
+    p.turn = if rng.below(2) == 0 {
+        Color::White
+    } else {
+        Color::Black
+    };
+    let density = 4 + rng.below(28);
+    let mut free = !0u64;
+    let mut place = |p: &mut Byzantine, rng: &mut XorShift, color: Color, role: ByzRole| {
+        let cell = loop {
+            let c = rng.below(64) as Cell;
+            if free & (1 << c) != 0 {
+                break c;
+            }
+        };
+        free &= !(1 << cell);
+        p.toggle(color, role, rng.below(2) == 0, cell);
+    };
+    for color in Color::ALL {
+        if rng.below(50) != 0 {
+            place(&mut p, rng, color, ByzRole::King);
+        }
+    }
+    for _ in 0..density {
+        let color = if rng.below(2) == 0 {
+            Color::White
+        } else {
+            Color::Black
+        };
+        let role = ByzRole::ALL[rng.below(5) as usize]; // any but a king
+        place(&mut p, rng, color, role);
+    }
+    p.hash = p.compute_hash();
+    p
+}
+
+/// The moves as (from, to) pairs in ascending order: the two generators list them differently.
+fn sorted(moves: &ByzMoveList) -> Vec<(Cell, Cell)> {
+    let mut v: Vec<_> = moves.iter().map(|m| (m.from, m.to)).collect();
+    v.sort_unstable();
+    v.dedup();
+    assert_eq!(v.len(), moves.len(), "a move listed twice");
+    v
+}
+
+#[test]
+fn generation_without_playing_matches_playing_each_move() {
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let mut compared = 0;
+    for _ in 0..30_000 {
+        let p = random_placement(&mut rng);
+        let (mut fast, mut played) = (ByzMoveList::new(), ByzMoveList::new());
+        p.gen_natural(&mut fast);
+        p.gen_natural_by_play(&mut played);
+        assert_eq!(sorted(&fast), sorted(&played), "{}", p.to_text());
+        compared += fast.len();
+        // And one ply further, from a legal move, so positions reached by play are covered too.
+        if let Some(&m) = fast.get(rng.below(fast.len().max(1) as u64) as usize) {
+            let mut next = p;
+            next.play_unchecked(m);
+            let (mut fast, mut played) = (ByzMoveList::new(), ByzMoveList::new());
+            next.gen_natural(&mut fast);
+            next.gen_natural_by_play(&mut played);
+            assert_eq!(sorted(&fast), sorted(&played), "{}", next.to_text());
+        }
+    }
+    assert!(compared > 100_000, "too few moves compared: {compared}");
+}

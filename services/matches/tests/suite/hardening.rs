@@ -2,7 +2,7 @@
 //! repeated requests add nothing, every resource is bounded, health follows Redis, shutdown ends
 //! watch streams, and a lost reply is answered on retry, exactly once.
 
-mod support;
+use crate::support;
 
 use arbiter_core::Color;
 use arbiter_core::bughouse::BoardId;

@@ -8,7 +8,7 @@
 //! Short real time controls (2–3 s) keep these tests to a few seconds each; they assert what
 //! happened and in which order, never how fast.
 
-mod support;
+use crate::support;
 
 use arbiter_core::bughouse::BoardId;
 use arbiter_core::clock::{Clock, PressPlan, TimeControl};

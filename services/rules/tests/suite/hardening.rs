@@ -1,7 +1,7 @@
 //! Hostile input against the rules service over gRPC: each attack gets a clean status, and the
 //! server answers normally afterwards.
 
-mod support;
+use crate::support;
 
 use arbiter_kit::ServeConfig;
 use arbiter_proto::common::v1::{self as common, Variant};

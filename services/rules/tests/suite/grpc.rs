@@ -1,7 +1,7 @@
 //! The rules service over real gRPC: a server on 127.0.0.1:0 per test, the generated client,
 //! every RPC, every error path, health, reflection, limits and graceful shutdown.
 
-mod support;
+use crate::support;
 
 use arbiter_kit::ServeConfig;
 use arbiter_proto::common::v1::{self as common, Variant};

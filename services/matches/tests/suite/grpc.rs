@@ -3,7 +3,7 @@
 //! every variant to mate, stalemate, resignation, agreed and claimed draws, bughouse matches,
 //! seat credentials and the platform credential, and refusals that change nothing.
 
-mod support;
+use crate::support;
 
 use arbiter_kit::ServeConfig;
 use arbiter_kit::auth::PlatformAuth;

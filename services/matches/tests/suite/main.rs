@@ -1,0 +1,10 @@
+//! The match service's integration tests, in one test binary (one release link instead of four):
+//! hosted games with clocks (`clocks`), the service over real gRPC (`grpc`), hostile input and
+//! failures (`hardening`), and the store suite against both stores (`store`).
+
+mod support;
+
+mod clocks;
+mod grpc;
+mod hardening;
+mod store;
