@@ -63,10 +63,13 @@ pub struct AnalyzeRequest {
 /// The largest `--depth` `analyze` accepts.
 pub const MAX_ANALYZE_DEPTH: u32 = 100;
 
-/// `arbiter analyze`: writes an `info` line to `progress` per finished line of each iteration,
-/// then returns the last line, `bestmove MOVE` (`bestmove (none)` without a legal move).
+/// `arbiter analyze`: plays `moves` (UCI or SAN) from `pos`, then analyses the position reached
+/// with the positions on the way as its history (so the search sees repetitions). Writes an
+/// `info` line to `progress` per finished line of each iteration, then returns the last line,
+/// `bestmove MOVE` (`bestmove (none)` without a legal move).
 pub fn analyze(
     pos: &AnyPosition,
+    moves: &[String],
     request: &AnalyzeRequest,
     progress: &mut dyn std::io::Write,
 ) -> Result<String, CliError> {
@@ -115,16 +118,33 @@ pub fn analyze(
         },
         hash_mib: request.hash_mib,
     };
+    let mut history = Vec::with_capacity(moves.len());
+    let mut reached = pos.clone();
+    for (i, text) in moves.iter().enumerate() {
+        let m = reached
+            .parse_move(text, Notation::Auto, Locale::English)
+            .map_err(|e| CliError(format!("move {} ('{text}'): {e}", i + 1)))?;
+        history.push(reached.zobrist());
+        reached.play_unchecked(m);
+    }
+    let pos = &reached;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut failed = None;
-    let result = analyze(pos, &settings, &stop, &SystemTime::new(), &mut |p| {
-        if failed.is_none()
-            && let Err(e) = writeln!(progress, "{p}").and_then(|()| progress.flush())
-        {
-            failed = Some(e);
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-    });
+    let result = analyze(
+        pos,
+        &history,
+        &settings,
+        &stop,
+        &SystemTime::new(),
+        &mut |p| {
+            if failed.is_none()
+                && let Err(e) = writeln!(progress, "{p}").and_then(|()| progress.flush())
+            {
+                failed = Some(e);
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+    );
     if let Some(e) = failed
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {

@@ -123,6 +123,13 @@ enum Command {
         /// Transposition table size in MiB (1 to 65536).
         #[arg(long, default_value_t = 64)]
         hash: usize,
+        /// Evaluation terms to switch off, comma-separated, for measuring what each is worth
+        /// in self-play (Glinski and Byzantine): mobility, centre, pawns, king, bare, citadel.
+        #[arg(long, value_name = "TERMS", default_value = "")]
+        eval_off: String,
+        /// Moves played from the position first (UCI or SAN); the positions they pass through
+        /// count for repetitions in the search.
+        moves: Vec<String>,
     },
     /// A match between two players (two `arbiter` builds or settings, or `greedy`) on random
     /// openings played with colours swapped: a line per game, then the score and Elo ± 95 %.
@@ -602,8 +609,22 @@ fn run(cli: Cli) -> Result<String, CliError> {
             nodes,
             multipv,
             hash,
+            eval_off,
+            moves,
         } => {
             let p = pos.load()?;
+            let terms = eval_off
+                .split(',')
+                .filter(|t| !t.is_empty())
+                .map(|t| {
+                    arbiter_engine::eval::Term::parse(t).ok_or_else(|| {
+                        CliError(format!(
+                            "--eval-off: unknown term '{t}' (terms: mobility, centre, pawns, king, bare, citadel)"
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            arbiter_engine::eval::disable_terms(&terms);
             let request = arbiter_cli::AnalyzeRequest {
                 depth,
                 movetime_ms: movetime,
@@ -612,7 +633,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 hash_mib: hash,
             };
             let mut stdout = std::io::stdout();
-            arbiter_cli::analyze(&p, &request, &mut stdout)?
+            arbiter_cli::analyze(&p, &moves, &request, &mut stdout)?
         }
         Command::Play { pos, locale, moves } => {
             let p = pos.load()?;

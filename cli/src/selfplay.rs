@@ -43,8 +43,12 @@ impl Player {
         }
     }
 
+    /// The move to play in `pos`, reached from the game's `start` by `moves` (an engine is given
+    /// them all, so that it sees repetitions).
     fn choose(
         &self,
+        start: &AnyPosition,
+        moves: &[String],
         pos: &AnyPosition,
         rules: &[String],
         rng: &mut Rng,
@@ -61,7 +65,7 @@ impl Player {
                     .arg("--variant")
                     .arg(pos.variant().name())
                     .arg("--position")
-                    .arg(pos.to_text());
+                    .arg(start.to_text());
                 for r in rules {
                     cmd.arg("--rule").arg(r);
                 }
@@ -72,6 +76,7 @@ impl Player {
                 {
                     cmd.args(["--nodes", "20000"]);
                 }
+                cmd.args(moves);
                 let out = cmd
                     .output()
                     .map_err(|e| CliError(format!("running {}: {e}", path.display())))?;
@@ -345,6 +350,7 @@ fn game(
 ) -> Result<f64, CliError> {
     let mut rng = Rng::new(seed);
     let mut state = GameState::new(start.clone());
+    let mut played: Vec<String> = Vec::new();
     let a_color = if a_is_white {
         start.turn()
     } else {
@@ -364,7 +370,7 @@ fn game(
             black
         };
         let pos = state.position().clone();
-        let Some(text) = mover.choose(&pos, &cfg.rules, &mut rng)? else {
+        let Some(text) = mover.choose(start, &played, &pos, &cfg.rules, &mut rng)? else {
             return Err(CliError(format!(
                 "no move and no ending in {}",
                 pos.to_text()
@@ -378,6 +384,7 @@ fn game(
                     pos.to_text()
                 ))
             })?;
+        played.push(pos.move_to_uci(m));
         state.play_checked(m);
     }
     Ok(state.outcome().map_or(0.5, |o| o.score.points(a_color)))

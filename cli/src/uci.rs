@@ -553,6 +553,20 @@ mod tests {
     }
 
     #[test]
+    fn a_megabyte_position_line_is_played_through() {
+        // 100,000 knight moves (a 500 KB line, every position repeated thousands of times),
+        // then a search from the position reached, with its whole history behind it; and a
+        // long line broken by one bad move halfway is refused with one error.
+        let shuffle = " g1f3 g8f6 f3g1 f6g8".repeat(25_000);
+        let text = session(&format!(
+            "position startpos moves{shuffle}\ngo depth 3\nposition startpos moves{shuffle} e2e5{shuffle}\nisready\n"
+        ));
+        assert!(text.contains("bestmove "), "{text}");
+        assert_eq!(text.matches("info string error").count(), 1, "{text}");
+        assert!(text.ends_with("readyok\n"));
+    }
+
+    #[test]
     fn infinite_waits_for_stop_and_multipv_lines() {
         let sink = Sink::default();
         let out: Output = Arc::new(Mutex::new(sink.clone()));

@@ -682,6 +682,18 @@ fn analyze_prints_info_then_a_legal_bestmove_in_every_variant() {
         None,
     );
     assert_eq!(stdout(&out), "bestmove (none)\n");
+    // Moves played first (UCI or SAN): the search starts where they lead.
+    let out = arbiter(
+        &[
+            "analyze", "--depth", "3", "e4", "e7e5", "Qh5", "Nc6", "Bc4", "Nf6",
+        ],
+        None,
+    );
+    assert!(
+        stdout(&out).contains("score mate 1") && stdout(&out).ends_with("bestmove h5f7\n"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -714,6 +726,14 @@ fn analyze_refuses_bad_limits_and_positions_with_status_2() {
                 "stalemate=maybe",
             ],
             "--rule",
+        ),
+        (
+            vec!["analyze", "--depth", "2", "e4", "e5", "Ke3"],
+            "move 3 ('Ke3')",
+        ),
+        (
+            vec!["analyze", "--depth", "2", "--eval-off", "material"],
+            "--eval-off",
         ),
     ] {
         let out = arbiter(&args, None);

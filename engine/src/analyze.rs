@@ -106,6 +106,7 @@ pub struct AnalysisSettings {
 
 fn run<P: EnginePosition>(
     pos: &P,
+    history: &[u64],
     settings: &AnalysisSettings,
     stop: &AtomicBool,
     time: &dyn TimeSource,
@@ -127,7 +128,7 @@ fn run<P: EnginePosition>(
     };
     let r = engine.search(
         pos,
-        &[],
+        history,
         &settings.limits,
         &settings.options,
         Control { stop, time },
@@ -158,18 +159,23 @@ fn run<P: EnginePosition>(
 }
 
 /// Analyses `pos` with a fresh engine (so a node-limited analysis is reproducible).
+///
+/// `history` holds the Zobrist keys (`Position::zobrist`) of the positions before `pos` in its
+/// game, oldest first, so that the search sees repetitions through them; empty when the game is
+/// unknown.
 pub fn analyze(
     pos: &AnyPosition,
+    history: &[u64],
     settings: &AnalysisSettings,
     stop: &AtomicBool,
     time: &dyn TimeSource,
     progress: &mut dyn FnMut(&Progress),
 ) -> Analysis {
     match pos {
-        AnyPosition::Chess(p) => run(p, settings, stop, time, progress),
-        AnyPosition::Crazyhouse(p) => run(p, settings, stop, time, progress),
-        AnyPosition::Glinski(p) => run(p, settings, stop, time, progress),
-        AnyPosition::Byzantine(p) => run(p, settings, stop, time, progress),
+        AnyPosition::Chess(p) => run(p, history, settings, stop, time, progress),
+        AnyPosition::Crazyhouse(p) => run(p, history, settings, stop, time, progress),
+        AnyPosition::Glinski(p) => run(p, history, settings, stop, time, progress),
+        AnyPosition::Byzantine(p) => run(p, history, settings, stop, time, progress),
     }
 }
 

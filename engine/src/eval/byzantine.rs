@@ -1,6 +1,7 @@
 //! Byzantine (and Citadel) evaluation: material, mobility on the rings, blocked pawns, the danger of being left with a bare king (which loses), king safety,
 //! and in the Citadel variant the defender's path to its far citadel (entering it draws).
 
+use super::{Term, weight};
 use crate::hooks::EnginePosition;
 use arbiter_core::byzantine::{ByzMove, ByzRole, CITADEL_BASE};
 use arbiter_core::{Byzantine, Color, Position};
@@ -50,6 +51,11 @@ fn side_terms(pos: &Byzantine, color: Color) -> (i32, i32) {
         0
     };
     let mut material = 0;
+    let (mobility, pawns, king) = (
+        weight(Term::Mobility),
+        weight(Term::Pawns),
+        weight(Term::King),
+    );
     let mut bb = us;
     while bb != 0 {
         let c = bb.trailing_zeros() as u8;
@@ -68,21 +74,21 @@ fn side_terms(pos: &Byzantine, color: Color) -> (i32, i32) {
                 // A pawn whose next cell is taken cannot move. (A pawn facing an enemy pawn
                 // head-on is removed with it by the rules, so such pairs never stand.)
                 if reach == 0 {
-                    score -= BLOCKED;
+                    score -= pawns * BLOCKED;
                 }
             }
             ByzRole::King => {
-                score += KING_GUARD * (steps(c) & us).count_ones().min(4) as i32;
+                score += king * KING_GUARD * (steps(c) & us).count_ones().min(4) as i32;
             }
             _ => {
                 let n = (reach & !us).count_ones() as i32 - MOBILITY_BASE[r];
-                score += MOBILITY[r] * n;
-                score += KING_ATTACK * (reach & king_zone).count_ones().min(3) as i32;
+                score += mobility * MOBILITY[r] * n;
+                score += king * KING_ATTACK * (reach & king_zone).count_ones().min(3) as i32;
             }
         }
     }
     score += material;
-    score -= THIN[pieces.min(3)];
+    score -= weight(Term::Bare) * THIN[pieces.min(3)];
     (score, material)
 }
 
@@ -91,7 +97,7 @@ impl EnginePosition for Byzantine {
         let (w, wm) = side_terms(self, Color::White);
         let (b, bm) = side_terms(self, Color::Black);
         let mut white = w - b;
-        if self.variant() == arbiter_core::Variant::ByzantineCitadel {
+        if self.variant() == arbiter_core::Variant::ByzantineCitadel && weight(Term::Citadel) == 1 {
             // The side behind wants its king near its far citadel; the rings count inwards
             // (a = 0, outermost … d = 3, next to the citadels).
             for (color, behind) in [(Color::White, bm - wm), (Color::Black, wm - bm)] {

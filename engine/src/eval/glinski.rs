@@ -5,6 +5,7 @@
 //! weaker and the rook a little stronger than on the square board, three bishops of one colour
 //! class each); see `docs/engine.md`.
 
+use super::{Term, weight};
 use crate::hooks::EnginePosition;
 use arbiter_core::glinski::HexMove;
 use arbiter_core::glinski::geometry::{
@@ -104,6 +105,12 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
     };
     let (mut mg, mut eg, mut npm) = (0, 0, 0);
     let (mut units, mut attackers) = (0, 0);
+    let (mobility, centre, pawns, king) = (
+        weight(Term::Mobility),
+        weight(Term::Centre),
+        weight(Term::Pawns),
+        weight(Term::King),
+    );
     for role in Role::ALL {
         for c in Cells(pos.pieces(color, role)) {
             let f = c as usize;
@@ -113,20 +120,21 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
             if role != Role::Pawn {
                 npm += m;
             }
-            mg += CENTRE[role.index()] * t.centrality[f];
-            eg += if role == Role::King {
-                KING_CENTRE_ENDGAME * t.centrality[f]
-            } else {
-                CENTRE[role.index()].max(0) * t.centrality[f]
-            };
+            mg += centre * CENTRE[role.index()] * t.centrality[f];
+            eg += centre
+                * if role == Role::King {
+                    KING_CENTRE_ENDGAME * t.centrality[f]
+                } else {
+                    CENTRE[role.index()].max(0) * t.centrality[f]
+                };
             let reach = match role {
                 Role::Pawn => {
                     let left = t.to_promote[s][f];
                     let start = 10 - left;
-                    mg += PAWN_ADVANCE * start / 2;
-                    eg += PAWN_ADVANCE * start;
+                    mg += pawns * PAWN_ADVANCE * start / 2;
+                    eg += pawns * PAWN_ADVANCE * start;
                     if t.span[s][f] & their_pawns == 0 {
-                        let bonus = PASSED[left.clamp(0, 10) as usize];
+                        let bonus = pawns * PASSED[left.clamp(0, 10) as usize];
                         mg += bonus / 2;
                         eg += bonus;
                     }
@@ -138,14 +146,14 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
                 Role::Queen => rook_attacks(f, occupied) | bishop_attacks(f, occupied),
                 Role::King => {
                     let guards = (KING[f] & us).count_ones() as i32;
-                    mg += KING_GUARD * guards.min(4);
+                    mg += king * KING_GUARD * guards.min(4);
                     continue;
                 }
             };
             let free = reach & !us & !enemy_pawn_attacks;
             let n = free.count_ones() as i32 - MOBILITY_BASE[role.index()];
-            mg += MOBILITY[role.index()] * n;
-            eg += MOBILITY[role.index()] * n;
+            mg += mobility * MOBILITY[role.index()] * n;
+            eg += mobility * MOBILITY[role.index()] * n;
             let hits = (reach & zone).count_ones() as i32;
             if hits > 0 {
                 attackers += 1;
@@ -154,7 +162,7 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
         }
     }
     if attackers >= 2 {
-        mg += (units * units).min(500);
+        mg += king * (units * units).min(500);
     }
     (mg, eg, npm)
 }
