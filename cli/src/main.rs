@@ -161,7 +161,8 @@ enum Command {
         /// Seed of the openings.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Plies after which a game is scored a draw.
+        /// Plies after which a game is scored a draw (at most 10000: each engine move is given
+        /// the whole game on its command line).
         #[arg(long, default_value_t = 300)]
         max_plies: u32,
         /// Games played at once (1 to 64).
@@ -583,7 +584,9 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 pairs,
                 opening_plies: opening_plies.min(1000),
                 seed,
-                max_plies: max_plies.clamp(1, 100_000),
+                // Every engine move is a process given the game's moves as arguments: 10,000
+                // plies keep that far below the kernel's argument limit.
+                max_plies: max_plies.clamp(1, 10_000),
                 concurrency,
                 sprt,
             };
