@@ -569,13 +569,14 @@ impl Byzantine {
             || rook_attacks(cell as Cell, occupied) & of(ByzRole::Rook) != 0
     }
 
-    /// Whether two enemy pawns already stand face to face (possible only in a position read
-    /// from text: play removes every such pair).
-    fn has_facing_pair(&self) -> bool {
+    /// The `-` pawns that have an enemy `+` pawn just behind them: one pawn of each pair standing
+    /// face to face (the other is one cell lower). A pawn has one next cell, so the pairs are
+    /// disjoint.
+    fn facing_heads(&self) -> u64 {
         let white = self.pieces(Color::White, ByzRole::Pawn);
         let black = self.pieces(Color::Black, ByzRole::Pawn);
         let up = self.pawn_up;
-        ring_step_up(white & up) & black & !up != 0 || ring_step_up(black & up) & white & !up != 0
+        ring_step_up(white & up) & black & !up | ring_step_up(black & up) & white & !up
     }
 
     /// The role of the piece on the ring cell `bit` (a single bit of an occupied cell).
@@ -658,7 +659,9 @@ impl Byzantine {
         let us = self.turn;
         let king = self.pieces(us, ByzRole::King);
         let facing = self.rules.facing_pawns;
-        if king == 0 || (facing && self.has_facing_pair()) {
+        // A facing pair already on the board is possible only in a position read from text
+        // (play removes every such pair).
+        if king == 0 || (facing && self.facing_heads() != 0) {
             return self.gen_natural_by_play(moves);
         }
         let k = king.trailing_zeros() as usize;
@@ -872,16 +875,14 @@ impl Byzantine {
 
     /// Removes every enemy pair of pawns standing face to face on a ring: a pawn whose next cell
     /// holds an enemy pawn travelling the other way (whose next cell is therefore the first
-    /// pawn's). A pawn has one next cell, so the pairs are disjoint and found set-wise.
+    /// pawn's). The pairs are found set-wise by [`facing_heads`](Self::facing_heads).
     fn remove_facing_pawns(&mut self) {
-        let white = self.pieces(Color::White, ByzRole::Pawn);
-        let black = self.pieces(Color::Black, ByzRole::Pawn);
-        let up = self.pawn_up;
-        // `-` pawns with an enemy `+` pawn just behind them: one of each pair.
-        let heads = ring_step_up(white & up) & black & !up | ring_step_up(black & up) & white & !up;
+        let heads = self.facing_heads();
         if heads == 0 {
             return;
         }
+        let white = self.pieces(Color::White, ByzRole::Pawn);
+        let up = self.pawn_up;
         let mut gone = heads | ring_step_down(heads);
         while gone != 0 {
             let cell = gone.trailing_zeros() as Cell;
