@@ -63,6 +63,25 @@ pub struct AnalyzeRequest {
 /// The largest `--depth` `analyze` accepts.
 pub const MAX_ANALYZE_DEPTH: u32 = 100;
 
+/// Plays `moves` on `pos`, pushing onto `history` the Zobrist key of each position a move is
+/// played from: the history the engine's search takes. On a move that cannot be played, its index
+/// and why; the moves before it stay played.
+pub(crate) fn play_line<P: Position, S: AsRef<str>>(
+    pos: &mut P,
+    history: &mut Vec<u64>,
+    moves: &[S],
+    notation: Notation,
+) -> Result<(), (usize, arbiter_core::MoveError)> {
+    for (i, text) in moves.iter().enumerate() {
+        let m = pos
+            .parse_move(text.as_ref(), notation, Locale::English)
+            .map_err(|e| (i, e))?;
+        history.push(pos.zobrist());
+        pos.play_unchecked(m);
+    }
+    Ok(())
+}
+
 /// `arbiter analyze`: plays `moves` (UCI or SAN) from `pos`, then analyses the position reached
 /// with the positions on the way as its history (so the search sees repetitions). Writes an
 /// `info` line to `progress` per finished line of each iteration, then returns the last line,
@@ -118,15 +137,10 @@ pub fn analyze(
         },
         hash_mib: request.hash_mib,
     };
-    let mut history = Vec::with_capacity(moves.len());
     let mut reached = pos.clone();
-    for (i, text) in moves.iter().enumerate() {
-        let m = reached
-            .parse_move(text, Notation::Auto, Locale::English)
-            .map_err(|e| CliError(format!("move {} ('{text}'): {e}", i + 1)))?;
-        history.push(reached.zobrist());
-        reached.play_unchecked(m);
-    }
+    let mut history = Vec::with_capacity(moves.len());
+    play_line(&mut reached, &mut history, moves, Notation::Auto)
+        .map_err(|(i, e)| CliError(format!("move {} ('{}'): {e}", i + 1, moves[i])))?;
     let pos = &reached;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut failed = None;

@@ -9,7 +9,7 @@
 //! after `stop` (or `ponderhit` and the time it then allows), as the protocol requires.
 
 use arbiter_core::crazyhouse::HouseRules;
-use arbiter_core::{Chess, Crazyhouse, Locale, Notation, Position};
+use arbiter_core::{Chess, Crazyhouse, Notation, Position};
 use arbiter_engine::analyze::pv_text;
 use arbiter_engine::score::Reported;
 use arbiter_engine::time::budget;
@@ -276,14 +276,8 @@ impl Session {
             history: &mut Vec<u64>,
             moves: &[&str],
         ) -> Result<(), String> {
-            for m in moves {
-                let mv = pos
-                    .parse_move(m, Notation::Uci, Locale::English)
-                    .map_err(|e| format!("moves: {e}"))?;
-                history.push(pos.zobrist());
-                pos.play_unchecked(mv);
-            }
-            Ok(())
+            crate::play_line(pos, history, moves, Notation::Uci)
+                .map_err(|(_, e)| format!("moves: {e}"))
         }
         self.board = match board {
             Board::Chess(mut p, mut h) => {
