@@ -434,12 +434,13 @@ pub fn play_match(
                             let mut all = points.lock().unwrap_or_else(|e| e.into_inner());
                             all[g] = Some(p);
                             if let Some(test) = cfg.sprt {
-                                let state = test.state(&whole_pairs(&all));
+                                let counted = whole_pairs(&all);
+                                let state = test.state(&counted);
                                 let mut decided = decided.lock().unwrap_or_else(|e| e.into_inner());
                                 if state.verdict.is_some() && decided.is_none() {
                                     progress(&format!(
                                         "SPRT decided after {} games: LLR {:.2}",
-                                        whole_pairs(&all).len(),
+                                        counted.len(),
                                         state.llr
                                     ));
                                     *decided = Some(state);
