@@ -11,6 +11,7 @@
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
 pub mod selfplay;
+pub mod texel;
 pub mod uci;
 
 use arbiter_core::pgn::read_games;

@@ -173,6 +173,12 @@ enum Command {
         #[arg(long, value_name = "ELO0,ELO1")]
         sprt: Option<String>,
     },
+    /// The standard chess weights' data and fitting (Texel's method): generate labelled
+    /// positions by self-play, then tune the weights on them.
+    Texel {
+        #[command(subcommand)]
+        step: TexelStep,
+    },
     /// Speak UCI on stdin/stdout (standard chess and crazyhouse, through `UCI_Variant`), for
     /// chess GUIs and python-chess.
     Uci,
@@ -224,6 +230,152 @@ enum Command {
         #[arg(long, value_enum, default_value = "english")]
         locale: LocaleArg,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum TexelStep {
+    /// Self-play games of standard chess at a fixed node count from seeded random openings;
+    /// writes each quiet position with its game's result ("FEN | white's points"). The file
+    /// depends only on the flags and the build, not on --threads.
+    Generate {
+        /// Games to play (1 to 1000000).
+        #[arg(long, default_value_t = 1000)]
+        games: usize,
+        /// Nodes searched per move (100 to 10000000).
+        #[arg(long, default_value_t = 3000)]
+        nodes: u64,
+        /// Seed of the openings.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Random plies of each opening (0 to 40; not recorded).
+        #[arg(long, default_value_t = 8)]
+        opening_plies: u32,
+        /// Plies after which a game is scored a draw (1 to 2000).
+        #[arg(long, default_value_t = 400)]
+        max_plies: u32,
+        /// Games played at once (1 to 64).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Transposition table of each thread, MiB (1 to 1024).
+        #[arg(long, default_value_t = 8)]
+        hash: usize,
+        /// The file to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Fits the scaling K to the current weights, then tunes every weight by Texel's local
+    /// search on a file from `generate`; prints the tuned weights as Rust source.
+    Tune {
+        /// The labelled positions.
+        #[arg(long)]
+        data: std::path::PathBuf,
+        /// Use at most this many positions (the file's first).
+        #[arg(long, default_value_t = 10_000_000)]
+        limit: usize,
+        /// The most passes over all weights (1 to 1000).
+        #[arg(long, default_value_t = 40)]
+        passes: usize,
+        /// The first step, halved when a pass changes nothing (1 to 256).
+        #[arg(long, default_value_t = 8)]
+        step: i32,
+        /// Threads for the error sums (1 to 64).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+}
+
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    flag: &str,
+    value: T,
+    low: T,
+    high: T,
+) -> Result<T, CliError> {
+    if value < low || value > high {
+        return Err(CliError(format!(
+            "{flag}: {value} is out of range ({low} to {high})"
+        )));
+    }
+    Ok(value)
+}
+
+fn texel(step: TexelStep) -> Result<String, CliError> {
+    use arbiter_cli::texel::{GenConfig, generate, read_samples};
+    use arbiter_engine::tune::{TuneConfig, rust_literal, tune};
+    use std::io::Write;
+    match step {
+        TexelStep::Generate {
+            games,
+            nodes,
+            seed,
+            opening_plies,
+            max_plies,
+            threads,
+            hash,
+            out,
+        } => {
+            let cfg = GenConfig {
+                games: in_range("--games", games, 1, 1_000_000)?,
+                nodes: in_range("--nodes", nodes, 100, 10_000_000)?,
+                seed,
+                opening_plies: in_range("--opening-plies", opening_plies, 0, 40)?,
+                max_plies: in_range("--max-plies", max_plies, 1, 2000)?,
+                threads: in_range("--threads", threads, 1, 64)?,
+                hash_mib: in_range("--hash", hash, 1, 1024)?,
+            };
+            let file = std::fs::File::create(&out)
+                .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
+            let mut file = std::io::BufWriter::new(file);
+            let summary = generate(&cfg, &mut |line| writeln!(file, "{line}"), &|line| {
+                eprintln!("{line}")
+            })?;
+            file.flush()
+                .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
+            let [w, d, b] = summary.results;
+            Ok(format!(
+                "{} games (white won {w}, drawn {d}, black won {b}), {} positions written to {}\n",
+                summary.games,
+                summary.positions,
+                out.display()
+            ))
+        }
+        TexelStep::Tune {
+            data,
+            limit,
+            passes,
+            step,
+            threads,
+        } => {
+            let cfg = TuneConfig {
+                max_passes: in_range("--passes", passes, 1, 1000)?,
+                start_step: in_range("--step", step, 1, 256)?,
+                threads: in_range("--threads", threads, 1, 64)?,
+            };
+            let file = std::fs::File::open(&data)
+                .map_err(|e| CliError(format!("--data: {}: {e}", data.display())))?;
+            let samples = read_samples(std::io::BufReader::new(file), limit)?;
+            if samples.is_empty() {
+                return Err(CliError(format!(
+                    "--data: {} holds no positions",
+                    data.display()
+                )));
+            }
+            let report = tune(
+                &samples,
+                &arbiter_engine::eval::chess::WEIGHTS,
+                &cfg,
+                &mut |line| eprintln!("{line}"),
+            );
+            Ok(format!(
+                "K {:.4}, error {:.6} -> {:.6} after {} passes over {} positions\n{}\n",
+                report.k,
+                report.error_before,
+                report.error_after,
+                report.passes,
+                samples.len(),
+                rust_literal(&report.weights)
+            ))
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -598,6 +750,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             )?;
             format!("{report}\n")
         }
+        Command::Texel { step } => texel(step)?,
         Command::Uci => {
             let out: arbiter_cli::uci::Output =
                 std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));

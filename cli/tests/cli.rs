@@ -827,3 +827,98 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
         assert_eq!(arbiter(&args, None).status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn texel_generates_data_that_tune_reads_and_refuses_bad_settings() {
+    let dir = std::env::temp_dir().join(format!("arbiter-texel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("data.txt");
+    let data_text = data.to_str().unwrap();
+    let out = arbiter(
+        &[
+            "texel",
+            "generate",
+            "--games",
+            "3",
+            "--nodes",
+            "200",
+            "--threads",
+            "2",
+            "--out",
+            data_text,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = std::fs::read_to_string(&data).unwrap().lines().count();
+    assert!(
+        stdout(&out).starts_with("3 games (white won ")
+            && stdout(&out).contains(&format!("{lines} positions written")),
+        "{}",
+        stdout(&out)
+    );
+    let out = arbiter(
+        &[
+            "texel",
+            "tune",
+            "--data",
+            data_text,
+            "--passes",
+            "1",
+            "--threads",
+            "2",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("K ") && text.contains(&format!("over {lines} positions")),
+        "{text}"
+    );
+    assert!(
+        text.contains("Weights {") && text.contains("attack_units: ["),
+        "{text}"
+    );
+    assert!(stderr(&out).contains("pass 1: step 8"), "{}", stderr(&out));
+    // Bad settings and bad data: exit status 2, naming the flag (and the line).
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "# a comment\nnot a position | 1\n").unwrap();
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "\n").unwrap();
+    for (args, needle) in [
+        (
+            vec!["texel", "generate", "--games", "0", "--out", data_text],
+            "--games: 0 is out of range",
+        ),
+        (
+            vec!["texel", "generate", "--nodes", "5", "--out", data_text],
+            "--nodes: 5 is out of range",
+        ),
+        (
+            vec!["texel", "generate", "--out", "/nonexistent/dir/x.txt"],
+            "--out: /nonexistent/dir/x.txt",
+        ),
+        (
+            vec!["texel", "tune", "--data", bad.to_str().unwrap()],
+            "--data: line 2: position:",
+        ),
+        (
+            vec!["texel", "tune", "--data", empty.to_str().unwrap()],
+            "holds no positions",
+        ),
+        (
+            vec!["texel", "tune", "--data", data_text, "--step", "0"],
+            "--step: 0 is out of range",
+        ),
+        (
+            vec!["texel", "tune", "--data", "/nonexistent/data.txt"],
+            "--data: /nonexistent/data.txt",
+        ),
+    ] {
+        let out = arbiter(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

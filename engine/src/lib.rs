@@ -7,6 +7,7 @@
 //! - [`EnginePosition`]: what a variant adds for the engine (evaluation, ordering facts);
 //!   implemented in [`eval`] for chess, crazyhouse and bughouse boards, Glinski and Byzantine.
 //! - [`Limits`] and [`TimeSource`]: when to stop, on an injected clock ([`time`]).
+//! - [`tune`]: Texel tuning of the chess evaluation's weights on labelled positions.
 //! - [`analyze`]: the same search over [`AnyPosition`](arbiter_core::AnyPosition), with moves
 //!   in the coordinate notation, for the CLI and services.
 //!
@@ -35,6 +36,7 @@ pub mod score;
 pub mod search;
 pub mod time;
 pub mod tt;
+pub mod tune;
 
 pub use hooks::EnginePosition;
 pub use search::{Control, Engine, Info, Line, SearchOptions, SearchResult};

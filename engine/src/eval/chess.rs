@@ -4,8 +4,8 @@
 //! the board terms with its own weights ([`super::crazyhouse`]).
 //!
 //! The piece-square terms are formulas (centralisation, advancement), not tables typed in, so
-//! that tuning adjusts a few weights. Weights are in [`Weights`]; see `docs/engine.md` for how
-//! they were set.
+//! that tuning adjusts a few weights. Weights are in [`Weights`], fitted by [`crate::tune`];
+//! see `docs/engine.md` for how.
 
 use crate::hooks::EnginePosition;
 use arbiter_core::bitboard::{Bitboard, attacks};
@@ -72,51 +72,90 @@ pub struct Weights {
     pub tempo: i32,
 }
 
-/// Standard chess weights.
+impl Weights {
+    /// Walks every weight the evaluation reads, with a stable name, in a fixed order: the
+    /// parameters of tuning ([`crate::tune`]). Entries the evaluation never reads (the king's
+    /// material, pawn and king mobility, passers on the first and last ranks, pawn and king
+    /// attack units) are left out. The attack units enter the evaluation squared, so a set of
+    /// them and its negation evaluate alike.
+    pub fn visit(&mut self, f: &mut dyn FnMut(&str, &mut i32)) {
+        const ROLES: [&str; 6] = ["pawn", "knight", "bishop", "rook", "queen", "king"];
+        fn pair(f: &mut dyn FnMut(&str, &mut i32), name: &str, p: &mut Pair) {
+            f(&format!("{name}.mg"), &mut p.0);
+            f(&format!("{name}.eg"), &mut p.1);
+        }
+        for (i, p) in self.material.iter_mut().enumerate().take(5) {
+            pair(f, &format!("material.{}", ROLES[i]), p);
+        }
+        for (i, p) in self.centre.iter_mut().enumerate() {
+            pair(f, &format!("centre.{}", ROLES[i]), p);
+        }
+        pair(f, "pawn_advance", &mut self.pawn_advance);
+        for (i, p) in self.mobility.iter_mut().enumerate().take(5).skip(1) {
+            pair(f, &format!("mobility.{}", ROLES[i]), p);
+        }
+        pair(f, "bishop_pair", &mut self.bishop_pair);
+        pair(f, "doubled", &mut self.doubled);
+        pair(f, "isolated", &mut self.isolated);
+        for (rank, p) in self.passed.iter_mut().enumerate().take(7).skip(1) {
+            pair(f, &format!("passed.rank{}", rank + 1), p);
+        }
+        pair(f, "rook_open", &mut self.rook_open);
+        pair(f, "rook_half_open", &mut self.rook_half_open);
+        f("shield", &mut self.shield);
+        for (i, u) in self.attack_units.iter_mut().enumerate().take(5).skip(1) {
+            f(&format!("attack_units.{}", ROLES[i]), u);
+        }
+        f("tempo", &mut self.tempo);
+    }
+}
+
+/// Standard chess weights, fitted by Texel's method on self-play positions (`arbiter texel`;
+/// the commands and the result are in `docs/engine.md` and `docs/performance.md`).
 pub static WEIGHTS: LazyLock<Weights> = LazyLock::new(|| Weights {
     material: [
-        Pair(90, 110),
-        Pair(320, 300),
-        Pair(335, 315),
-        Pair(470, 530),
-        Pair(960, 980),
+        Pair(66, 113),
+        Pair(295, 344),
+        Pair(329, 371),
+        Pair(399, 669),
+        Pair(890, 1320),
         Pair(0, 0),
     ],
     centre: [
-        Pair(4, 0),
-        Pair(10, 8),
-        Pair(5, 5),
-        Pair(0, 2),
-        Pair(2, 8),
-        Pair(-12, 15),
+        Pair(8, -10),
+        Pair(6, 24),
+        Pair(5, 11),
+        Pair(-3, 6),
+        Pair(-1, 32),
+        Pair(-15, 24),
     ],
-    pawn_advance: Pair(3, 10),
+    pawn_advance: Pair(-2, 3),
     mobility: [
         Pair(0, 0),
-        Pair(4, 4),
-        Pair(5, 5),
-        Pair(2, 4),
-        Pair(1, 2),
+        Pair(8, 3),
+        Pair(6, 7),
+        Pair(6, 5),
+        Pair(2, 9),
         Pair(0, 0),
     ],
-    bishop_pair: Pair(30, 50),
-    doubled: Pair(10, 20),
-    isolated: Pair(10, 15),
+    bishop_pair: Pair(11, 83),
+    doubled: Pair(6, 7),
+    isolated: Pair(9, 11),
     passed: [
         Pair(0, 0),
-        Pair(0, 10),
-        Pair(5, 15),
-        Pair(10, 25),
-        Pair(25, 50),
-        Pair(45, 90),
-        Pair(75, 140),
+        Pair(-5, 40),
+        Pair(17, 30),
+        Pair(5, 57),
+        Pair(14, 79),
+        Pair(63, 140),
+        Pair(122, 198),
         Pair(0, 0),
     ],
-    rook_open: Pair(25, 10),
-    rook_half_open: Pair(12, 5),
-    shield: 12,
-    attack_units: [0, 2, 2, 3, 5, 0],
-    tempo: 10,
+    rook_open: Pair(69, 4),
+    rook_half_open: Pair(19, 34),
+    shield: 3,
+    attack_units: [0, 2, 2, 2, 3, 0],
+    tempo: 5,
 });
 
 /// Typical mobility per role, subtracted so that the term is centred.
@@ -303,7 +342,7 @@ pub fn board_score(board: &Board, w: &Weights) -> (Pair, i32) {
 
 /// Scales a score down when the side ahead has no pawns and too little extra material to
 /// win (a minor piece up, or less).
-fn drawish_scale(board: &Board, score: i32) -> i32 {
+fn drawish_scale(board: &Board, score: i32, w: &Weights) -> i32 {
     let strong = if score > 0 {
         Color::White
     } else {
@@ -317,8 +356,7 @@ fn drawish_scale(board: &Board, score: i32) -> i32 {
         [Role::Knight, Role::Bishop, Role::Rook, Role::Queen]
             .into_iter()
             .map(|r| {
-                (board.by_color(c) & board.by_role(r)).count() as i32
-                    * WEIGHTS.material[r.index()].1
+                (board.by_color(c) & board.by_role(r)).count() as i32 * w.material[r.index()].1
             })
             .sum()
     };
@@ -327,6 +365,15 @@ fn drawish_scale(board: &Board, score: i32) -> i32 {
     } else {
         score
     }
+}
+
+/// The evaluation of `pos` under the weights `w`, from the side to move's point of view: what
+/// the search uses, with [`WEIGHTS`].
+pub fn evaluate_with(pos: &Chess, w: &Weights) -> i32 {
+    let board = pos.board();
+    let (score, phase) = board_score(board, w);
+    let white = drawish_scale(board, taper(score, phase), w);
+    super::for_side(pos.turn(), white) + w.tempo
 }
 
 /// The value of a role for exchanges (middlegame material).
@@ -447,11 +494,7 @@ pub fn slot(m: Move) -> usize {
 
 impl EnginePosition for Chess {
     fn evaluate(&self) -> i32 {
-        let board = self.board();
-        let (score, phase) = board_score(board, &WEIGHTS);
-        let white = drawish_scale(board, taper(score, phase));
-        let s = super::for_side(self.turn(), white);
-        s + WEIGHTS.tempo
+        evaluate_with(self, &WEIGHTS)
     }
 
     fn move_slot(&self, m: Move) -> usize {

@@ -1,0 +1,314 @@
+//! `arbiter texel`: the data and the fitting behind the standard chess weights.
+//!
+//! - [`generate`] plays engine-against-itself games of standard chess at a fixed node count
+//!   from seeded random openings, and labels every quiet position of each game (side to move
+//!   not in check, the engine's chosen move neither a capture nor a promotion, no forced mate
+//!   found) with the game's result. The output depends only on the settings and the engine
+//!   build, never on the number of threads: each game starts from a cleared engine and its own
+//!   seed, and games are written in order.
+//! - Fitting is [`arbiter_engine::tune`]; the CLI reads the file and prints the weights.
+
+use crate::CliError;
+use crate::selfplay::Rng;
+use arbiter_core::{Chess, Color, GameState, Position};
+use arbiter_engine::tune::Sample;
+use arbiter_engine::{Control, Engine, EnginePosition, Limits, SearchOptions, SystemTime};
+use std::io::{BufRead, Read};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct GenConfig {
+    /// Games to play.
+    pub games: usize,
+    /// Nodes searched per move.
+    pub nodes: u64,
+    /// Seed of the openings (game `g` uses `seed` and `g`).
+    pub seed: u64,
+    /// Random plies of each opening (not recorded).
+    pub opening_plies: u32,
+    /// Plies after which a game is scored a draw.
+    pub max_plies: u32,
+    /// Games played at once.
+    pub threads: usize,
+    /// Transposition table per thread, MiB.
+    pub hash_mib: usize,
+}
+
+/// What was generated.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GenSummary {
+    /// Games played.
+    pub games: usize,
+    /// Positions recorded.
+    pub positions: usize,
+    /// Games won by white, drawn, won by black.
+    pub results: [usize; 3],
+}
+
+/// A position after `plies` random moves from the start, not yet over.
+fn random_opening(plies: u32, seed: u64) -> Chess {
+    let mut rng = Rng::new(seed);
+    loop {
+        let mut state = GameState::new(Chess::new());
+        for _ in 0..plies {
+            let moves = state.position().legal_moves();
+            if moves.is_empty() || state.outcome().is_some() {
+                break;
+            }
+            state.play_checked(moves[rng.below(moves.len())]);
+        }
+        if state.outcome().is_none() && !state.position().legal_moves().is_empty() {
+            return *state.position();
+        }
+    }
+}
+
+/// Plays game `g`; its labelled lines and white's points.
+fn play(
+    engine: &mut Engine<Chess>,
+    cfg: &GenConfig,
+    g: usize,
+) -> Result<(Vec<Sample>, f64), CliError> {
+    engine.clear();
+    let start = random_opening(
+        cfg.opening_plies,
+        cfg.seed ^ (g as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    );
+    let mut state = GameState::new(start);
+    let mut keys: Vec<u64> = Vec::new();
+    let mut quiet: Vec<Chess> = Vec::new();
+    let stop = AtomicBool::new(false);
+    let clock = SystemTime::new();
+    let limits = Limits::nodes(cfg.nodes);
+    let mut result = 0.5;
+    for _ in 0..cfg.max_plies {
+        if let Some(o) = state.outcome() {
+            result = o.score.points(Color::White);
+            break;
+        }
+        if !state.claimable_draws().is_empty() {
+            break;
+        }
+        let pos = *state.position();
+        let found = engine.search(
+            &pos,
+            &keys,
+            &limits,
+            &SearchOptions::default(),
+            Control {
+                stop: &stop,
+                time: &clock,
+            },
+            &mut |_| {},
+        );
+        let Some(m) = found.best else {
+            return Err(CliError(format!(
+                "no move and no ending in {}",
+                pos.to_fen()
+            )));
+        };
+        if !pos.is_check() && !pos.is_tactical(m) && !arbiter_engine::score::is_mate(found.score) {
+            quiet.push(pos);
+        }
+        keys.push(pos.zobrist());
+        state.play_checked(m);
+    }
+    if let Some(o) = state.outcome() {
+        result = o.score.points(Color::White);
+    }
+    let samples = quiet
+        .into_iter()
+        .map(|position| Sample { position, result })
+        .collect();
+    Ok((samples, result))
+}
+
+/// Plays `cfg.games` games and hands each game's lines to `write`, in game order;
+/// `progress` gets a line every 100 games.
+pub fn generate(
+    cfg: &GenConfig,
+    write: &mut dyn FnMut(&str) -> std::io::Result<()>,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<GenSummary, CliError> {
+    let next = AtomicUsize::new(0);
+    // Raised on the first failure (a game's, or a write's): no new game starts after it.
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<(Vec<Sample>, f64), CliError>)>();
+    let mut summary = GenSummary::default();
+    let mut outcome = Ok(());
+    std::thread::scope(|scope| {
+        for _ in 0..cfg.threads.clamp(1, 64) {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                let mut engine = Engine::<Chess>::new(cfg.hash_mib);
+                loop {
+                    let g = next.fetch_add(1, Ordering::Relaxed);
+                    if g >= cfg.games || stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    // A closed channel means the writer gave up: stop too.
+                    if tx.send((g, play(&mut engine, cfg, g))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // This thread writes finished games in order while the others play; a game finished
+        // early waits in `pending` for the ones before it.
+        let mut pending = std::collections::BTreeMap::new();
+        for (g, game) in rx {
+            pending.insert(g, game);
+            while let Some(game) = pending.remove(&summary.games) {
+                let written = game.and_then(|(samples, result)| {
+                    for s in &samples {
+                        write(&s.to_line()).map_err(|e| CliError(format!("--out: {e}")))?;
+                    }
+                    Ok((samples.len(), result))
+                });
+                let (positions, result) = match written {
+                    Ok(w) => w,
+                    Err(e) => {
+                        outcome = Err(e);
+                        stop.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                };
+                summary.games += 1;
+                summary.positions += positions;
+                summary.results[if result == 1.0 {
+                    0
+                } else if result == 0.5 {
+                    1
+                } else {
+                    2
+                }] += 1;
+                if summary.games.is_multiple_of(100) {
+                    progress(&format!(
+                        "{} games, {} positions",
+                        summary.games, summary.positions
+                    ));
+                }
+            }
+        }
+    });
+    outcome.map(|()| summary)
+}
+
+/// The longest line read from a data file.
+const MAX_LINE: usize = 512;
+
+/// Reads labelled positions, one per line (blank lines and `#` comments skipped), at most
+/// `limit` of them; an error names the line.
+pub fn read_samples(mut input: impl BufRead, limit: usize) -> Result<Vec<Sample>, CliError> {
+    let mut out = Vec::new();
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    while out.len() < limit {
+        line.clear();
+        number += 1;
+        let n = std::io::Read::by_ref(&mut input)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| CliError(format!("--data: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        if line.len() > MAX_LINE {
+            return Err(CliError(format!(
+                "--data: line {number} is longer than {MAX_LINE} bytes"
+            )));
+        }
+        let text = std::str::from_utf8(&line)
+            .map_err(|_| CliError(format!("--data: line {number} is not UTF-8")))?
+            .trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        out.push(Sample::parse(text).map_err(|e| CliError(format!("--data: line {number}: {e}")))?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(threads: usize) -> GenConfig {
+        GenConfig {
+            games: 6,
+            nodes: 300,
+            seed: 5,
+            opening_plies: 8,
+            max_plies: 120,
+            threads,
+            hash_mib: 1,
+        }
+    }
+
+    fn run(cfg: &GenConfig) -> (Vec<String>, GenSummary) {
+        let mut lines = Vec::new();
+        let summary = generate(
+            cfg,
+            &mut |l| {
+                lines.push(l.to_owned());
+                Ok(())
+            },
+            &|_| {},
+        )
+        .unwrap();
+        (lines, summary)
+    }
+
+    #[test]
+    fn generation_is_reproducible_and_labels_quiet_positions() {
+        let (one, s1) = run(&cfg(1));
+        let (two, s2) = run(&cfg(2));
+        assert_eq!(one, two, "the thread count changes nothing");
+        assert_eq!(s1, s2);
+        assert_eq!(s1.games, 6);
+        assert_eq!(s1.results.iter().sum::<usize>(), 6);
+        assert_eq!(s1.positions, one.len());
+        assert!(one.len() > 100, "{} positions", one.len());
+        for line in &one {
+            let s = Sample::parse(line).unwrap();
+            assert!(!s.position.is_check(), "{line}");
+            assert!([0.0, 0.5, 1.0].contains(&s.result));
+        }
+        // Another seed, other games.
+        let (other, _) = run(&GenConfig { seed: 6, ..cfg(2) });
+        assert_ne!(one, other);
+    }
+
+    #[test]
+    fn a_failed_write_is_reported() {
+        let err = generate(
+            &cfg(2),
+            &mut |_| Err(std::io::Error::other("disk full")),
+            &|_| {},
+        )
+        .unwrap_err();
+        assert!(err.0.contains("--out: disk full"), "{}", err.0);
+    }
+
+    #[test]
+    fn data_files_are_read_with_precise_errors() {
+        let good = format!(
+            "# comment\n\n{} | 1\n{} | 0.5\n",
+            Chess::new().to_fen(),
+            Chess::new().to_fen()
+        );
+        assert_eq!(read_samples(good.as_bytes(), usize::MAX).unwrap().len(), 2);
+        assert_eq!(read_samples(good.as_bytes(), 1).unwrap().len(), 1);
+        let bad = format!("{} | 1\nnonsense\n", Chess::new().to_fen());
+        let e = read_samples(bad.as_bytes(), usize::MAX).unwrap_err();
+        assert!(e.0.starts_with("--data: line 2:"), "{}", e.0);
+        let long = "x".repeat(10_000);
+        let e = read_samples(long.as_bytes(), usize::MAX).unwrap_err();
+        assert!(e.0.contains("line 1 is longer than 512 bytes"), "{}", e.0);
+        let e = read_samples(&b"\xff\xfe | 1\n"[..], usize::MAX).unwrap_err();
+        assert!(e.0.contains("not UTF-8"), "{}", e.0);
+    }
+}

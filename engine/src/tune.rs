@@ -1,0 +1,457 @@
+//! Texel tuning of the standard chess evaluation ([`crate::eval::chess::Weights`]).
+//!
+//! The method is Peter Österlund's, as published for Texel: given positions labelled with the
+//! result of the game they came from, find the weights that minimise the mean squared error
+//! between the result and the evaluation turned into an expected score,
+//! `E = 1 / (1 + 10^(−K·eval/400))`.
+//!
+//! 1. `K` is fitted first, to the weights in use ([`fit_k`]), and then held.
+//! 2. A local search ([`tune`]) tries each weight one step up and, failing that, one step down,
+//!    keeping any change that lowers the error (and repeating a kept step while it still
+//!    does); a pass over all weights that keeps nothing
+//!    halves the step, and the search ends when a pass at step 1 keeps nothing (or after the
+//!    most passes allowed).
+//!
+//! Positions should be quiet (not in check, a quiet best move), so that the static evaluation
+//! is a fair stand-in for a search: `arbiter texel generate` records only those. Everything
+//! here is deterministic: the error is summed over fixed blocks in a fixed order, so the result
+//! does not depend on the number of threads.
+
+use crate::eval::chess::{Weights, evaluate_with};
+use arbiter_core::{Chess, Color};
+
+/// A labelled position.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// A position from a game.
+    pub position: Chess,
+    /// White's points in that game: 1, 0.5 or 0.
+    pub result: f64,
+}
+
+/// Why a sample line could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleError(pub String);
+
+impl std::fmt::Display for SampleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SampleError {}
+
+impl Sample {
+    /// The line format: the FEN, ` | `, and white's points (`1`, `0.5` or `0`).
+    pub fn to_line(&self) -> String {
+        format!("{} | {}", self.position.to_fen(), self.result)
+    }
+
+    /// Reads a line written by [`Sample::to_line`].
+    pub fn parse(line: &str) -> Result<Sample, SampleError> {
+        let (fen, result) = line
+            .split_once('|')
+            .ok_or_else(|| SampleError("expected 'FEN | RESULT'".into()))?;
+        let result = match result.trim() {
+            "1" | "1.0" | "1-0" => 1.0,
+            "0.5" | "1/2-1/2" => 0.5,
+            "0" | "0.0" | "0-1" => 0.0,
+            other => {
+                return Err(SampleError(format!(
+                    "result '{}': expected 1, 0.5 or 0 (white's points)",
+                    other.escape_debug()
+                )));
+            }
+        };
+        let position =
+            Chess::from_fen(fen.trim()).map_err(|e| SampleError(format!("position: {e}")))?;
+        Ok(Sample { position, result })
+    }
+}
+
+/// The tuned parameters of `w`, by name, in [`Weights::visit`]'s order.
+pub fn parameters(w: &Weights) -> Vec<(String, i32)> {
+    let mut w = w.clone();
+    let mut out = Vec::new();
+    w.visit(&mut |name, v| out.push((name.to_owned(), *v)));
+    out
+}
+
+/// `base` with its parameters replaced by `values` (in [`parameters`]' order).
+///
+/// # Panics
+/// If `values` does not have one value per parameter.
+pub fn with_parameters(base: &Weights, values: &[i32]) -> Weights {
+    let mut w = base.clone();
+    let mut i = 0;
+    w.visit(&mut |_, v| {
+        *v = values[i];
+        i += 1;
+    });
+    assert_eq!(i, values.len(), "one value per parameter");
+    w
+}
+
+/// The expected score of white for a white-relative evaluation, under the scaling `k`.
+pub fn expected(eval: i32, k: f64) -> f64 {
+    1.0 / (1.0 + 10f64.powf(-k * f64::from(eval) / 400.0))
+}
+
+/// White's evaluation of `pos` under `w`.
+fn white_eval(pos: &Chess, w: &Weights) -> i32 {
+    let s = evaluate_with(pos, w);
+    if pos.turn() == Color::White { s } else { -s }
+}
+
+/// The number of blocks the samples are summed in (fixed, so that sums are reproducible).
+const BLOCKS: usize = 64;
+
+/// The mean squared error of `w` over `samples` under the scaling `k`, on `threads` threads.
+pub fn error(samples: &[Sample], w: &Weights, k: f64, threads: usize) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let block = samples.len().div_ceil(BLOCKS);
+    let chunks: Vec<&[Sample]> = samples.chunks(block).collect();
+    let mut sums = vec![0.0f64; chunks.len()];
+    let threads = threads.clamp(1, chunks.len());
+    std::thread::scope(|scope| {
+        let mut slots: Vec<&mut [f64]> = Vec::new();
+        let mut rest: &mut [f64] = &mut sums;
+        let per = chunks.len().div_ceil(threads);
+        while !rest.is_empty() {
+            let (a, b) = rest.split_at_mut(per.min(rest.len()));
+            slots.push(a);
+            rest = b;
+        }
+        for (t, slot) in slots.into_iter().enumerate() {
+            let chunks = &chunks[t * per..(t * per + slot.len())];
+            scope.spawn(move || {
+                for (sum, chunk) in slot.iter_mut().zip(chunks) {
+                    *sum = chunk
+                        .iter()
+                        .map(|s| {
+                            let d = s.result - expected(white_eval(&s.position, w), k);
+                            d * d
+                        })
+                        .sum();
+                }
+            });
+        }
+    });
+    sums.iter().sum::<f64>() / samples.len() as f64
+}
+
+/// The scaling `K` that minimises the error of `w` (golden-section search over 0.05 to 5).
+pub fn fit_k(samples: &[Sample], w: &Weights, threads: usize) -> f64 {
+    let f = |k: f64| error(samples, w, k, threads);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (0.05f64, 5.0f64);
+    let mut c = b - g * (b - a);
+    let mut d = a + g * (b - a);
+    let (mut fc, mut fd) = (f(c), f(d));
+    while b - a > 1e-4 {
+        if fc < fd {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - g * (b - a);
+            fc = f(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + g * (b - a);
+            fd = f(d);
+        }
+    }
+    (a + b) / 2.0
+}
+
+/// How to tune.
+#[derive(Clone, Debug)]
+pub struct TuneConfig {
+    /// The most passes over all parameters.
+    pub max_passes: usize,
+    /// The first step (halved when a pass keeps nothing, down to 1).
+    pub start_step: i32,
+    /// Threads for the error sums.
+    pub threads: usize,
+}
+
+/// What tuning found.
+#[derive(Clone, Debug)]
+pub struct TuneReport {
+    /// The scaling fitted to the starting weights.
+    pub k: f64,
+    /// The error of the starting weights.
+    pub error_before: f64,
+    /// The error of the tuned weights.
+    pub error_after: f64,
+    /// Passes made.
+    pub passes: usize,
+    /// The tuned weights.
+    pub weights: Weights,
+}
+
+/// Tunes `base` on `samples` by Texel's local search; `progress` gets a line per pass.
+pub fn tune(
+    samples: &[Sample],
+    base: &Weights,
+    cfg: &TuneConfig,
+    progress: &mut dyn FnMut(&str),
+) -> TuneReport {
+    let threads = cfg.threads.max(1);
+    let k = fit_k(samples, base, threads);
+    let names: Vec<String> = parameters(base).into_iter().map(|(n, _)| n).collect();
+    let mut values: Vec<i32> = parameters(base).into_iter().map(|(_, v)| v).collect();
+    let error_before = error(samples, base, k, threads);
+    progress(&format!(
+        "K = {k:.4}; error {error_before:.6} over {} positions, {} parameters",
+        samples.len(),
+        values.len()
+    ));
+    let mut best = error_before;
+    let mut step = cfg.start_step.max(1);
+    let mut passes = 0;
+    while passes < cfg.max_passes {
+        passes += 1;
+        let mut kept = 0;
+        for i in 0..values.len() {
+            for delta in [step, -step] {
+                // Step while it helps; the step that does not is taken back.
+                let mut moved = false;
+                loop {
+                    values[i] += delta;
+                    let e = error(samples, &with_parameters(base, &values), k, threads);
+                    if e >= best {
+                        values[i] -= delta;
+                        break;
+                    }
+                    best = e;
+                    moved = true;
+                }
+                if moved {
+                    kept += 1;
+                    break;
+                }
+            }
+        }
+        progress(&format!(
+            "pass {passes}: step {step}, {kept} of {} changes kept, error {best:.6}",
+            names.len()
+        ));
+        if kept == 0 {
+            if step == 1 {
+                break;
+            }
+            step = (step / 2).max(1);
+        }
+    }
+    TuneReport {
+        k,
+        error_before,
+        error_after: best,
+        passes,
+        weights: with_parameters(base, &values),
+    }
+}
+
+/// `w` as the Rust expression of [`crate::eval::chess::WEIGHTS`], to paste into the source.
+pub fn rust_literal(w: &Weights) -> String {
+    fn pairs(p: &[crate::eval::chess::Pair]) -> String {
+        let inner: Vec<String> = p
+            .iter()
+            .map(|p| format!("        Pair({}, {}),\n", p.0, p.1))
+            .collect();
+        format!("[\n{}    ]", inner.concat())
+    }
+    let p = |p: &crate::eval::chess::Pair| format!("Pair({}, {})", p.0, p.1);
+    format!(
+        "Weights {{\n    material: {},\n    centre: {},\n    pawn_advance: {},\n    mobility: {},\n    \
+         bishop_pair: {},\n    doubled: {},\n    isolated: {},\n    passed: {},\n    rook_open: {},\n    \
+         rook_half_open: {},\n    shield: {},\n    attack_units: {:?},\n    tempo: {},\n}}",
+        pairs(&w.material),
+        pairs(&w.centre),
+        p(&w.pawn_advance),
+        pairs(&w.mobility),
+        p(&w.bishop_pair),
+        p(&w.doubled),
+        p(&w.isolated),
+        pairs(&w.passed),
+        p(&w.rook_open),
+        p(&w.rook_half_open),
+        w.shield,
+        w.attack_units,
+        w.tempo,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::chess::WEIGHTS;
+
+    /// Positions from seeded random games (quiet or not: the tests only need variety).
+    fn positions(n: usize, seed: u64) -> Vec<Chess> {
+        let mut x = seed | 1;
+        let mut next = |m: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m as u64) as usize
+        };
+        let mut out = Vec::new();
+        while out.len() < n {
+            let mut pos = Chess::new();
+            for _ in 0..(20 + next(80)) {
+                let moves = pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                pos.play_unchecked(moves[next(moves.len())]);
+            }
+            if !pos.legal_moves().is_empty() {
+                out.push(pos);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn lines_round_trip_and_bad_lines_are_named() {
+        let s = Sample {
+            position: Chess::new(),
+            result: 0.5,
+        };
+        let back = Sample::parse(&s.to_line()).unwrap();
+        assert_eq!(back.position.to_fen(), Chess::new().to_fen());
+        assert_eq!(back.result, 0.5);
+        assert!(
+            Sample::parse("no separator")
+                .unwrap_err()
+                .0
+                .contains("FEN | RESULT")
+        );
+        let e = Sample::parse(&format!("{} | 2", Chess::new().to_fen())).unwrap_err();
+        assert!(e.0.contains("result '2'"), "{e}");
+        let e = Sample::parse("8/8/8 w - - 0 1 | 1").unwrap_err();
+        assert!(e.0.starts_with("position:"), "{e}");
+    }
+
+    #[test]
+    fn parameters_round_trip_and_every_one_is_read() {
+        let values: Vec<i32> = parameters(&WEIGHTS).into_iter().map(|(_, v)| v).collect();
+        let again = with_parameters(&WEIGHTS, &values);
+        assert_eq!(rust_literal(&again), rust_literal(&WEIGHTS));
+        // Every parameter changes the evaluation of some position: none is dead weight.
+        let pos = positions(300, 7);
+        for (i, (name, _)) in parameters(&WEIGHTS).iter().enumerate() {
+            let mut v = values.clone();
+            v[i] += 40;
+            let w = with_parameters(&WEIGHTS, &v);
+            assert!(
+                pos.iter()
+                    .any(|p| evaluate_with(p, &w) != evaluate_with(p, &WEIGHTS)),
+                "{name} changes nothing"
+            );
+        }
+    }
+
+    #[test]
+    fn the_error_does_not_depend_on_threads() {
+        let samples: Vec<Sample> = positions(200, 3)
+            .into_iter()
+            .enumerate()
+            .map(|(i, position)| Sample {
+                position,
+                result: [0.0, 0.5, 1.0][i % 3],
+            })
+            .collect();
+        let one = error(&samples, &WEIGHTS, 1.0, 1);
+        assert_eq!(one, error(&samples, &WEIGHTS, 1.0, 2));
+        assert_eq!(one, error(&samples, &WEIGHTS, 1.0, 5));
+    }
+
+    /// Labels drawn from a known model: tuning from perturbed weights must lower the error and
+    /// move the perturbed weights back towards the model's.
+    #[test]
+    fn tuning_recovers_perturbed_weights() {
+        let truth = WEIGHTS.clone();
+        let k = 1.2;
+        let mut x = 99u64;
+        let samples: Vec<Sample> = positions(3000, 11)
+            .into_iter()
+            .map(|position| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                let p = expected(white_eval(&position, &truth), k);
+                // A game result drawn with the model's probabilities.
+                let result = if u < p * 0.8 {
+                    1.0
+                } else if u < p * 0.8 + 0.2 {
+                    0.5
+                } else {
+                    0.0
+                };
+                Sample { position, result }
+            })
+            .collect();
+        let names: Vec<String> = parameters(&truth).into_iter().map(|(n, _)| n).collect();
+        let mut values: Vec<i32> = parameters(&truth).into_iter().map(|(_, v)| v).collect();
+        let knight = names
+            .iter()
+            .position(|n| n == "material.knight.mg")
+            .unwrap();
+        let rook = names.iter().position(|n| n == "material.rook.mg").unwrap();
+        values[knight] -= 150;
+        values[rook] += 150;
+        let start = with_parameters(&truth, &values);
+        let report = tune(
+            &samples,
+            &start,
+            &TuneConfig {
+                max_passes: 12,
+                start_step: 32,
+                threads: 2,
+            },
+            &mut |_| {},
+        );
+        assert!(report.error_after < report.error_before);
+        let tuned: Vec<i32> = parameters(&report.weights)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let original = parameters(&truth);
+        assert!(
+            (tuned[knight] - original[knight].1).abs() < 150 / 2,
+            "knight {} (true {}, started {})",
+            tuned[knight],
+            original[knight].1,
+            values[knight]
+        );
+        assert!(
+            (tuned[rook] - original[rook].1).abs() < 150 / 2,
+            "rook {} (true {}, started {})",
+            tuned[rook],
+            original[rook].1,
+            values[rook]
+        );
+    }
+
+    #[test]
+    fn k_is_found_where_the_labels_were_drawn() {
+        // Fractional labels equal to the model's expectation: the error is least at its K.
+        let samples: Vec<Sample> = positions(400, 5)
+            .into_iter()
+            .map(|position| {
+                let result = expected(white_eval(&position, &WEIGHTS), 0.8);
+                Sample { position, result }
+            })
+            .collect();
+        let k = fit_k(&samples, &WEIGHTS, 2);
+        assert!((k - 0.8).abs() < 0.01, "{k}");
+    }
+}
