@@ -2,7 +2,7 @@
 //!
 //! - [`generate`] plays engine-against-itself games of standard chess at a fixed node count
 //!   from seeded random openings, and labels every quiet position of each game (side to move
-//!   not in check, the engine's chosen move neither a capture nor a promotion, no forced mate
+//!   not in check, the engine's chosen move neither a capture nor a queen promotion, no forced mate
 //!   found) with the game's result. The output depends only on the settings and the engine
 //!   build, never on the number of threads: each game starts from a cleared engine and its own
 //!   seed, and games are written in order.
