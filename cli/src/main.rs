@@ -720,16 +720,8 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 .map(Sprt::parse)
                 .transpose()
                 .map_err(CliError)?;
-            if !(1..=100_000).contains(&pairs) {
-                return Err(CliError(format!(
-                    "--pairs: {pairs} is out of range (1 to 100000)"
-                )));
-            }
-            if !(1..=64).contains(&concurrency) {
-                return Err(CliError(format!(
-                    "--concurrency: {concurrency} is out of range (1 to 64)"
-                )));
-            }
+            let pairs = in_range("--pairs", pairs, 1, 100_000)?;
+            let concurrency = in_range("--concurrency", concurrency, 1, 64)?;
             let cfg = MatchConfig {
                 variant,
                 rules,

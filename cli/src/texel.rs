@@ -81,13 +81,8 @@ fn play(
     let stop = AtomicBool::new(false);
     let clock = SystemTime::new();
     let limits = Limits::nodes(cfg.nodes);
-    let mut result = 0.5;
     for _ in 0..cfg.max_plies {
-        if let Some(o) = state.outcome() {
-            result = o.score.points(Color::White);
-            break;
-        }
-        if !state.claimable_draws().is_empty() {
+        if state.outcome().is_some() || !state.claimable_draws().is_empty() {
             break;
         }
         let pos = *state.position();
@@ -114,9 +109,10 @@ fn play(
         keys.push(pos.zobrist());
         state.play_checked(m);
     }
-    if let Some(o) = state.outcome() {
-        result = o.score.points(Color::White);
-    }
+    // A claimed draw, or the ply cap, scores half a point.
+    let result = state
+        .outcome()
+        .map_or(0.5, |o| o.score.points(Color::White));
     let samples = quiet
         .into_iter()
         .map(|position| Sample { position, result })

@@ -203,7 +203,6 @@ pub fn tune(
 ) -> TuneReport {
     let threads = cfg.threads.max(1);
     let k = fit_k(samples, base, threads);
-    let names: Vec<String> = parameters(base).into_iter().map(|(n, _)| n).collect();
     let mut values: Vec<i32> = parameters(base).into_iter().map(|(_, v)| v).collect();
     let error_before = error(samples, base, k, threads);
     progress(&format!(
@@ -239,7 +238,7 @@ pub fn tune(
         }
         progress(&format!(
             "pass {passes}: step {step}, {kept} of {} changes kept, error {best:.6}",
-            names.len()
+            values.len()
         ));
         if kept == 0 {
             if step == 1 {
