@@ -318,8 +318,8 @@ impl<P: EnginePosition> Worker<'_, P> {
             for rm in root_moves.iter_mut() {
                 rm.score = -INFINITE;
             }
+            self.seldepth = 0;
             for line in 0..lines {
-                self.seldepth = 0;
                 let previous = root_moves[line].previous;
                 let mut delta = 25;
                 let (mut alpha, mut beta) =
@@ -347,27 +347,32 @@ impl<P: EnginePosition> Worker<'_, P> {
                     }
                     delta = delta.saturating_mul(2);
                 }
+                // A later line can score above an earlier one (the searches differ in their
+                // windows and tables): the lines found so far are kept sorted.
+                root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
                 if self.aborted {
-                    root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
                     break;
                 }
-                // Reported before the lines found so far are re-sorted, so that each line's
-                // own move is the one reported under its number.
-                let rm = &root_moves[line];
-                info(&Info {
-                    depth,
-                    seldepth: self.seldepth as u32,
-                    multipv: line + 1,
-                    score: rm.score,
-                    nodes: self.nodes,
-                    time_ms: self.elapsed(),
-                    hashfull: self.tt.hashfull(),
-                    pv: &rm.pv,
-                });
-                root_moves[..=line].sort_by_key(|rm| std::cmp::Reverse(rm.score));
             }
             if self.aborted {
                 break;
+            }
+            // The iteration's lines are reported together, once all are found and sorted, so
+            // that the last report under each number is the final ranking, best first (as
+            // Stockfish does). A GUI keeps the last line per number.
+            let seldepth = self.seldepth as u32;
+            let (time_ms, hashfull) = (self.elapsed(), self.tt.hashfull());
+            for (line, rm) in root_moves.iter().take(lines).enumerate() {
+                info(&Info {
+                    depth,
+                    seldepth,
+                    multipv: line + 1,
+                    score: rm.score,
+                    nodes: self.nodes,
+                    time_ms,
+                    hashfull,
+                    pv: &rm.pv,
+                });
             }
             completed = depth;
             for rm in root_moves.iter_mut().filter(|rm| rm.score > -INFINITE) {

@@ -506,6 +506,58 @@ fn multipv_gives_distinct_lines_best_first() {
 }
 
 #[test]
+fn multipv_reports_each_depth_as_one_ranked_block() {
+    // Several positions and depths, so that a later line outscoring an earlier one (a search
+    // instability that does happen) is among the cases.
+    let fens = [
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+    ];
+    for fen in fens {
+        let p = Chess::from_fen(fen).unwrap();
+        let mut engine = Engine::<Chess>::new(8);
+        let stop = AtomicBool::new(false);
+        let options = SearchOptions {
+            multipv: 3,
+            move_overhead_ms: 0,
+        };
+        let mut reports: Vec<(u32, usize, i32, String)> = Vec::new();
+        let r = engine.search(
+            &p,
+            &[],
+            &Limits::depth(6),
+            &options,
+            Control {
+                stop: &stop,
+                time: &Frozen,
+            },
+            &mut |i| reports.push((i.depth, i.multipv, i.score, format!("{:?}", i.pv))),
+        );
+        assert_eq!(reports.len(), 6 * 3, "{fen}");
+        for (d, block) in reports.chunks(3).enumerate() {
+            for (k, (depth, multipv, _, _)) in block.iter().enumerate() {
+                assert_eq!((*depth, *multipv), (d as u32 + 1, k + 1), "{fen}");
+            }
+            for w in block.windows(2) {
+                assert!(
+                    w[0].2 >= w[1].2,
+                    "{fen}: depth {} not ranked: {block:?}",
+                    d + 1
+                );
+            }
+        }
+        let last = &reports[reports.len() - 3..];
+        for (line, report) in r.lines.iter().zip(last) {
+            assert_eq!(
+                (line.score, format!("{:?}", line.pv)),
+                (report.2, report.3.clone())
+            );
+        }
+    }
+}
+
+#[test]
 fn a_position_without_moves_gives_its_ending() {
     // Stalemate: no move, a draw.
     let p = Chess::from_fen("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1").unwrap();
