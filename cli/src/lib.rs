@@ -64,7 +64,7 @@ pub struct AnalyzeRequest {
 /// The largest `--depth` `analyze` accepts.
 pub const MAX_ANALYZE_DEPTH: u32 = 100;
 
-/// Plays `moves` on `pos`, pushing onto `history` the Zobrist key of each position a move is
+/// Plays `moves` on `pos`, pushing onto `history` the repetition key of each position a move is
 /// played from: the history the engine's search takes. On a move that cannot be played, its index
 /// and why; the moves before it stay played.
 pub(crate) fn play_line<P: Position, S: AsRef<str>>(
@@ -77,7 +77,7 @@ pub(crate) fn play_line<P: Position, S: AsRef<str>>(
         let m = pos
             .parse_move(text.as_ref(), notation, Locale::English)
             .map_err(|e| (i, e))?;
-        history.push(pos.zobrist());
+        history.push(pos.repetition_key());
         pos.play_unchecked(m);
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! library half of this crate and in `arbiter-core`.
 
 use arbiter_cli::{CliError, load_position};
-use arbiter_core::{Locale, Variant};
+use arbiter_core::{Chess, Glinski, Locale, Variant};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -173,8 +173,8 @@ enum Command {
         #[arg(long, value_name = "ELO0,ELO1")]
         sprt: Option<String>,
     },
-    /// The standard chess weights' data and fitting (Texel's method): generate labelled
-    /// positions by self-play, then tune the weights on them.
+    /// The standard chess and Glinski weights' data and fitting (Texel's method): generate
+    /// labelled positions by self-play, then tune the weights on them.
     Texel {
         #[command(subcommand)]
         step: TexelStep,
@@ -234,10 +234,13 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum TexelStep {
-    /// Self-play games of standard chess at a fixed node count from seeded random openings;
-    /// writes each quiet position with its game's result ("FEN | white's points"). The file
-    /// depends only on the flags and the build, not on --threads.
+    /// Self-play games at a fixed node count from seeded random openings; writes each quiet
+    /// position with its game's result ("POSITION | white's points"). The file depends only on
+    /// the flags and the build, not on --threads.
     Generate {
+        /// The variant: chess or glinski.
+        #[arg(long, value_enum, default_value = "chess")]
+        variant: TexelVariant,
         /// Games to play (1 to 1000000).
         #[arg(long, default_value_t = 1000)]
         games: usize,
@@ -266,6 +269,9 @@ enum TexelStep {
     /// Fits the scaling K to the current weights, then tunes every weight by Texel's local
     /// search on a file from `generate`; prints the tuned weights as Rust source.
     Tune {
+        /// The variant of the positions (and of the weights tuned): chess or glinski.
+        #[arg(long, value_enum, default_value = "chess")]
+        variant: TexelVariant,
         /// The labelled positions.
         #[arg(long)]
         data: std::path::PathBuf,
@@ -284,6 +290,13 @@ enum TexelStep {
     },
 }
 
+/// The variants whose evaluation weights `arbiter texel` tunes.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TexelVariant {
+    Chess,
+    Glinski,
+}
+
 fn in_range<T: PartialOrd + std::fmt::Display>(
     flag: &str,
     value: T,
@@ -299,11 +312,11 @@ fn in_range<T: PartialOrd + std::fmt::Display>(
 }
 
 fn texel(step: TexelStep) -> Result<String, CliError> {
-    use arbiter_cli::texel::{GenConfig, generate, read_samples};
-    use arbiter_engine::tune::{TuneConfig, rust_literal, tune};
-    use std::io::Write;
+    use arbiter_cli::texel::GenConfig;
+    use arbiter_engine::tune::TuneConfig;
     match step {
         TexelStep::Generate {
+            variant,
             games,
             nodes,
             seed,
@@ -322,23 +335,13 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
                 threads: in_range("--threads", threads, 1, 64)?,
                 hash_mib: in_range("--hash", hash, 1, 1024)?,
             };
-            let file = std::fs::File::create(&out)
-                .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
-            let mut file = std::io::BufWriter::new(file);
-            let summary = generate(&cfg, &mut |line| writeln!(file, "{line}"), &|line| {
-                eprintln!("{line}")
-            })?;
-            file.flush()
-                .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
-            let [w, d, b] = summary.results;
-            Ok(format!(
-                "{} games (white won {w}, drawn {d}, black won {b}), {} positions written to {}\n",
-                summary.games,
-                summary.positions,
-                out.display()
-            ))
+            match variant {
+                TexelVariant::Chess => texel_generate::<Chess>(&cfg, &out),
+                TexelVariant::Glinski => texel_generate::<Glinski>(&cfg, &out),
+            }
         }
         TexelStep::Tune {
+            variant,
             data,
             limit,
             passes,
@@ -350,32 +353,62 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
                 start_step: in_range("--step", step, 1, 256)?,
                 threads: in_range("--threads", threads, 1, 64)?,
             };
-            let file = std::fs::File::open(&data)
-                .map_err(|e| CliError(format!("--data: {}: {e}", data.display())))?;
-            let samples = read_samples(std::io::BufReader::new(file), limit)?;
-            if samples.is_empty() {
-                return Err(CliError(format!(
-                    "--data: {} holds no positions",
-                    data.display()
-                )));
+            match variant {
+                TexelVariant::Chess => texel_tune::<Chess>(&cfg, &data, limit),
+                TexelVariant::Glinski => texel_tune::<Glinski>(&cfg, &data, limit),
             }
-            let report = tune(
-                &samples,
-                &arbiter_engine::eval::chess::WEIGHTS,
-                &cfg,
-                &mut |line| eprintln!("{line}"),
-            );
-            Ok(format!(
-                "K {:.4}, error {:.6} -> {:.6} after {} passes over {} positions\n{}\n",
-                report.k,
-                report.error_before,
-                report.error_after,
-                report.passes,
-                samples.len(),
-                rust_literal(&report.weights)
-            ))
         }
     }
+}
+
+fn texel_generate<P: arbiter_engine::tune::Tunable>(
+    cfg: &arbiter_cli::texel::GenConfig,
+    out: &std::path::Path,
+) -> Result<String, CliError> {
+    let file = std::fs::File::create(out)
+        .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
+    let mut file = std::io::BufWriter::new(file);
+    let summary =
+        arbiter_cli::texel::generate::<P>(cfg, &mut |line| writeln!(file, "{line}"), &|line| {
+            eprintln!("{line}")
+        })?;
+    file.flush()
+        .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
+    let [w, d, b] = summary.results;
+    Ok(format!(
+        "{} games (white won {w}, drawn {d}, black won {b}), {} positions written to {}\n",
+        summary.games,
+        summary.positions,
+        out.display()
+    ))
+}
+
+fn texel_tune<P: arbiter_engine::tune::Tunable>(
+    cfg: &arbiter_engine::tune::TuneConfig,
+    data: &std::path::Path,
+    limit: usize,
+) -> Result<String, CliError> {
+    let file = std::fs::File::open(data)
+        .map_err(|e| CliError(format!("--data: {}: {e}", data.display())))?;
+    let samples = arbiter_cli::texel::read_samples::<P>(std::io::BufReader::new(file), limit)?;
+    if samples.is_empty() {
+        return Err(CliError(format!(
+            "--data: {} holds no positions",
+            data.display()
+        )));
+    }
+    let report = arbiter_engine::tune::tune::<P>(&samples, &P::current(), cfg, &mut |line| {
+        eprintln!("{line}")
+    });
+    Ok(format!(
+        "K {:.4}, error {:.6} -> {:.6} after {} passes over {} positions\n{}\n",
+        report.k,
+        report.error_before,
+        report.error_after,
+        report.passes,
+        samples.len(),
+        P::rust_literal(&report.weights)
+    ))
 }
 
 #[derive(Subcommand, Debug)]

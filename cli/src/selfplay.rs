@@ -324,9 +324,15 @@ fn whole_pairs(points: &[Option<f64>]) -> Vec<f64> {
 
 fn opening(cfg: &MatchConfig, start: &AnyPosition, pair: usize) -> AnyPosition {
     let mut rng = Rng::new(cfg.seed ^ (pair as u64).wrapping_mul(0x1000_0001));
+    random_opening(start, cfg.opening_plies, &mut rng)
+}
+
+/// A position after `plies` random legal moves from `start` (fewer if the game ends first: then
+/// the moves are drawn again) that is not over.
+pub fn random_opening<P: Position + Clone>(start: &P, plies: u32, rng: &mut Rng) -> P {
     loop {
         let mut state = GameState::new(start.clone());
-        for _ in 0..cfg.opening_plies {
+        for _ in 0..plies {
             let moves = state.position().legal_moves();
             if moves.is_empty() || state.outcome().is_some() {
                 break;

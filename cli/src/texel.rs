@@ -1,6 +1,6 @@
-//! `arbiter texel`: the data and the fitting behind the standard chess weights.
+//! `arbiter texel`: the data and the fitting behind the standard chess and Glinski weights.
 //!
-//! - [`generate`] plays engine-against-itself games of standard chess at a fixed node count
+//! - [`generate`] plays engine-against-itself games of the variant at a fixed node count
 //!   from seeded random openings, and labels every quiet position of each game (side to move
 //!   not in check, the engine's chosen move neither a capture nor a queen promotion, no forced mate
 //!   found) with the game's result. The output depends only on the settings and the engine
@@ -9,10 +9,10 @@
 //! - Fitting is [`arbiter_engine::tune`]; the CLI reads the file and prints the weights.
 
 use crate::CliError;
-use crate::selfplay::Rng;
-use arbiter_core::{Chess, Color, GameState, Position};
-use arbiter_engine::tune::Sample;
-use arbiter_engine::{Control, Engine, EnginePosition, Limits, SearchOptions, SystemTime};
+use crate::selfplay::{Rng, random_opening};
+use arbiter_core::{Color, GameState};
+use arbiter_engine::tune::{Sample, Tunable};
+use arbiter_engine::{Control, Engine, Limits, SearchOptions, SystemTime};
 use std::io::{BufRead, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -42,42 +42,23 @@ pub struct GenSummary {
     pub games: usize,
     /// Positions recorded.
     pub positions: usize,
-    /// Games won by white, drawn, won by black.
+    /// Games won by white, drawn, won by black (a Glinski stalemate, ¾–¼, counts as won by the
+    /// side that scores ¾).
     pub results: [usize; 3],
 }
 
-/// A position after `plies` random moves from the start, not yet over.
-fn random_opening(plies: u32, seed: u64) -> Chess {
-    let mut rng = Rng::new(seed);
-    loop {
-        let mut state = GameState::new(Chess::new());
-        for _ in 0..plies {
-            let moves = state.position().legal_moves();
-            if moves.is_empty() || state.outcome().is_some() {
-                break;
-            }
-            state.play_checked(moves[rng.below(moves.len())]);
-        }
-        if state.outcome().is_none() && !state.position().legal_moves().is_empty() {
-            return *state.position();
-        }
-    }
-}
-
 /// Plays game `g`; its labelled lines and white's points.
-fn play(
-    engine: &mut Engine<Chess>,
+fn play<P: Tunable>(
+    engine: &mut Engine<P>,
     cfg: &GenConfig,
     g: usize,
-) -> Result<(Vec<Sample>, f64), CliError> {
+) -> Result<(Vec<Sample<P>>, f64), CliError> {
     engine.clear();
-    let start = random_opening(
-        cfg.opening_plies,
-        cfg.seed ^ (g as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-    );
+    let mut rng = Rng::new(cfg.seed ^ (g as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let start = random_opening(&P::start(), cfg.opening_plies, &mut rng);
     let mut state = GameState::new(start);
     let mut keys: Vec<u64> = Vec::new();
-    let mut quiet: Vec<Chess> = Vec::new();
+    let mut quiet: Vec<P> = Vec::new();
     let stop = AtomicBool::new(false);
     let clock = SystemTime::new();
     let limits = Limits::nodes(cfg.nodes);
@@ -85,7 +66,7 @@ fn play(
         if state.outcome().is_some() || !state.claimable_draws().is_empty() {
             break;
         }
-        let pos = *state.position();
+        let pos = state.position().clone();
         let found = engine.search(
             &pos,
             &keys,
@@ -100,13 +81,13 @@ fn play(
         let Some(m) = found.best else {
             return Err(CliError(format!(
                 "no move and no ending in {}",
-                pos.to_fen()
+                pos.to_text()
             )));
         };
+        keys.push(pos.repetition_key());
         if !pos.is_check() && !pos.is_tactical(m) && !arbiter_engine::score::is_mate(found.score) {
             quiet.push(pos);
         }
-        keys.push(pos.zobrist());
         state.play_checked(m);
     }
     // A claimed draw, or the ply cap, scores half a point.
@@ -120,9 +101,9 @@ fn play(
     Ok((samples, result))
 }
 
-/// Plays `cfg.games` games and hands each game's lines to `write`, in game order;
+/// Plays `cfg.games` games of `P` and hands each game's lines to `write`, in game order;
 /// `progress` gets a line every 100 games.
-pub fn generate(
+pub fn generate<P: Tunable>(
     cfg: &GenConfig,
     write: &mut dyn FnMut(&str) -> std::io::Result<()>,
     progress: &(dyn Fn(&str) + Sync),
@@ -130,7 +111,8 @@ pub fn generate(
     let next = AtomicUsize::new(0);
     // Raised on the first failure (a game's, or a write's): no new game starts after it.
     let stop = AtomicBool::new(false);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<(Vec<Sample>, f64), CliError>)>();
+    type Game<P> = Result<(Vec<Sample<P>>, f64), CliError>;
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Game<P>)>();
     let mut summary = GenSummary::default();
     let mut outcome = Ok(());
     std::thread::scope(|scope| {
@@ -138,7 +120,7 @@ pub fn generate(
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
             scope.spawn(move || {
-                let mut engine = Engine::<Chess>::new(cfg.hash_mib);
+                let mut engine = Engine::<P>::new(cfg.hash_mib);
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     if g >= cfg.games || stop.load(Ordering::Relaxed) {
@@ -174,7 +156,7 @@ pub fn generate(
                 };
                 summary.games += 1;
                 summary.positions += positions;
-                summary.results[if result == 1.0 {
+                summary.results[if result > 0.5 {
                     0
                 } else if result == 0.5 {
                     1
@@ -198,7 +180,10 @@ const MAX_LINE: usize = 512;
 
 /// Reads labelled positions, one per line (blank lines and `#` comments skipped), at most
 /// `limit` of them; an error names the line.
-pub fn read_samples(mut input: impl BufRead, limit: usize) -> Result<Vec<Sample>, CliError> {
+pub fn read_samples<P: Tunable>(
+    mut input: impl BufRead,
+    limit: usize,
+) -> Result<Vec<Sample<P>>, CliError> {
     let mut out = Vec::new();
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -231,6 +216,7 @@ pub fn read_samples(mut input: impl BufRead, limit: usize) -> Result<Vec<Sample>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arbiter_core::{Chess, Glinski};
 
     fn cfg(threads: usize) -> GenConfig {
         GenConfig {
@@ -244,9 +230,9 @@ mod tests {
         }
     }
 
-    fn run(cfg: &GenConfig) -> (Vec<String>, GenSummary) {
+    fn run<P: Tunable>(cfg: &GenConfig) -> (Vec<String>, GenSummary) {
         let mut lines = Vec::new();
-        let summary = generate(
+        let summary = generate::<P>(
             cfg,
             &mut |l| {
                 lines.push(l.to_owned());
@@ -258,10 +244,9 @@ mod tests {
         (lines, summary)
     }
 
-    #[test]
-    fn generation_is_reproducible_and_labels_quiet_positions() {
-        let (one, s1) = run(&cfg(1));
-        let (two, s2) = run(&cfg(2));
+    fn reproducible_and_quiet<P: Tunable>() {
+        let (one, s1) = run::<P>(&cfg(1));
+        let (two, s2) = run::<P>(&cfg(2));
         assert_eq!(one, two, "the thread count changes nothing");
         assert_eq!(s1, s2);
         assert_eq!(s1.games, 6);
@@ -269,18 +254,24 @@ mod tests {
         assert_eq!(s1.positions, one.len());
         assert!(one.len() > 100, "{} positions", one.len());
         for line in &one {
-            let s = Sample::parse(line).unwrap();
+            let s = Sample::<P>::parse(line).unwrap();
             assert!(!s.position.is_check(), "{line}");
-            assert!([0.0, 0.5, 1.0].contains(&s.result));
+            assert!([0.0, 0.25, 0.5, 0.75, 1.0].contains(&s.result), "{line}");
         }
         // Another seed, other games.
-        let (other, _) = run(&GenConfig { seed: 6, ..cfg(2) });
+        let (other, _) = run::<P>(&GenConfig { seed: 6, ..cfg(2) });
         assert_ne!(one, other);
     }
 
     #[test]
+    fn generation_is_reproducible_and_labels_quiet_positions() {
+        reproducible_and_quiet::<Chess>();
+        reproducible_and_quiet::<Glinski>();
+    }
+
+    #[test]
     fn a_failed_write_is_reported() {
-        let err = generate(
+        let err = generate::<Chess>(
             &cfg(2),
             &mut |_| Err(std::io::Error::other("disk full")),
             &|_| {},
@@ -296,15 +287,19 @@ mod tests {
             Chess::new().to_fen(),
             Chess::new().to_fen()
         );
-        assert_eq!(read_samples(good.as_bytes(), usize::MAX).unwrap().len(), 2);
-        assert_eq!(read_samples(good.as_bytes(), 1).unwrap().len(), 1);
+        let read = |text: &[u8], limit| read_samples::<Chess>(text, limit);
+        assert_eq!(read(good.as_bytes(), usize::MAX).unwrap().len(), 2);
+        assert_eq!(read(good.as_bytes(), 1).unwrap().len(), 1);
         let bad = format!("{} | 1\nnonsense\n", Chess::new().to_fen());
-        let e = read_samples(bad.as_bytes(), usize::MAX).unwrap_err();
+        let e = read(bad.as_bytes(), usize::MAX).unwrap_err();
         assert!(e.0.starts_with("--data: line 2:"), "{}", e.0);
         let long = "x".repeat(10_000);
-        let e = read_samples(long.as_bytes(), usize::MAX).unwrap_err();
+        let e = read(long.as_bytes(), usize::MAX).unwrap_err();
         assert!(e.0.contains("line 1 is longer than 512 bytes"), "{}", e.0);
-        let e = read_samples(&b"\xff\xfe | 1\n"[..], usize::MAX).unwrap_err();
+        let e = read(&b"\xff\xfe | 1\n"[..], usize::MAX).unwrap_err();
         assert!(e.0.contains("not UTF-8"), "{}", e.0);
+        // A chess file read as Glinski: the line is named.
+        let e = read_samples::<Glinski>(good.as_bytes(), usize::MAX).unwrap_err();
+        assert!(e.0.starts_with("--data: line 3: position:"), "{}", e.0);
     }
 }

@@ -694,6 +694,28 @@ fn analyze_prints_info_then_a_legal_bestmove_in_every_variant() {
         "{}",
         stdout(&out)
     );
+    // Repetition as the game's rule counts it: after e2e4 the en passant capture d4xe3 would
+    // expose the king on a4 to the rook, so the position after Nf3-g1 repeats the one after
+    // e2e4. The losing side takes the draw.
+    let out = arbiter(
+        &[
+            "analyze",
+            "--position",
+            "q5n1/8/8/8/k2p3R/8/4P3/4K1N1 w - - 0 1",
+            "--depth",
+            "6",
+            "e2e4",
+            "g8f6",
+            "g1f3",
+            "f6g8",
+        ],
+        None,
+    );
+    assert!(
+        stdout(&out).contains("score cp 0 ") && stdout(&out).ends_with("bestmove f3g1\n"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -881,6 +903,53 @@ fn texel_generates_data_that_tune_reads_and_refuses_bad_settings() {
         "{text}"
     );
     assert!(stderr(&out).contains("pass 1: step 8"), "{}", stderr(&out));
+    // Glinski: its own position strings and its own weights.
+    let hex = dir.join("glinski.txt");
+    let hex_text = hex.to_str().unwrap();
+    let out = arbiter(
+        &[
+            "texel",
+            "generate",
+            "--variant",
+            "glinski",
+            "--games",
+            "2",
+            "--nodes",
+            "200",
+            "--out",
+            hex_text,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = std::fs::read_to_string(&hex).unwrap();
+    let first = first.lines().next().unwrap();
+    assert!(
+        first.split('/').count() == 11
+            && [" | 1", " | 0.5", " | 0"]
+                .iter()
+                .any(|r| first.ends_with(r)),
+        "{first}"
+    );
+    let out = arbiter(
+        &[
+            "texel",
+            "tune",
+            "--variant",
+            "glinski",
+            "--data",
+            hex_text,
+            "--passes",
+            "1",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("king_centre_endgame: "),
+        "{}",
+        stdout(&out)
+    );
     // Bad settings and bad data: exit status 2, naming the flag (and the line).
     let bad = dir.join("bad.txt");
     std::fs::write(&bad, "# a comment\nnot a position | 1\n").unwrap();
@@ -914,6 +983,21 @@ fn texel_generates_data_that_tune_reads_and_refuses_bad_settings() {
         (
             vec!["texel", "tune", "--data", "/nonexistent/data.txt"],
             "--data: /nonexistent/data.txt",
+        ),
+        (
+            vec!["texel", "tune", "--variant", "glinski", "--data", data_text],
+            "--data: line 1: position:",
+        ),
+        (
+            vec![
+                "texel",
+                "generate",
+                "--variant",
+                "byzantine",
+                "--out",
+                data_text,
+            ],
+            "--variant",
         ),
     ] {
         let out = arbiter(&args, None);

@@ -160,7 +160,7 @@ fn run<P: EnginePosition>(
 
 /// Analyses `pos` with a fresh engine (so a node-limited analysis is reproducible).
 ///
-/// `history` holds the Zobrist keys (`Position::zobrist`) of the positions before `pos` in its
+/// `history` holds the repetition keys (`Position::repetition_key`) of the positions before `pos` in its
 /// game, oldest first, so that the search sees repetitions through them; empty when the game is
 /// unknown.
 pub fn analyze(

@@ -158,8 +158,11 @@ impl<P: EnginePosition> Engine<P> {
 
     /// Searches `root` under `limits`.
     ///
-    /// `history` holds the Zobrist keys ([`Position::zobrist`](arbiter_core::Position::zobrist)) of the game's earlier
-    /// positions, oldest first, for repetitions. `control`'s flag ends the search when raised;
+    /// `history` holds the repetition keys
+    /// ([`Position::repetition_key`](arbiter_core::Position::repetition_key)) of the game's
+    /// earlier positions, oldest first, for repetitions: the keys the game's own threefold rule
+    /// compares, so a position after a double pawn push repeats one without it when no en
+    /// passant capture is possible. `control`'s flag ends the search when raised;
     /// its clock is read for time limits; `info` receives each finished line.
     pub fn search(
         &mut self,
@@ -175,7 +178,7 @@ impl<P: EnginePosition> Engine<P> {
         let start = time.now_ms();
         let mut keys = Vec::with_capacity(history.len() + MAX_PLY + 2);
         keys.extend_from_slice(history);
-        keys.push(root.zobrist());
+        keys.push(root.repetition_key());
         let mut w = Worker {
             tt: &mut self.tt,
             history: &mut self.history,
@@ -437,7 +440,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             let m = rm.mv;
             let mut child = pos.clone();
             child.play_unchecked(m);
-            self.keys.push(child.zobrist());
+            self.keys.push(child.repetition_key());
             let score = if i == first {
                 -self.negamax(&child, depth - 1, -beta, -alpha, 1, Some(m), true)
             } else {
@@ -635,7 +638,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 && pos.null_move_sound()
                 && let Some(passed) = pos.null_move()
             {
-                self.keys.push(passed.zobrist());
+                self.keys.push(passed.repetition_key());
                 let floor = std::mem::replace(&mut self.null_floor, self.keys.len() - 1);
                 let s = -self.negamax(
                     &passed,
@@ -700,7 +703,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                     continue;
                 }
             }
-            self.keys.push(child.zobrist());
+            self.keys.push(child.repetition_key());
             let new_depth = depth - 1;
             let score = if searched == 0 {
                 -self.negamax(&child, new_depth, -beta, -alpha, ply + 1, Some(m), true)

@@ -1,4 +1,5 @@
-//! Texel tuning of the standard chess evaluation ([`crate::eval::chess::Weights`]).
+//! Texel tuning of an evaluation's weights: standard chess ([`crate::eval::chess::Weights`])
+//! and Glinski ([`crate::eval::glinski::Weights`]), through the [`Tunable`] trait.
 //!
 //! The method is Peter Österlund's, as published for Texel: given positions labelled with the
 //! result of the game they came from, find the weights that minimise the mean squared error
@@ -17,14 +18,90 @@
 //! here is deterministic: the error is summed over fixed blocks in a fixed order, so the result
 //! does not depend on the number of threads.
 
-use crate::eval::chess::{Weights, evaluate_with};
-use arbiter_core::{Chess, Color};
+use crate::EnginePosition;
+use crate::eval::{chess, glinski};
+use arbiter_core::{Chess, Color, Glinski};
+
+/// A variant whose evaluation has named integer weights to tune.
+pub trait Tunable: EnginePosition + Clone + Send + Sync {
+    /// The evaluation's weights.
+    type Weights: Clone + Send + Sync;
+    /// The weights the engine uses now.
+    fn current() -> Self::Weights;
+    /// Every tuned weight of `w` with its name, in a fixed order.
+    fn visit(w: &mut Self::Weights, f: &mut dyn FnMut(&str, &mut i32));
+    /// The evaluation of `self` under `w`, from the side to move's point of view.
+    fn evaluate_with(&self, w: &Self::Weights) -> i32;
+    /// The starting position.
+    fn start() -> Self;
+    /// Reads a position string as [`Position::to_text`] writes it.
+    fn parse_text(text: &str) -> Result<Self, String>;
+    /// `w` as Rust source, to paste over the weights in use.
+    fn rust_literal(w: &Self::Weights) -> String;
+}
+
+impl Tunable for Chess {
+    type Weights = chess::Weights;
+    fn current() -> chess::Weights {
+        chess::WEIGHTS.clone()
+    }
+    fn visit(w: &mut chess::Weights, f: &mut dyn FnMut(&str, &mut i32)) {
+        w.visit(f)
+    }
+    fn evaluate_with(&self, w: &chess::Weights) -> i32 {
+        chess::evaluate_with(self, w)
+    }
+    fn start() -> Chess {
+        Chess::new()
+    }
+    fn parse_text(text: &str) -> Result<Chess, String> {
+        Chess::from_fen(text).map_err(|e| e.to_string())
+    }
+    fn rust_literal(w: &chess::Weights) -> String {
+        chess_literal(w)
+    }
+}
+
+impl Tunable for Glinski {
+    type Weights = glinski::Weights;
+    fn current() -> glinski::Weights {
+        glinski::WEIGHTS
+    }
+    fn visit(w: &mut glinski::Weights, f: &mut dyn FnMut(&str, &mut i32)) {
+        w.visit(f)
+    }
+    fn evaluate_with(&self, w: &glinski::Weights) -> i32 {
+        glinski::evaluate_with(self, w)
+    }
+    fn start() -> Glinski {
+        Glinski::new()
+    }
+    fn parse_text(text: &str) -> Result<Glinski, String> {
+        Glinski::from_text(text).map_err(|e| e.to_string())
+    }
+    fn rust_literal(w: &glinski::Weights) -> String {
+        format!(
+            "Weights {{\n    material: {:?},\n    mobility: {:?},\n    centre: {:?},\n    \
+             king_centre_endgame: {},\n    pawn_advance: {},\n    passed: {:?},\n    \
+             king_guard: {},\n    attack_units: {:?},\n    tempo: {},\n}}",
+            w.material,
+            w.mobility,
+            w.centre,
+            w.king_centre_endgame,
+            w.pawn_advance,
+            w.passed,
+            w.king_guard,
+            w.attack_units,
+            w.tempo,
+        )
+    }
+}
 
 /// A labelled position.
 #[derive(Clone, Debug)]
-pub struct Sample {
+pub struct Sample<P = Chess> {
     /// A position from a game.
-    pub position: Chess,
+    pub position: P,
     /// White's points in that game: 1, 0.5 or 0.
     pub result: f64,
 }
@@ -41,39 +118,42 @@ impl std::fmt::Display for SampleError {
 
 impl std::error::Error for SampleError {}
 
-impl Sample {
-    /// The line format: the FEN, ` | `, and white's points (`1`, `0.5` or `0`).
+impl<P: Tunable> Sample<P> {
+    /// The line format: the position string (FEN for chess), ` | `, and white's points (`1`,
+    /// `0.5` or `0`; `0.75` or `0.25` for a Glinski stalemate).
     pub fn to_line(&self) -> String {
-        format!("{} | {}", self.position.to_fen(), self.result)
+        format!("{} | {}", self.position.to_text(), self.result)
     }
 
     /// Reads a line written by [`Sample::to_line`].
-    pub fn parse(line: &str) -> Result<Sample, SampleError> {
-        let (fen, result) = line
-            .split_once('|')
-            .ok_or_else(|| SampleError("expected 'FEN | RESULT'".into()))?;
+    pub fn parse(line: &str) -> Result<Sample<P>, SampleError> {
+        let (text, result) = line
+            .rsplit_once('|')
+            .ok_or_else(|| SampleError("expected 'POSITION | RESULT'".into()))?;
         let result = match result.trim() {
             "1" | "1.0" | "1-0" => 1.0,
+            "0.75" => 0.75,
             "0.5" | "1/2-1/2" => 0.5,
+            "0.25" => 0.25,
             "0" | "0.0" | "0-1" => 0.0,
             other => {
                 return Err(SampleError(format!(
-                    "result '{}': expected 1, 0.5 or 0 (white's points)",
+                    "result '{}': expected 1, 0.75, 0.5, 0.25 or 0 (white's points)",
                     other.escape_debug()
                 )));
             }
         };
         let position =
-            Chess::from_fen(fen.trim()).map_err(|e| SampleError(format!("position: {e}")))?;
+            P::parse_text(text.trim()).map_err(|e| SampleError(format!("position: {e}")))?;
         Ok(Sample { position, result })
     }
 }
 
-/// The tuned parameters of `w`, by name, in [`Weights::visit`]'s order.
-pub fn parameters(w: &Weights) -> Vec<(String, i32)> {
+/// The tuned parameters of `w`, by name, in [`Tunable::visit`]'s order.
+pub fn parameters<P: Tunable>(w: &P::Weights) -> Vec<(String, i32)> {
     let mut w = w.clone();
     let mut out = Vec::new();
-    w.visit(&mut |name, v| out.push((name.to_owned(), *v)));
+    P::visit(&mut w, &mut |name, v| out.push((name.to_owned(), *v)));
     out
 }
 
@@ -81,10 +161,10 @@ pub fn parameters(w: &Weights) -> Vec<(String, i32)> {
 ///
 /// # Panics
 /// If `values` does not have one value per parameter.
-pub fn with_parameters(base: &Weights, values: &[i32]) -> Weights {
+pub fn with_parameters<P: Tunable>(base: &P::Weights, values: &[i32]) -> P::Weights {
     let mut w = base.clone();
     let mut i = 0;
-    w.visit(&mut |_, v| {
+    P::visit(&mut w, &mut |_, v| {
         *v = values[i];
         i += 1;
     });
@@ -98,8 +178,8 @@ pub fn expected(eval: i32, k: f64) -> f64 {
 }
 
 /// White's evaluation of `pos` under `w`.
-fn white_eval(pos: &Chess, w: &Weights) -> i32 {
-    let s = evaluate_with(pos, w);
+fn white_eval<P: Tunable>(pos: &P, w: &P::Weights) -> i32 {
+    let s = pos.evaluate_with(w);
     if pos.turn() == Color::White { s } else { -s }
 }
 
@@ -107,12 +187,12 @@ fn white_eval(pos: &Chess, w: &Weights) -> i32 {
 const BLOCKS: usize = 64;
 
 /// The mean squared error of `w` over `samples` under the scaling `k`, on `threads` threads.
-pub fn error(samples: &[Sample], w: &Weights, k: f64, threads: usize) -> f64 {
+pub fn error<P: Tunable>(samples: &[Sample<P>], w: &P::Weights, k: f64, threads: usize) -> f64 {
     if samples.is_empty() {
         return 0.0;
     }
     let block = samples.len().div_ceil(BLOCKS);
-    let chunks: Vec<&[Sample]> = samples.chunks(block).collect();
+    let chunks: Vec<&[Sample<P>]> = samples.chunks(block).collect();
     let mut sums = vec![0.0f64; chunks.len()];
     let threads = threads.clamp(1, chunks.len());
     std::thread::scope(|scope| {
@@ -143,7 +223,7 @@ pub fn error(samples: &[Sample], w: &Weights, k: f64, threads: usize) -> f64 {
 }
 
 /// The scaling `K` that minimises the error of `w` (golden-section search over 0.05 to 5).
-pub fn fit_k(samples: &[Sample], w: &Weights, threads: usize) -> f64 {
+pub fn fit_k<P: Tunable>(samples: &[Sample<P>], w: &P::Weights, threads: usize) -> f64 {
     let f = |k: f64| error(samples, w, k, threads);
     let g = (5f64.sqrt() - 1.0) / 2.0;
     let (mut a, mut b) = (0.05f64, 5.0f64);
@@ -181,7 +261,7 @@ pub struct TuneConfig {
 
 /// What tuning found.
 #[derive(Clone, Debug)]
-pub struct TuneReport {
+pub struct TuneReport<W> {
     /// The scaling fitted to the starting weights.
     pub k: f64,
     /// The error of the starting weights.
@@ -191,19 +271,19 @@ pub struct TuneReport {
     /// Passes made.
     pub passes: usize,
     /// The tuned weights.
-    pub weights: Weights,
+    pub weights: W,
 }
 
 /// Tunes `base` on `samples` by Texel's local search; `progress` gets a line per pass.
-pub fn tune(
-    samples: &[Sample],
-    base: &Weights,
+pub fn tune<P: Tunable>(
+    samples: &[Sample<P>],
+    base: &P::Weights,
     cfg: &TuneConfig,
     progress: &mut dyn FnMut(&str),
-) -> TuneReport {
+) -> TuneReport<P::Weights> {
     let threads = cfg.threads.max(1);
     let k = fit_k(samples, base, threads);
-    let mut values: Vec<i32> = parameters(base).into_iter().map(|(_, v)| v).collect();
+    let mut values: Vec<i32> = parameters::<P>(base).into_iter().map(|(_, v)| v).collect();
     let error_before = error(samples, base, k, threads);
     progress(&format!(
         "K = {k:.4}; error {error_before:.6} over {} positions, {} parameters",
@@ -222,7 +302,7 @@ pub fn tune(
                 let mut moved = false;
                 loop {
                     values[i] += delta;
-                    let e = error(samples, &with_parameters(base, &values), k, threads);
+                    let e = error(samples, &with_parameters::<P>(base, &values), k, threads);
                     if e >= best {
                         values[i] -= delta;
                         break;
@@ -252,12 +332,12 @@ pub fn tune(
         error_before,
         error_after: best,
         passes,
-        weights: with_parameters(base, &values),
+        weights: with_parameters::<P>(base, &values),
     }
 }
 
 /// `w` as the Rust expression of [`crate::eval::chess::WEIGHTS`], to paste into the source.
-pub fn rust_literal(w: &Weights) -> String {
+fn chess_literal(w: &chess::Weights) -> String {
     fn pairs(p: &[crate::eval::chess::Pair]) -> String {
         let inner: Vec<String> = p
             .iter()
@@ -289,10 +369,9 @@ pub fn rust_literal(w: &Weights) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::chess::WEIGHTS;
 
     /// Positions from seeded random games (quiet or not: the tests only need variety).
-    fn positions(n: usize, seed: u64) -> Vec<Chess> {
+    fn positions<P: Tunable>(n: usize, seed: u64) -> Vec<P> {
         let mut x = seed | 1;
         let mut next = |m: usize| {
             x ^= x << 13;
@@ -302,7 +381,7 @@ mod tests {
         };
         let mut out = Vec::new();
         while out.len() < n {
-            let mut pos = Chess::new();
+            let mut pos = P::start();
             for _ in 0..(20 + next(80)) {
                 let moves = pos.legal_moves();
                 if moves.is_empty() {
@@ -317,49 +396,80 @@ mod tests {
         out
     }
 
-    #[test]
-    fn lines_round_trip_and_bad_lines_are_named() {
+    fn lines_round_trip<P: Tunable>(bad_position: &str) {
         let s = Sample {
-            position: Chess::new(),
+            position: P::start(),
             result: 0.5,
         };
-        let back = Sample::parse(&s.to_line()).unwrap();
-        assert_eq!(back.position.to_fen(), Chess::new().to_fen());
+        let back = Sample::<P>::parse(&s.to_line()).unwrap();
+        assert_eq!(back.position.to_text(), P::start().to_text());
         assert_eq!(back.result, 0.5);
         assert!(
-            Sample::parse("no separator")
+            Sample::<P>::parse("no separator")
                 .unwrap_err()
                 .0
-                .contains("FEN | RESULT")
+                .contains("POSITION | RESULT")
         );
-        let e = Sample::parse(&format!("{} | 2", Chess::new().to_fen())).unwrap_err();
+        let e = Sample::<P>::parse(&format!("{} | 2", P::start().to_text())).unwrap_err();
         assert!(e.0.contains("result '2'"), "{e}");
-        let e = Sample::parse("8/8/8 w - - 0 1 | 1").unwrap_err();
+        for (text, points) in [
+            ("1", 1.0),
+            ("0.75", 0.75),
+            ("0.5", 0.5),
+            ("0.25", 0.25),
+            ("0", 0.0),
+        ] {
+            let line = format!("{} | {text}", P::start().to_text());
+            assert_eq!(Sample::<P>::parse(&line).unwrap().result, points);
+        }
+        let e = Sample::<P>::parse(&format!("{bad_position} | 1")).unwrap_err();
         assert!(e.0.starts_with("position:"), "{e}");
     }
 
     #[test]
-    fn parameters_round_trip_and_every_one_is_read() {
-        let values: Vec<i32> = parameters(&WEIGHTS).into_iter().map(|(_, v)| v).collect();
-        let again = with_parameters(&WEIGHTS, &values);
-        assert_eq!(rust_literal(&again), rust_literal(&WEIGHTS));
-        // Every parameter changes the evaluation of some position: none is dead weight.
-        let pos = positions(300, 7);
-        for (i, (name, _)) in parameters(&WEIGHTS).iter().enumerate() {
+    fn lines_round_trip_and_bad_lines_are_named() {
+        lines_round_trip::<Chess>("8/8/8 w - - 0 1");
+        lines_round_trip::<Glinski>("1/3/5 w");
+    }
+
+    /// The parameters round-trip, and each changes the evaluation of some position: none is
+    /// dead weight.
+    fn every_parameter_is_read<P: Tunable>() {
+        let current = P::current();
+        let values: Vec<i32> = parameters::<P>(&current)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let again = with_parameters::<P>(&current, &values);
+        assert_eq!(P::rust_literal(&again), P::rust_literal(&current));
+        let pos = positions::<P>(300, 7);
+        for (i, (name, _)) in parameters::<P>(&current).iter().enumerate() {
             let mut v = values.clone();
             v[i] += 40;
-            let w = with_parameters(&WEIGHTS, &v);
+            let w = with_parameters::<P>(&current, &v);
             assert!(
                 pos.iter()
-                    .any(|p| evaluate_with(p, &w) != evaluate_with(p, &WEIGHTS)),
+                    .any(|p| p.evaluate_with(&w) != p.evaluate_with(&current)),
                 "{name} changes nothing"
             );
         }
     }
 
     #[test]
-    fn the_error_does_not_depend_on_threads() {
-        let samples: Vec<Sample> = positions(200, 3)
+    fn parameters_round_trip_and_every_one_is_read() {
+        every_parameter_is_read::<Chess>();
+        every_parameter_is_read::<Glinski>();
+        // The weights in use are the ones the engine evaluates with.
+        for p in positions::<Glinski>(50, 2) {
+            assert_eq!(p.evaluate_with(&Glinski::current()), p.evaluate());
+        }
+        for p in positions::<Chess>(50, 2) {
+            assert_eq!(p.evaluate_with(&Chess::current()), p.evaluate());
+        }
+    }
+
+    fn error_ignores_threads<P: Tunable>() {
+        let samples: Vec<Sample<P>> = positions::<P>(200, 3)
             .into_iter()
             .enumerate()
             .map(|(i, position)| Sample {
@@ -367,19 +477,26 @@ mod tests {
                 result: [0.0, 0.5, 1.0][i % 3],
             })
             .collect();
-        let one = error(&samples, &WEIGHTS, 1.0, 1);
-        assert_eq!(one, error(&samples, &WEIGHTS, 1.0, 2));
-        assert_eq!(one, error(&samples, &WEIGHTS, 1.0, 5));
+        let w = P::current();
+        let one = error(&samples, &w, 1.0, 1);
+        assert_eq!(one, error(&samples, &w, 1.0, 2));
+        assert_eq!(one, error(&samples, &w, 1.0, 5));
+    }
+
+    #[test]
+    fn the_error_does_not_depend_on_threads() {
+        error_ignores_threads::<Chess>();
+        error_ignores_threads::<Glinski>();
     }
 
     /// Labels drawn from a known model: tuning from perturbed weights must lower the error and
     /// move the perturbed weights back towards the model's.
     #[test]
     fn tuning_recovers_perturbed_weights() {
-        let truth = WEIGHTS.clone();
+        let truth = Chess::current();
         let k = 1.2;
         let mut x = 99u64;
-        let samples: Vec<Sample> = positions(3000, 11)
+        let samples: Vec<Sample> = positions::<Chess>(3000, 11)
             .into_iter()
             .map(|position| {
                 x = x
@@ -398,8 +515,14 @@ mod tests {
                 Sample { position, result }
             })
             .collect();
-        let names: Vec<String> = parameters(&truth).into_iter().map(|(n, _)| n).collect();
-        let mut values: Vec<i32> = parameters(&truth).into_iter().map(|(_, v)| v).collect();
+        let names: Vec<String> = parameters::<Chess>(&truth)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let mut values: Vec<i32> = parameters::<Chess>(&truth)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
         let knight = names
             .iter()
             .position(|n| n == "material.knight.mg")
@@ -407,7 +530,7 @@ mod tests {
         let rook = names.iter().position(|n| n == "material.rook.mg").unwrap();
         values[knight] -= 150;
         values[rook] += 150;
-        let start = with_parameters(&truth, &values);
+        let start = with_parameters::<Chess>(&truth, &values);
         let report = tune(
             &samples,
             &start,
@@ -419,11 +542,11 @@ mod tests {
             &mut |_| {},
         );
         assert!(report.error_after < report.error_before);
-        let tuned: Vec<i32> = parameters(&report.weights)
+        let tuned: Vec<i32> = parameters::<Chess>(&report.weights)
             .into_iter()
             .map(|(_, v)| v)
             .collect();
-        let original = parameters(&truth);
+        let original = parameters::<Chess>(&truth);
         assert!(
             (tuned[knight] - original[knight].1).abs() < 150 / 2,
             "knight {} (true {}, started {})",
@@ -443,14 +566,15 @@ mod tests {
     #[test]
     fn k_is_found_where_the_labels_were_drawn() {
         // Fractional labels equal to the model's expectation: the error is least at its K.
-        let samples: Vec<Sample> = positions(400, 5)
+        let w = Glinski::current();
+        let samples: Vec<Sample<Glinski>> = positions::<Glinski>(400, 5)
             .into_iter()
             .map(|position| {
-                let result = expected(white_eval(&position, &WEIGHTS), 0.8);
+                let result = expected(white_eval(&position, &w), 0.8);
                 Sample { position, result }
             })
             .collect();
-        let k = fit_k(&samples, &WEIGHTS, 2);
+        let k = fit_k(&samples, &w, 2);
         assert!((k - 0.8).abs() < 0.01, "{k}");
     }
 }

@@ -1,9 +1,10 @@
 //! Glinski evaluation: material on the hex board, mobility, the centre, pawn advancement and
 //! passed pawns, and king safety.
 //!
-//! Starting values follow the published estimates for hexagonal chess (the knight a little
-//! weaker and the rook a little stronger than on the square board, three bishops of one colour
-//! class each); see `docs/engine.md`.
+//! The starting values ([`HAND_SET`]) follow the published estimates for hexagonal chess (the
+//! knight a little weaker and the rook a little stronger than on the square board, three
+//! bishops of one colour class each); the weights in use ([`WEIGHTS`]) were then fitted to
+//! self-play results by Texel's method. See `docs/engine.md`.
 
 use super::{Term, weight};
 use crate::hooks::EnginePosition;
@@ -15,29 +16,108 @@ use arbiter_core::glinski::geometry::{
 use arbiter_core::{Color, EndReason, Glinski, Outcome, Position, Role};
 use std::sync::LazyLock;
 
-/// Material per role, pawn to king.
-pub const MATERIAL: [i32; 6] = [100, 290, 310, 490, 920, 0];
-/// Per attacked cell, per role.
-const MOBILITY: [i32; 6] = [0, 3, 3, 2, 1, 0];
-/// Typical mobility per role.
+/// The Glinski evaluation's weights, in centipawns. [`Weights::visit`] names each one for tuning
+/// (`arbiter texel --variant glinski`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Weights {
+    /// Material per role, pawn to queen.
+    pub material: [i32; 5],
+    /// Per free cell a piece attacks beyond its typical count, knight to queen (a free cell
+    /// holds no piece of ours and is not attacked by an enemy pawn).
+    pub mobility: [i32; 4],
+    /// Per step towards the centre (0 on the rim to 5 at f6), pawn to king, middlegame; the
+    /// endgame keeps the positive ones.
+    pub centre: [i32; 6],
+    /// The king's centralisation in the endgame, per step.
+    pub king_centre_endgame: i32,
+    /// A pawn per cell it has advanced (half of it in the middlegame).
+    pub pawn_advance: i32,
+    /// A passed pawn by the steps it still has to make (index 1 to 10; half of it in the
+    /// middlegame). Index 0, a pawn on its last cell, cannot occur.
+    pub passed: [i32; 11],
+    /// Per own piece next to the king (up to four), middlegame.
+    pub king_guard: i32,
+    /// King-zone attack units per attacked cell, knight to queen; their sum over the side's
+    /// pieces is squared (capped at 500) when two or more pieces attack.
+    pub attack_units: [i32; 4],
+    /// For the side to move.
+    pub tempo: i32,
+}
+
+impl Weights {
+    /// Every tuned weight with its name, in a fixed order.
+    pub fn visit(&mut self, f: &mut dyn FnMut(&str, &mut i32)) {
+        const ROLES: [&str; 6] = ["pawn", "knight", "bishop", "rook", "queen", "king"];
+        for (i, v) in self.material.iter_mut().enumerate() {
+            f(&format!("material.{}", ROLES[i]), v);
+        }
+        for (i, v) in self.mobility.iter_mut().enumerate() {
+            f(&format!("mobility.{}", ROLES[i + 1]), v);
+        }
+        for (i, v) in self.centre.iter_mut().enumerate() {
+            f(&format!("centre.{}", ROLES[i]), v);
+        }
+        f("king_centre_endgame", &mut self.king_centre_endgame);
+        f("pawn_advance", &mut self.pawn_advance);
+        for (left, v) in self
+            .passed
+            .iter_mut()
+            .enumerate()
+            .take(PASSED_TUNED + 1)
+            .skip(1)
+        {
+            f(&format!("passed.{left}"), v);
+        }
+        f("king_guard", &mut self.king_guard);
+        for (i, v) in self.attack_units.iter_mut().enumerate() {
+            f(&format!("attack_units.{}", ROLES[i + 1]), v);
+        }
+        f("tempo", &mut self.tempo);
+    }
+}
+
+/// The passed-pawn entries that are tuned: a pawn starts six steps from its last cell, so
+/// farther ones barely occur in games.
+const PASSED_TUNED: usize = 6;
+
+/// The starting values: published estimates for the material, the rest set by hand.
+pub const HAND_SET: Weights = Weights {
+    material: [100, 290, 310, 490, 920],
+    mobility: [3, 3, 2, 1],
+    centre: [3, 6, 3, 0, 1, -6],
+    king_centre_endgame: 10,
+    pawn_advance: 4,
+    passed: [0, 140, 100, 70, 50, 35, 25, 15, 10, 5, 0],
+    king_guard: 8,
+    attack_units: [2, 2, 3, 5],
+    tempo: 10,
+};
+
+/// The weights in use: fitted by Texel's method on Glinski self-play positions (`arbiter texel
+/// --variant glinski`; the commands and the result are in `docs/engine.md` and
+/// `docs/performance.md`). The attack units came out negative; they enter the evaluation
+/// squared, so they are written positive (the same evaluation).
+pub const WEIGHTS: Weights = Weights {
+    material: [78, 299, 299, 686, 1209],
+    mobility: [-4, -4, 2, -2],
+    centre: [-9, 13, 4, 2, 4, 18],
+    king_centre_endgame: -21,
+    pawn_advance: 4,
+    passed: [0, 204, 173, 129, 61, 19, 17, 15, 10, 5, 0],
+    king_guard: 11,
+    attack_units: [2, 1, 2, 3],
+    tempo: 0,
+};
+
+/// Typical mobility per role, pawn to king (a fixed offset, not tuned: it only shifts
+/// material).
 const MOBILITY_BASE: [i32; 6] = [0, 5, 8, 10, 18, 0];
-/// Per step towards the centre (0 on the rim to 5 at f6), per role.
-const CENTRE: [i32; 6] = [3, 6, 3, 0, 1, -6];
-/// The king's centralisation in the endgame, per step.
-const KING_CENTRE_ENDGAME: i32 = 10;
-/// A pawn per cell it has advanced, then a passed pawn by cells left to promote.
-const PAWN_ADVANCE: i32 = 4;
-const PASSED: [i32; 11] = [0, 140, 100, 70, 50, 35, 25, 15, 10, 5, 0];
-/// Own pieces next to the king, and king-zone attack units.
-const KING_GUARD: i32 = 8;
-const ATTACK_UNITS: [i32; 6] = [0, 2, 2, 3, 5, 0];
-const TEMPO: i32 = 10;
 
 fn value(role: Role) -> i32 {
     if role == Role::King {
         20_000
     } else {
-        MATERIAL[role.index()]
+        WEIGHTS.material[role.index()]
     }
 }
 
@@ -87,7 +167,7 @@ fn bit(c: Cell) -> Bitboard {
 
 /// `color`'s terms (material, mobility, centre, pawns, king safety), middlegame and endgame,
 /// and its non-pawn material.
-fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
+fn side_terms(pos: &Glinski, color: Color, w: &Weights) -> (i32, i32, i32) {
     let t = &*TABLES;
     let s = side(color);
     let occupied = pos.occupied();
@@ -114,27 +194,31 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
     for role in Role::ALL {
         for c in Cells(pos.pieces(color, role)) {
             let f = c as usize;
-            let m = MATERIAL[role.index()];
+            let m = if role == Role::King {
+                0
+            } else {
+                w.material[role.index()]
+            };
             mg += m;
             eg += m;
             if role != Role::Pawn {
                 npm += m;
             }
-            mg += centre * CENTRE[role.index()] * t.centrality[f];
+            mg += centre * w.centre[role.index()] * t.centrality[f];
             eg += centre
                 * if role == Role::King {
-                    KING_CENTRE_ENDGAME * t.centrality[f]
+                    w.king_centre_endgame * t.centrality[f]
                 } else {
-                    CENTRE[role.index()].max(0) * t.centrality[f]
+                    w.centre[role.index()].max(0) * t.centrality[f]
                 };
             let reach = match role {
                 Role::Pawn => {
                     let left = t.to_promote[s][f];
                     let start = 10 - left;
-                    mg += pawns * PAWN_ADVANCE * start / 2;
-                    eg += pawns * PAWN_ADVANCE * start;
+                    mg += pawns * w.pawn_advance * start / 2;
+                    eg += pawns * w.pawn_advance * start;
                     if t.span[s][f] & their_pawns == 0 {
-                        let bonus = pawns * PASSED[left.clamp(0, 10) as usize];
+                        let bonus = pawns * w.passed[left.clamp(0, 10) as usize];
                         mg += bonus / 2;
                         eg += bonus;
                     }
@@ -146,18 +230,19 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
                 Role::Queen => rook_attacks(f, occupied) | bishop_attacks(f, occupied),
                 Role::King => {
                     let guards = (KING[f] & us).count_ones() as i32;
-                    mg += king * KING_GUARD * guards.min(4);
+                    mg += king * w.king_guard * guards.min(4);
                     continue;
                 }
             };
             let free = reach & !us & !enemy_pawn_attacks;
             let n = free.count_ones() as i32 - MOBILITY_BASE[role.index()];
-            mg += mobility * MOBILITY[role.index()] * n;
-            eg += mobility * MOBILITY[role.index()] * n;
+            let per_cell = w.mobility[role.index() - 1];
+            mg += mobility * per_cell * n;
+            eg += mobility * per_cell * n;
             let hits = (reach & zone).count_ones() as i32;
             if hits > 0 {
                 attackers += 1;
-                units += ATTACK_UNITS[role.index()] * hits;
+                units += w.attack_units[role.index() - 1] * hits;
             }
         }
     }
@@ -167,16 +252,21 @@ fn side_terms(pos: &Glinski, color: Color) -> (i32, i32, i32) {
     (mg, eg, npm)
 }
 
+/// The evaluation of `pos` under the weights `w`, from the side to move's point of view.
+pub fn evaluate_with(pos: &Glinski, w: &Weights) -> i32 {
+    let (wm, we, wn) = side_terms(pos, Color::White, w);
+    let (bm, be, bn) = side_terms(pos, Color::Black, w);
+    // Phase: non-pawn material against the start's (2×(2N+3B+2R+Q)).
+    let m = &w.material;
+    let full = (2 * (2 * m[1] + 3 * m[2] + 2 * m[3] + m[4])).max(1);
+    let phase = ((wn + bn) * 24 / full).clamp(0, 24);
+    let white = ((wm - bm) * phase + (we - be) * (24 - phase)) / 24;
+    super::for_side(pos.turn(), white) + w.tempo
+}
+
 impl EnginePosition for Glinski {
     fn evaluate(&self) -> i32 {
-        let (wm, we, wn) = side_terms(self, Color::White);
-        let (bm, be, bn) = side_terms(self, Color::Black);
-        // Phase: non-pawn material against the start's (2×(2N+3B+2R+Q)).
-        let full = 2 * (2 * MATERIAL[1] + 3 * MATERIAL[2] + 2 * MATERIAL[3] + MATERIAL[4]);
-        let phase = ((wn + bn) * 24 / full).clamp(0, 24);
-        let white = ((wm - bm) * phase + (we - be) * (24 - phase)) / 24;
-        let s = super::for_side(self.turn(), white);
-        s + TEMPO
+        evaluate_with(self, &WEIGHTS)
     }
 
     fn move_slot(&self, m: HexMove) -> usize {
@@ -246,7 +336,7 @@ mod tests {
     #[test]
     fn the_start_is_level_and_pawn_tables_are_sane() {
         let start = Glinski::new();
-        assert_eq!(start.evaluate(), TEMPO);
+        assert_eq!(start.evaluate(), WEIGHTS.tempo);
         // Every pawn start cell is some steps from promotion; promotion cells are 0.
         for (s, (last, start)) in PROMOTION.iter().zip(geometry::PAWN_START).enumerate() {
             for c in Cells(*last) {
