@@ -34,7 +34,7 @@ pub trait Tunable: EnginePosition + Clone + Send + Sync {
     fn evaluate_with(&self, w: &Self::Weights) -> i32;
     /// The starting position.
     fn start() -> Self;
-    /// Reads a position string as [`Position::to_text`] writes it.
+    /// Reads a position string as [`Position::to_text`](arbiter_core::Position::to_text) writes it.
     fn parse_text(text: &str) -> Result<Self, String>;
     /// `w` as Rust source, to paste over the weights in use.
     fn rust_literal(w: &Self::Weights) -> String;
