@@ -10,6 +10,7 @@
 //!
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
 
+pub mod review;
 pub mod selfplay;
 pub mod texel;
 pub mod uci;

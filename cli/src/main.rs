@@ -131,6 +131,30 @@ enum Command {
         /// count for repetitions in the search.
         moves: Vec<String>,
     },
+    /// Review every game of a PGN file locally (no server): each main-line position analysed,
+    /// the games written back with `[%eval]` comments and NAGs for inaccuracies, mistakes and
+    /// blunders; each game's accuracies on stderr.
+    #[command(name = "analyze-pgn", group(clap::ArgGroup::new("limit").args(["depth", "nodes"])))]
+    AnalyzePgn {
+        /// The PGN file (`-` for standard input; at most 64 MiB).
+        file: std::path::PathBuf,
+        /// Search each position to this depth (1 to 100).
+        #[arg(long)]
+        depth: Option<u32>,
+        /// Search each position this many nodes (1000 to 100000000; the default, 200000,
+        /// when no limit is given). The result is reproducible.
+        #[arg(long)]
+        nodes: Option<u64>,
+        /// Positions analysed at once, one thread each (1 to 64).
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// Transposition table of each search, MiB (1 to 1024).
+        #[arg(long, default_value_t = 16)]
+        hash: usize,
+        /// Write the annotated PGN here instead of to standard output.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// A match between two players (two `arbiter` builds or settings, or `greedy`) on random
     /// openings played with colours swapped: a line per game, then the score and Elo ± 95 %.
     Selfplay {
@@ -309,6 +333,88 @@ fn in_range<T: PartialOrd + std::fmt::Display>(
         )));
     }
     Ok(value)
+}
+
+fn analyze_pgn(
+    file: std::path::PathBuf,
+    depth: Option<u32>,
+    nodes: Option<u64>,
+    workers: usize,
+    hash: usize,
+    out: Option<std::path::PathBuf>,
+) -> Result<String, CliError> {
+    use arbiter_cli::review::{MAX_INPUT, ReviewConfig, ReviewProgress, review};
+    use std::io::IsTerminal;
+    let cfg = ReviewConfig {
+        depth: depth.map(|d| in_range("--depth", d, 1, 100)).transpose()?,
+        nodes: match (depth, nodes) {
+            (None, None) => Some(200_000),
+            (_, n) => n
+                .map(|n| in_range("--nodes", n, 1000, 100_000_000))
+                .transpose()?,
+        },
+        workers: in_range("--workers", workers, 1, 64)?,
+        hash_mib: in_range("--hash", hash, 1, 1024)?,
+    };
+    let mut bytes = Vec::new();
+    let name = file.display().to_string();
+    let read = if name == "-" {
+        std::io::stdin()
+            .take(MAX_INPUT as u64 + 1)
+            .read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(&file)
+            .and_then(|f| f.take(MAX_INPUT as u64 + 1).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| CliError(format!("FILE: {name}: {e}")))?;
+    if bytes.len() > MAX_INPUT {
+        return Err(CliError(format!(
+            "FILE: {name} is larger than {} MiB",
+            MAX_INPUT >> 20
+        )));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|_| CliError(format!("FILE: {name} is not UTF-8")))?;
+    // A bar redrawn in place on a terminal; otherwise a line every 5 %.
+    let terminal = std::io::stderr().is_terminal();
+    let mut shown = 0;
+    let mut show = |p: &ReviewProgress| {
+        let eta = p.eta_s().map_or("-".to_owned(), |s| {
+            format!("{}:{:02}", s as u64 / 60, s as u64 % 60)
+        });
+        let line = format!(
+            "{}/{} positions, {:.1}/s, {eta} left",
+            p.done,
+            p.total,
+            p.rate()
+        );
+        if terminal {
+            let filled = p.done * 30 / p.total;
+            eprint!(
+                "\r[{}{}] {line}  ",
+                "#".repeat(filled),
+                ".".repeat(30 - filled)
+            );
+            if p.done == p.total {
+                eprintln!();
+            }
+        } else if p.done * 20 / p.total > shown || p.done == p.total {
+            shown = p.done * 20 / p.total;
+            eprintln!("analyze-pgn: {line}");
+        }
+    };
+    let (pgn, summaries) = review(&text, &cfg, &mut show)?;
+    for s in &summaries {
+        eprintln!("{s}");
+    }
+    match out {
+        None => Ok(pgn),
+        Some(path) => {
+            std::fs::write(&path, pgn)
+                .map_err(|e| CliError(format!("--out: {}: {e}", path.display())))?;
+            Ok(String::new())
+        }
+    }
 }
 
 fn texel(step: TexelStep) -> Result<String, CliError> {
@@ -816,6 +922,14 @@ fn run(cli: Cli) -> Result<String, CliError> {
             let mut stdout = std::io::stdout();
             arbiter_cli::analyze(&p, &moves, &request, &mut stdout)?
         }
+        Command::AnalyzePgn {
+            file,
+            depth,
+            nodes,
+            workers,
+            hash,
+            out,
+        } => analyze_pgn(file, depth, nodes, workers, hash, out)?,
         Command::Play { pos, locale, moves } => {
             let p = pos.load()?;
             arbiter_cli::play(p, &moves, locale.into())?

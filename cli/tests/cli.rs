@@ -1006,3 +1006,52 @@ fn texel_generates_data_that_tune_reads_and_refuses_bad_settings() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn analyze_pgn_annotates_games_and_reports_progress() {
+    let pgn = "[Event \"t\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n";
+    let out = arbiter(
+        &["analyze-pgn", "-", "--nodes", "2000", "--workers", "2"],
+        Some(pgn),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("2. g4 $4 {[%eval #-1] Blunder.") && text.contains("[Annotator \"Arbiter\"]"),
+        "{text}"
+    );
+    let err = stderr(&out);
+    // Not a terminal: plain progress lines, the last at 5 of 5, then the game's summary.
+    assert!(err.contains("analyze-pgn: 5/5 positions, "), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("game 1: accuracy white ") && l.contains("white 0/0/1")),
+        "{err}"
+    );
+    for (args, needle) in [
+        (
+            vec!["analyze-pgn", "-", "--nodes", "5"],
+            "--nodes: 5 is out of range",
+        ),
+        (
+            vec!["analyze-pgn", "-", "--workers", "0"],
+            "--workers: 0 is out of range",
+        ),
+        (
+            vec!["analyze-pgn", "/nonexistent/games.pgn"],
+            "FILE: /nonexistent/games.pgn",
+        ),
+        (
+            vec!["analyze-pgn", "-", "--depth", "3", "--nodes", "5000"],
+            "cannot be used with",
+        ),
+    ] {
+        let out = arbiter(&args, Some(pgn));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+    let out = arbiter(&["analyze-pgn", "-"], Some("1. e4 e5 2. Ke3 *\n"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("game 1:"), "{}", stderr(&out));
+}
