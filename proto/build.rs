@@ -5,12 +5,13 @@
 use prost::Message;
 use std::path::PathBuf;
 
-const PROTOS: [&str; 5] = [
+const PROTOS: [&str; 6] = [
     "arbiter/common/v1/common.proto",
     "arbiter/rules/v1/rules.proto",
     "arbiter/matches/v1/matches.proto",
     "arbiter/clock/v1/clock.proto",
     "arbiter/matchmaking/v1/matchmaking.proto",
+    "arbiter/analysis/v1/analysis.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

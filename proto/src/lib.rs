@@ -47,3 +47,11 @@ pub mod matchmaking {
         tonic::include_proto!("arbiter.matchmaking.v1");
     }
 }
+
+/// `arbiter.analysis.v1`: live engine analysis.
+pub mod analysis {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("arbiter.analysis.v1");
+    }
+}

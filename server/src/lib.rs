@@ -18,6 +18,7 @@
 
 pub use arbiter_matches::StoreConfig;
 
+use arbiter_analysis::{AnalysisArgs, AnalysisConfig};
 use arbiter_clock::{ClockArgs, ClockConfig};
 use arbiter_kit::auth::{PlatformArgs, PlatformAuth};
 use arbiter_kit::{Host, ServeArgs, ServeConfig, ServeError};
@@ -28,12 +29,13 @@ use std::future::Future;
 use tokio::net::TcpListener;
 
 /// The fully-qualified names of the gRPC services [`serve`] exposes, besides reflection.
-pub const SERVICE_NAMES: [&str; 5] = [
+pub const SERVICE_NAMES: [&str; 6] = [
     "grpc.health.v1.Health",
     arbiter_rules::SERVICE_NAME,
     arbiter_matches::SERVICE_NAME,
     arbiter_clock::SERVICE_NAME,
     arbiter_matchmaking::SERVICE_NAME,
+    arbiter_analysis::SERVICE_NAME,
 ];
 
 /// How long each of matchmaking's calls to the match service may take.
@@ -52,6 +54,8 @@ pub struct ServerConfig {
     pub clock: ClockConfig,
     /// Matchmaking (its store follows the match service's).
     pub matchmaking: MatchmakingConfig,
+    /// Live analysis (its engine threads and caps).
+    pub analysis: AnalysisConfig,
     /// Who may make platform calls.
     pub platform: PlatformAuth,
     /// The platform token itself, which matchmaking presents when it creates matches (`None`
@@ -68,6 +72,7 @@ impl Default for ServerConfig {
             matches: MatchesConfig::default(),
             clock: ClockConfig::default(),
             matchmaking: MatchmakingConfig::default(),
+            analysis: AnalysisConfig::default(),
             platform: PlatformAuth::loopback_only(),
             platform_token: None,
         }
@@ -92,6 +97,9 @@ pub struct ServerArgs {
     /// Matchmaking.
     #[command(flatten)]
     pub matchmaking: MatchmakingArgs,
+    /// Live analysis.
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
     /// The platform credential.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -111,6 +119,7 @@ impl ServerArgs {
             rules: self.rules.limits(),
             clock: self.clock.config(redis.clone()),
             matchmaking: self.matchmaking.config(redis)?,
+            analysis: self.analysis.config(),
             matches,
             platform: self.platform.load()?,
             platform_token: self.platform.token()?,
@@ -132,6 +141,7 @@ where
     arbiter_rules::mount(&mut host, config.rules).await;
     arbiter_matches::mount(&mut host, config.matches, config.platform.clone()).await?;
     arbiter_clock::mount(&mut host, config.clock, config.platform.clone()).await?;
+    arbiter_analysis::mount(&mut host, config.analysis).await?;
     let backend = arbiter_matchmaking::connect(
         &format!("http://{}", self_address(listener.local_addr()?)),
         config.platform_token,

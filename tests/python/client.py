@@ -3,7 +3,8 @@ arbiter.matches.v1.MatchService (a chess game to mate, a Glinski stalemate, a bu
 seat tokens refused and accepted, a game lost on time), and syncs with and presses a standalone
 clock of arbiter.clock.v1.ClockService, and matches two players through
 arbiter.matchmaking.v1.MatchmakingService (join streams, the match found, play with its tokens,
-ratings after the end), through a client generated from proto/ by grpcio-tools: the
+ratings after the end), and analyses positions through arbiter.analysis.v1.AnalysisService
+(a MultiPV stream, best moves, a bad limit), through a client generated from proto/ by grpcio-tools: the
 third-party view of the API. Usage: client.py HOST:PORT (with the generated modules on
 sys.path). Exits non-zero on the first failed check."""
 
@@ -20,6 +21,8 @@ from arbiter.clock.v1 import clock_pb2 as ck
 from arbiter.clock.v1 import clock_pb2_grpc as ck_grpc
 from arbiter.matchmaking.v1 import matchmaking_pb2 as mm
 from arbiter.matchmaking.v1 import matchmaking_pb2_grpc as mm_grpc
+from arbiter.analysis.v1 import analysis_pb2 as an
+from arbiter.analysis.v1 import analysis_pb2_grpc as an_grpc
 from concurrent.futures import ThreadPoolExecutor
 import time
 
@@ -91,7 +94,36 @@ def main(addr):
     matches(channel)
     clocks(channel)
     matchmaking(channel)
+    analysis(channel)
     print(f"python client: {checks} checks passed")
+
+
+def analysis(channel):
+    a = an_grpc.AnalysisServiceStub(channel)
+    updates = list(a.Analyze(an.AnalyzeRequest(
+        position=START, multipv=2, limits=an.SearchLimits(depth=4)),
+        metadata=[("x-client-id", "python-check")]))
+    infos = [u.info for u in updates if u.WhichOneof("update") == "info"]
+    check(updates[-1].WhichOneof("update") == "result"
+          and all(u.WhichOneof("update") == "info" for u in updates[:-1]), "Analyze: infos, then the result")
+    check([i.multipv for i in infos[-2:]] == [1, 2] and infos[-1].depth == 4, "Analyze: MultiPV blocks")
+    result = updates[-1].result
+    check(result.depth == 4 and len(result.lines) == 2 and result.best_move.san != "", "Analyze result")
+    check(result.stop_reason == an.STOP_REASON_LIMIT, "Analyze stop reason")
+
+    mate = common.Position(variant=common.VARIANT_CHESS,
+                           text="r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 2 3")
+    r = a.BestMove(an.BestMoveRequest(position=mate, limits=an.SearchLimits(nodes=20000)))
+    check(r.best_move.san == "Qxf7#" and r.score.mate == 1 and r.nodes <= 20000, "BestMove mate in one")
+    hexa = a.BestMove(an.BestMoveRequest(position=common.Position(variant=common.VARIANT_GLINSKI),
+                                         limits=an.SearchLimits(depth=2)))
+    check(hexa.best_move.uci != "" and hexa.depth == 2, "BestMove Glinski")
+    try:
+        a.BestMove(an.BestMoveRequest(position=START, limits=an.SearchLimits(depth=65)))
+        check(False, "BestMove depth 65 refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and "limits.depth" in e.details(),
+              "BestMove bad limit: INVALID_ARGUMENT on limits.depth")
 
 
 def clocks(channel):

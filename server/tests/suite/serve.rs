@@ -23,6 +23,7 @@ async fn every_service_on_one_port() {
         "arbiter.matches.v1.MatchService",
         "arbiter.clock.v1.ClockService",
         "arbiter.matchmaking.v1.MatchmakingService",
+        "arbiter.analysis.v1.AnalysisService",
     ] {
         assert_eq!(
             server.health(service).await,

@@ -1,0 +1,148 @@
+//! The analysis service's configuration: its search pool and the caps on what one request may
+//! ask for. Values come from flags and environment variables, read in `main` only
+//! ([`AnalysisArgs`] is the flag definition `arbiter-analysis` and `arbiter serve` share).
+
+use std::sync::Arc;
+
+use arbiter_engine::{SystemTime, TimeSource};
+
+/// The most lines one search can report (the engine's own bound).
+pub const MULTIPV_LIMIT: u32 = 64;
+
+/// The deepest iteration a request may ask for.
+pub const MAX_DEPTH: u32 = 64;
+
+/// Bounds on one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// The most nodes one search may visit; a request without a node limit gets this one.
+    pub max_nodes: u64,
+    /// The longest one search may think, in ms; a request without a time limit gets this one.
+    pub max_time_ms: u64,
+    /// The most MultiPV lines (at most [`MULTIPV_LIMIT`]).
+    pub max_multipv: u32,
+    /// The most moves played before the analysed position.
+    pub max_moves: usize,
+    /// The transposition table of each search, MiB (a fresh one per search, so that
+    /// node-limited results are reproducible).
+    pub hash_mib: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Caps {
+        Caps {
+            max_nodes: 100_000_000,
+            max_time_ms: 60_000,
+            max_multipv: 8,
+            max_moves: 2048,
+            hash_mib: 16,
+        }
+    }
+}
+
+/// The pool searches run on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Engine threads: searches running at once.
+    pub threads: usize,
+    /// Requests that may wait for a thread, all clients together; more are refused
+    /// (`RESOURCE_EXHAUSTED`).
+    pub max_queue: usize,
+    /// Requests one client may have waiting; more are refused (`RESOURCE_EXHAUSTED`).
+    pub max_queue_per_client: usize,
+}
+
+impl Default for PoolConfig {
+    fn default() -> PoolConfig {
+        PoolConfig {
+            threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            max_queue: 64,
+            max_queue_per_client: 8,
+        }
+    }
+}
+
+/// Everything the analysis service is configured with.
+#[derive(Clone)]
+pub struct AnalysisConfig {
+    /// Per-request caps.
+    pub caps: Caps,
+    /// The search pool.
+    pub pool: PoolConfig,
+    /// The clock searches read their time limits on (the system's monotonic clock, or a test's).
+    pub time: Arc<dyn TimeSource>,
+}
+
+impl std::fmt::Debug for AnalysisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnalysisConfig")
+            .field("caps", &self.caps)
+            .field("pool", &self.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> AnalysisConfig {
+        AnalysisConfig {
+            caps: Caps::default(),
+            pool: PoolConfig::default(),
+            time: Arc::new(SystemTime::new()),
+        }
+    }
+}
+
+/// Flags of the analysis service (each also readable from the environment).
+#[derive(clap::Args, Debug, Clone)]
+pub struct AnalysisArgs {
+    /// Engine threads: searches running at once (default: the number of CPUs).
+    #[arg(long, env = "ARBITER_ANALYSIS_THREADS")]
+    pub analysis_threads: Option<usize>,
+    /// Analysis requests that may wait for an engine thread; more are refused
+    /// (RESOURCE_EXHAUSTED).
+    #[arg(long, env = "ARBITER_ANALYSIS_QUEUE", default_value_t = PoolConfig::default().max_queue)]
+    pub analysis_queue: usize,
+    /// Analysis requests one client may have waiting; more are refused (RESOURCE_EXHAUSTED).
+    #[arg(long, env = "ARBITER_ANALYSIS_QUEUE_PER_CLIENT", default_value_t = PoolConfig::default().max_queue_per_client)]
+    pub analysis_queue_per_client: usize,
+    /// The most nodes one search may visit (the node limit of requests that set none).
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_NODES", default_value_t = Caps::default().max_nodes)]
+    pub analysis_max_nodes: u64,
+    /// The longest one search may think, in ms (the time limit of requests that set none).
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_TIME_MS", default_value_t = Caps::default().max_time_ms)]
+    pub analysis_max_time_ms: u64,
+    /// The most MultiPV lines one request may ask for (1 to 64).
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_MULTIPV", default_value_t = Caps::default().max_multipv)]
+    pub analysis_max_multipv: u32,
+    /// Transposition table of each search, in MiB.
+    #[arg(long, env = "ARBITER_ANALYSIS_HASH_MIB", default_value_t = Caps::default().hash_mib)]
+    pub analysis_hash_mib: usize,
+    /// The most moves one request may play before the analysed position.
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_MOVES", default_value_t = Caps::default().max_moves)]
+    pub analysis_max_moves: usize,
+}
+
+impl AnalysisArgs {
+    /// The configuration these flags describe, on the system clock.
+    pub fn config(&self) -> AnalysisConfig {
+        let defaults = AnalysisConfig::default();
+        AnalysisConfig {
+            caps: Caps {
+                max_nodes: self.analysis_max_nodes.max(1),
+                max_time_ms: self.analysis_max_time_ms.max(1),
+                max_multipv: self.analysis_max_multipv.clamp(1, MULTIPV_LIMIT),
+                max_moves: self.analysis_max_moves,
+                hash_mib: self.analysis_hash_mib.clamp(1, 65_536),
+            },
+            pool: PoolConfig {
+                threads: self
+                    .analysis_threads
+                    .unwrap_or(defaults.pool.threads)
+                    .max(1),
+                max_queue: self.analysis_queue,
+                max_queue_per_client: self.analysis_queue_per_client,
+            },
+            time: defaults.time,
+        }
+    }
+}

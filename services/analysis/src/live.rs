@@ -1,0 +1,489 @@
+//! Live analysis as plain functions: a request decoded into a [`Query`] (the position reached,
+//! its history, the effective limits), the search run on the calling thread, and its progress
+//! and result encoded as `arbiter.analysis.v1` messages. The handlers in [`crate::service`] only
+//! move these between the network and the pool.
+
+use crate::config::{Caps, MAX_DEPTH};
+use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
+use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze};
+use arbiter_engine::score::{Reported, outcome_score};
+use arbiter_engine::{Limits, SearchOptions, TimeSource};
+use arbiter_kit::ApiError;
+use arbiter_kit::convert::{locale, move_to_proto, notation, outcome_to_proto, position};
+use arbiter_proto::analysis::v1 as pb;
+use arbiter_proto::common::v1 as common;
+use std::sync::atomic::AtomicBool;
+
+/// A decoded request: what to search and for how long.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// The position analysed (after the request's moves).
+    pub position: AnyPosition,
+    /// The repetition keys of the positions before it since the last irreversible move.
+    pub history: Vec<u64>,
+    /// The ending the rules impose in the position, if any: then nothing is searched.
+    pub outcome: Option<Outcome>,
+    /// The request's own limits (unset ones are `None`).
+    pub requested: Limits,
+    /// The limits searched with: the request's, with the server's caps filling the gaps.
+    pub limits: Limits,
+    /// Lines to report.
+    pub multipv: usize,
+    /// SAN piece letters of the lines.
+    pub locale: Locale,
+    /// The transposition table, MiB.
+    pub hash_mib: usize,
+}
+
+/// The fields the two requests share.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'a> {
+    /// `position`.
+    pub position: Option<&'a common::Position>,
+    /// `moves`.
+    pub moves: &'a [String],
+    /// `notation`.
+    pub notation: i32,
+    /// `locale`.
+    pub locale: i32,
+    /// `limits`.
+    pub limits: Option<&'a pb::SearchLimits>,
+    /// `multipv` (1 for BestMove).
+    pub multipv: u32,
+}
+
+impl<'a> From<&'a pb::AnalyzeRequest> for Fields<'a> {
+    fn from(r: &'a pb::AnalyzeRequest) -> Fields<'a> {
+        Fields {
+            position: r.position.as_ref(),
+            moves: &r.moves,
+            notation: r.notation,
+            locale: r.locale,
+            limits: r.limits.as_ref(),
+            multipv: r.multipv,
+        }
+    }
+}
+
+impl<'a> From<&'a pb::BestMoveRequest> for Fields<'a> {
+    fn from(r: &'a pb::BestMoveRequest) -> Fields<'a> {
+        Fields {
+            position: r.position.as_ref(),
+            moves: &r.moves,
+            notation: r.notation,
+            locale: r.locale,
+            limits: r.limits.as_ref(),
+            multipv: 1,
+        }
+    }
+}
+
+/// Decodes a request under `caps`. Errors name the field: `position.*`, `moves[i]`,
+/// `limits.depth` (out of range: `INVALID_ARGUMENT`), `limits.nodes`, `limits.movetime_ms`,
+/// `multipv` and `moves` (over a cap: `RESOURCE_EXHAUSTED`).
+pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
+    let start = position(f.position, "position")?;
+    let limits = f.limits.copied().unwrap_or_default();
+    if limits.depth > MAX_DEPTH {
+        return Err(ApiError::invalid(
+            "limits.depth",
+            format!(
+                "{} is out of range (1 to {MAX_DEPTH}, or 0 for none)",
+                limits.depth
+            ),
+        ));
+    }
+    if limits.nodes > caps.max_nodes {
+        return Err(ApiError::exhausted(
+            "limits.nodes",
+            format!(
+                "{} nodes exceed the server's cap of {}",
+                limits.nodes, caps.max_nodes
+            ),
+        ));
+    }
+    if limits.movetime_ms > caps.max_time_ms {
+        return Err(ApiError::exhausted(
+            "limits.movetime_ms",
+            format!(
+                "{} ms exceed the server's cap of {} ms",
+                limits.movetime_ms, caps.max_time_ms
+            ),
+        ));
+    }
+    if f.multipv > caps.max_multipv {
+        return Err(ApiError::exhausted(
+            "multipv",
+            format!(
+                "{} lines exceed the server's cap of {}",
+                f.multipv, caps.max_multipv
+            ),
+        ));
+    }
+    if f.moves.len() > caps.max_moves {
+        return Err(ApiError::exhausted(
+            "moves",
+            format!(
+                "{} moves exceed the limit of {} per request",
+                f.moves.len(),
+                caps.max_moves
+            ),
+        ));
+    }
+    let read_as = notation(f.notation);
+    let locale = locale(f.locale);
+    let mut game = GameState::new(start);
+    for (i, text) in f.moves.iter().enumerate() {
+        game.play_text(text, read_as, locale)
+            .map_err(|e| ApiError::invalid(format!("moves[{i}]"), e.to_string()))?;
+    }
+    let keys = game.history();
+    let requested = Limits {
+        depth: (limits.depth > 0).then_some(limits.depth),
+        nodes: (limits.nodes > 0).then_some(limits.nodes),
+        movetime_ms: (limits.movetime_ms > 0).then_some(limits.movetime_ms),
+        ..Limits::default()
+    };
+    Ok(Query {
+        history: keys[..keys.len() - 1].to_vec(),
+        outcome: game.automatic_outcome(),
+        position: game.position().clone(),
+        limits: Limits {
+            nodes: Some(requested.nodes.unwrap_or(caps.max_nodes)),
+            movetime_ms: Some(requested.movetime_ms.unwrap_or(caps.max_time_ms)),
+            ..requested
+        },
+        requested,
+        multipv: f.multipv.max(1) as usize,
+        locale,
+        hash_mib: caps.hash_mib,
+    })
+}
+
+/// Encodes an engine score.
+pub fn score_to_proto(r: Reported) -> pb::EngineScore {
+    pb::EngineScore {
+        value: Some(match r {
+            Reported::Cp(cp) => pb::engine_score::Value::Cp(cp),
+            Reported::Mate(n) => pb::engine_score::Value::Mate(n),
+        }),
+    }
+}
+
+/// A line of coordinate moves from `pos`, each in UCI and SAN. The engine wrote the moves, so
+/// each is legal in turn; the line stops at a move that is not (never expected).
+fn line(pos: &AnyPosition, moves: &[String], locale: Locale) -> Vec<common::Move> {
+    let mut p = pos.clone();
+    let mut out = Vec::with_capacity(moves.len());
+    for text in moves {
+        let Ok(m) = p.parse_move(text, Notation::Uci, locale) else {
+            break;
+        };
+        out.push(move_to_proto(&p, m, locale));
+        p.play_unchecked(m);
+    }
+    out
+}
+
+/// Encodes one progress report of a search from `pos`.
+pub fn info_to_proto(pos: &AnyPosition, p: &Progress, locale: Locale) -> pb::AnalysisInfo {
+    pb::AnalysisInfo {
+        depth: p.depth,
+        seldepth: p.seldepth,
+        multipv: p.multipv as u32,
+        score: Some(score_to_proto(p.score)),
+        nodes: p.nodes,
+        nps: p.nps,
+        hashfull: p.hashfull,
+        time_ms: p.time_ms,
+        pv: line(pos, &p.pv, locale),
+    }
+}
+
+/// Runs `query` on this thread until its limits, `stop`, or `deadline_ms` (a time limit on
+/// `time`'s clock that the call's deadline imposes, if any) ends it; `on_info` gets each
+/// progress report as it comes. Returns the result.
+pub fn run(
+    query: &Query,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    deadline_ms: Option<u64>,
+    on_info: &mut dyn FnMut(pb::AnalysisInfo),
+) -> pb::AnalysisResult {
+    let pos = &query.position;
+    if let Some(o) = query.outcome {
+        return pb::AnalysisResult {
+            score: Some(score_to_proto(Reported::of(outcome_score(
+                &o,
+                pos.turn(),
+                0,
+            )))),
+            outcome: Some(outcome_to_proto(o)),
+            stop_reason: pb::StopReason::NoMove as i32,
+            ..pb::AnalysisResult::default()
+        };
+    }
+    let mut limits = query.limits;
+    let cut_by_deadline = deadline_ms.is_some_and(|d| limits.movetime_ms.is_none_or(|t| d < t));
+    if cut_by_deadline {
+        limits.movetime_ms = deadline_ms;
+    }
+    let settings = AnalysisSettings {
+        limits,
+        options: SearchOptions {
+            multipv: query.multipv,
+            move_overhead_ms: 0,
+        },
+        hash_mib: query.hash_mib,
+    };
+    let a = analyze(pos, &query.history, &settings, stop, time, &mut |p| {
+        on_info(info_to_proto(pos, p, query.locale));
+    });
+    let Some(best) = a.best.as_deref() else {
+        return pb::AnalysisResult {
+            score: Some(score_to_proto(a.score)),
+            stop_reason: pb::StopReason::NoMove as i32,
+            ..pb::AnalysisResult::default()
+        };
+    };
+    let first = line(pos, &[best.to_owned()], query.locale);
+    let reply = a.ponder.as_ref().and_then(|p| {
+        let mut after = pos.clone();
+        let m = after.parse_move(best, Notation::Uci, query.locale).ok()?;
+        after.play_unchecked(m);
+        line(&after, std::slice::from_ref(p), query.locale).pop()
+    });
+    pb::AnalysisResult {
+        best_move: first.into_iter().next(),
+        ponder: reply,
+        score: Some(score_to_proto(a.score)),
+        lines: a
+            .lines
+            .iter()
+            .map(|l| pb::AnalysisLine {
+                score: Some(score_to_proto(l.score)),
+                pv: line(pos, &l.pv, query.locale),
+            })
+            .collect(),
+        depth: a.depth,
+        nodes: a.nodes,
+        time_ms: a.time_ms,
+        outcome: None,
+        stop_reason: if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // Raised from outside: the caller is gone (nobody reads this), or the server stopped
+            // every search to shut down.
+            pb::StopReason::Shutdown
+        } else {
+            stop_reason(query, &limits, cut_by_deadline, a.depth, a.nodes, a.time_ms)
+        } as i32,
+    }
+}
+
+/// Whether the search ended on the request's own terms, or on a cap the server (or the call's
+/// deadline) added.
+fn stop_reason(
+    query: &Query,
+    searched: &Limits,
+    cut_by_deadline: bool,
+    depth: u32,
+    nodes: u64,
+    time_ms: u64,
+) -> pb::StopReason {
+    let r = &query.requested;
+    let own = r.depth.is_some_and(|d| depth >= d)
+        || r.nodes.is_some_and(|n| nodes >= n)
+        || (!cut_by_deadline && r.movetime_ms.is_some_and(|t| time_ms >= t));
+    let capped = (r.nodes.is_none() && searched.nodes.is_some_and(|n| nodes >= n))
+        || ((r.movetime_ms.is_none() || cut_by_deadline)
+            && searched.movetime_ms.is_some_and(|t| time_ms >= t));
+    if capped && !own {
+        pb::StopReason::ServerCap
+    } else {
+        pb::StopReason::Limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbiter_proto::common::v1::Variant;
+
+    fn request(text: &str, moves: &[&str], limits: pb::SearchLimits) -> pb::AnalyzeRequest {
+        pb::AnalyzeRequest {
+            position: Some(common::Position {
+                variant: Variant::Chess as i32,
+                text: text.to_owned(),
+                rules: vec![],
+            }),
+            moves: moves.iter().map(|m| (*m).to_owned()).collect(),
+            limits: Some(limits),
+            ..pb::AnalyzeRequest::default()
+        }
+    }
+
+    fn depth(d: u32) -> pb::SearchLimits {
+        pb::SearchLimits {
+            depth: d,
+            ..pb::SearchLimits::default()
+        }
+    }
+
+    #[test]
+    fn unset_limits_take_the_caps() {
+        let caps = Caps::default();
+        let q = decode((&request("", &[], depth(3))).into(), &caps).unwrap();
+        assert_eq!(q.requested, Limits::depth(3));
+        assert_eq!(q.limits.nodes, Some(caps.max_nodes));
+        assert_eq!(q.limits.movetime_ms, Some(caps.max_time_ms));
+        assert_eq!(q.multipv, 1);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let caps = Caps {
+            max_nodes: 1000,
+            max_time_ms: 100,
+            max_multipv: 2,
+            max_moves: 2,
+            hash_mib: 1,
+        };
+        let field = |r: &pb::AnalyzeRequest| {
+            let e = decode(r.into(), &caps).unwrap_err();
+            (e.code(), e.field().unwrap_or("").to_owned())
+        };
+        use tonic::Code::{InvalidArgument as Bad, ResourceExhausted as Over};
+        let mut r = request("", &[], depth(65));
+        assert_eq!(field(&r), (Bad, "limits.depth".into()));
+        r.limits = Some(pb::SearchLimits {
+            nodes: 1001,
+            ..Default::default()
+        });
+        assert_eq!(field(&r), (Over, "limits.nodes".into()));
+        r.limits = Some(pb::SearchLimits {
+            movetime_ms: 101,
+            ..Default::default()
+        });
+        assert_eq!(field(&r), (Over, "limits.movetime_ms".into()));
+        r.limits = None;
+        r.multipv = 3;
+        assert_eq!(field(&r), (Over, "multipv".into()));
+        r.multipv = 0;
+        r.moves = vec!["e4".into(); 3];
+        assert_eq!(field(&r), (Over, "moves".into()));
+        r.moves = vec!["e4".into(), "e4".into()];
+        assert_eq!(field(&r), (Bad, "moves[1]".into()));
+        r.moves.clear();
+        r.position.as_mut().unwrap().text = "8/8/8 w".into();
+        assert_eq!(field(&r), (Bad, "position.text".into()));
+        r.position.as_mut().unwrap().variant = 0;
+        assert_eq!(field(&r), (Bad, "position.variant".into()));
+        r.position = None;
+        assert_eq!(field(&r), (Bad, "position".into()));
+    }
+
+    #[test]
+    fn moves_make_the_history_and_a_finished_game_is_not_searched() {
+        let caps = Caps::default();
+        // Knights out and back twice: the start position occurs a third time.
+        let shuffle = ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1", "Ng8"];
+        let q = decode((&request("", &shuffle, depth(2))).into(), &caps).unwrap();
+        assert_eq!(q.history.len(), 8);
+        assert!(q.outcome.is_none(), "threefold is only claimable");
+        // Fool's mate: the game is over, nothing is searched.
+        let q = decode(
+            (&request("", &["f3", "e5", "g4", "Qh4#"], depth(2))).into(),
+            &caps,
+        )
+        .unwrap();
+        let r = run(
+            &q,
+            &AtomicBool::new(false),
+            &arbiter_engine::SystemTime::new(),
+            None,
+            &mut |_| panic!("no search"),
+        );
+        assert_eq!(r.stop_reason, pb::StopReason::NoMove as i32);
+        assert!(r.best_move.is_none());
+        assert_eq!(
+            r.outcome.unwrap().reason,
+            common::EndReason::Checkmate as i32
+        );
+        assert_eq!(
+            r.score.unwrap().value,
+            Some(pb::engine_score::Value::Mate(0))
+        );
+    }
+
+    #[test]
+    fn lines_carry_san() {
+        let caps = Caps::default();
+        // White mates in one: Qxf7#.
+        let q = decode(
+            (&request(
+                "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 2 3",
+                &[],
+                depth(3),
+            ))
+                .into(),
+            &caps,
+        )
+        .unwrap();
+        let mut infos = Vec::new();
+        let r = run(
+            &q,
+            &AtomicBool::new(false),
+            &arbiter_engine::SystemTime::new(),
+            None,
+            &mut |i| infos.push(i),
+        );
+        let best = r.best_move.unwrap();
+        assert_eq!((best.uci.as_str(), best.san.as_str()), ("f3f7", "Qxf7#"));
+        assert_eq!(
+            r.score.unwrap().value,
+            Some(pb::engine_score::Value::Mate(1))
+        );
+        assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
+        assert!(!infos.is_empty());
+        assert_eq!(infos.last().unwrap().pv[0].san, "Qxf7#");
+    }
+
+    #[test]
+    fn a_cap_that_ends_the_search_is_reported() {
+        let caps = Caps {
+            max_nodes: 5000,
+            ..Caps::default()
+        };
+        let q = decode((&request("", &[], depth(30))).into(), &caps).unwrap();
+        let r = run(
+            &q,
+            &AtomicBool::new(false),
+            &arbiter_engine::SystemTime::new(),
+            None,
+            &mut |_| {},
+        );
+        assert_eq!(r.nodes, 5000);
+        assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+        let q = decode(
+            (&request(
+                "",
+                &[],
+                pb::SearchLimits {
+                    nodes: 4000,
+                    ..Default::default()
+                },
+            ))
+                .into(),
+            &caps,
+        )
+        .unwrap();
+        let r = run(
+            &q,
+            &AtomicBool::new(false),
+            &arbiter_engine::SystemTime::new(),
+            None,
+            &mut |_| {},
+        );
+        assert_eq!(r.nodes, 4000);
+        assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
+    }
+}

@@ -1,0 +1,287 @@
+//! The tonic handlers: decode the request ([`crate::live::decode`]), queue the search on the
+//! [`SearchPool`] under the caller's client name, and hand its progress and result back. The
+//! request's stop flag is raised when the call goes away (the client cancels, or its deadline
+//! passes and the stream or future is dropped), which stops the search within
+//! [`CHECK_EVERY`](arbiter_engine::search::CHECK_EVERY) nodes, or drops it unrun if it is still
+//! waiting.
+
+use crate::config::Caps;
+use crate::live::{self, Query};
+use crate::pool::{Job, SearchPool, Turn};
+use arbiter_core::Position;
+use arbiter_engine::TimeSource;
+use arbiter_kit::ApiError;
+use arbiter_proto::analysis::v1 as pb;
+use arbiter_proto::analysis::v1::analysis_service_server::{
+    AnalysisService, AnalysisServiceServer,
+};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status};
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// The metadata key naming the client, for taking turns in the queue.
+pub const CLIENT_ID_KEY: &str = "x-client-id";
+
+/// The longest client name kept; a longer `x-client-id` is cut (it only names a queue).
+pub const MAX_CLIENT_ID_BYTES: usize = 128;
+
+/// Time kept back from a call's deadline, so that the result is sent before it passes.
+pub const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
+
+/// The analysis service.
+#[derive(Clone)]
+pub struct Analysis {
+    caps: Arc<Caps>,
+    pool: SearchPool,
+    time: Arc<dyn TimeSource>,
+    unary_timeout: Duration,
+}
+
+impl std::fmt::Debug for Analysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analysis")
+            .field("caps", &self.caps)
+            .field("pool", &self.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Analysis {
+    /// A service enforcing `caps`, searching on `pool` with time read from `time`. Unary calls
+    /// (BestMove) end by `unary_timeout` (the server's request deadline) at the latest.
+    pub fn new(
+        caps: Caps,
+        pool: SearchPool,
+        time: Arc<dyn TimeSource>,
+        unary_timeout: Duration,
+    ) -> Analysis {
+        Analysis {
+            caps: Arc::new(caps),
+            pool,
+            time,
+            unary_timeout,
+        }
+    }
+
+    /// The tonic server for this service, with the message size limit `max` (bytes) applied.
+    pub fn into_server(self, max: usize) -> AnalysisServiceServer<Analysis> {
+        AnalysisServiceServer::new(self)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max)
+    }
+
+    /// Queues `query` for `client`; `send` gets each info (from an engine thread) and the
+    /// outcome. Returns the request's stop flag.
+    fn submit(
+        &self,
+        client: &str,
+        query: Query,
+        deadline: Option<Instant>,
+        mut on_info: Option<Box<dyn FnMut(pb::AnalysisInfo) -> bool + Send>>,
+        done: Box<dyn FnOnce(Result<pb::AnalysisResult, Status>) + Send>,
+    ) -> Result<Arc<AtomicBool>, Status> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let time = Arc::clone(&self.time);
+        let job: Job = Box::new(move |turn| match turn {
+            Turn::Refused(e) => done(Err(e.into())),
+            Turn::Run(stop) => {
+                let deadline_ms = match deadline {
+                    None => None,
+                    Some(d) => {
+                        let left = d.saturating_duration_since(Instant::now());
+                        match left.checked_sub(DEADLINE_MARGIN) {
+                            Some(t) if t.as_millis() > 0 => Some(t.as_millis() as u64),
+                            _ => {
+                                return done(Err(ApiError::DeadlineExceeded(
+                                    "the call's deadline passed while it waited for an engine"
+                                        .into(),
+                                )
+                                .into()));
+                            }
+                        }
+                    }
+                };
+                let started = Instant::now();
+                let result = live::run(&query, stop, &*time, deadline_ms, &mut |info| {
+                    if let Some(f) = on_info.as_mut()
+                        && !f(info)
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                });
+                tracing::debug!(
+                    variant = %query.position.variant(),
+                    depth = result.depth,
+                    nodes = result.nodes,
+                    ms = started.elapsed().as_millis() as u64,
+                    "analysis done"
+                );
+                done(Ok(result));
+            }
+        });
+        self.pool.submit(client, Arc::clone(&stop), job)?;
+        Ok(stop)
+    }
+}
+
+/// Raises the flag when dropped: when the call's stream or future ends, however it ends.
+struct RaiseOnDrop(Arc<AtomicBool>);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The queue a request waits in: its `x-client-id` (cut to [`MAX_CLIENT_ID_BYTES`]), else its
+/// peer's IP address (not the port: one client, many connections), else one shared name.
+pub fn client_name<T>(req: &Request<T>) -> String {
+    if let Some(id) = req
+        .metadata()
+        .get(CLIENT_ID_KEY)
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| !id.is_empty())
+    {
+        let mut end = id.len().min(MAX_CLIENT_ID_BYTES);
+        while !id.is_char_boundary(end) {
+            end -= 1;
+        }
+        return format!("id:{}", &id[..end]);
+    }
+    match req.remote_addr() {
+        Some(addr) => format!("ip:{}", addr.ip()),
+        None => "unknown".to_owned(),
+    }
+}
+
+/// The call's deadline from its `grpc-timeout` header, and at most `cap` from now.
+fn deadline<T>(req: &Request<T>, cap: Option<Duration>) -> Option<Instant> {
+    let asked = req
+        .metadata()
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_grpc_timeout);
+    let timeout = match (asked, cap) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    };
+    timeout.map(|t| Instant::now() + t)
+}
+
+/// A `grpc-timeout` value: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).
+fn parse_grpc_timeout(v: &str) -> Option<Duration> {
+    if v.len() < 2 || v.len() > 9 {
+        return None;
+    }
+    let (digits, unit) = v.split_at(v.len() - 1);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[tonic::async_trait]
+impl AnalysisService for Analysis {
+    type AnalyzeStream = BoxStream<pb::AnalyzeUpdate>;
+
+    async fn analyze(
+        &self,
+        req: Request<pb::AnalyzeRequest>,
+    ) -> Result<Response<Self::AnalyzeStream>, Status> {
+        let client = client_name(&req);
+        let deadline = deadline(&req, None);
+        let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let info_tx = tx.clone();
+        let on_info = Box::new(move |info| {
+            info_tx
+                .send(Ok(pb::AnalyzeUpdate {
+                    update: Some(pb::analyze_update::Update::Info(info)),
+                }))
+                .is_ok()
+        });
+        let done = Box::new(move |r: Result<pb::AnalysisResult, Status>| {
+            let _ = tx.send(r.map(|result| pb::AnalyzeUpdate {
+                update: Some(pb::analyze_update::Update::Result(result)),
+            }));
+        });
+        let stop = self.submit(&client, query, deadline, Some(on_info), done)?;
+        // The stream holds the guard: dropping it (the client went away) stops the search.
+        let guard = RaiseOnDrop(stop);
+        let out = UnboundedReceiverStream::new(rx).map(move |update| {
+            let _ = &guard;
+            update
+        });
+        Ok(Response::new(Box::pin(out)))
+    }
+
+    async fn best_move(
+        &self,
+        req: Request<pb::BestMoveRequest>,
+    ) -> Result<Response<pb::AnalysisResult>, Status> {
+        let client = client_name(&req);
+        let deadline = deadline(&req, Some(self.unary_timeout));
+        let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
+        let (tx, rx) = oneshot::channel();
+        let done = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        let stop = self.submit(&client, query, deadline, None, done)?;
+        // Dropped with this future: when the call is cancelled or times out.
+        let _guard = RaiseOnDrop(stop);
+        match rx.await {
+            Ok(r) => r.map(Response::new),
+            Err(_) => Err(Status::from(ApiError::Unavailable(
+                "the search ended without a result".into(),
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_parse() {
+        assert_eq!(parse_grpc_timeout("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_grpc_timeout("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(
+            parse_grpc_timeout("99999999n"),
+            Some(Duration::from_nanos(99_999_999))
+        );
+        for bad in ["", "S", "5", "123456789S", "5s", "-5S", "5 S", "５S"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn clients_are_named_by_id_else_address() {
+        let mut req = Request::new(());
+        assert_eq!(client_name(&req), "unknown");
+        req.metadata_mut()
+            .insert(CLIENT_ID_KEY, "platform-7".parse().unwrap());
+        assert_eq!(client_name(&req), "id:platform-7");
+        let long = "x".repeat(1000);
+        req.metadata_mut()
+            .insert(CLIENT_ID_KEY, long.parse().unwrap());
+        assert_eq!(client_name(&req).len(), 3 + MAX_CLIENT_ID_BYTES);
+    }
+}

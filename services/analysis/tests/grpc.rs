@@ -1,0 +1,539 @@
+//! The analysis service over gRPC, on port 0: what the stream carries and in which order, the
+//! limits, cancellation, the bounded and fair queue, errors, and shutdown.
+
+use arbiter_analysis::{AnalysisConfig, Caps, PoolConfig, serve};
+use arbiter_core::{AnyPosition, Notation, Position, Variant as CoreVariant};
+use arbiter_engine::TimeSource;
+use arbiter_kit::{ServeConfig, ServeError};
+use arbiter_proto::analysis::v1 as pb;
+use arbiter_proto::analysis::v1::analysis_service_client::AnalysisServiceClient;
+use arbiter_proto::common::v1::{self as common, Variant};
+use arbiter_testkit::grpc::TestServer;
+use pb::analyze_update::Update;
+use pb::engine_score::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Streaming};
+use tonic_types::StatusExt;
+
+struct Server {
+    client: AnalysisServiceClient<Channel>,
+    server: TestServer<ServeError>,
+}
+
+async fn start(config: AnalysisConfig) -> Server {
+    let server = TestServer::start(|listener, shutdown| {
+        serve(listener, ServeConfig::default(), config, shutdown)
+    })
+    .await;
+    Server {
+        client: AnalysisServiceClient::new(server.channel()),
+        server,
+    }
+}
+
+/// One engine thread, the default caps but a long time cap (a test that fails must not pass by
+/// the cap ending a search it should have stopped).
+fn one_thread(max_queue: usize, per_client: usize) -> AnalysisConfig {
+    AnalysisConfig {
+        caps: Caps {
+            max_time_ms: 600_000,
+            max_nodes: u64::MAX,
+            ..Caps::default()
+        },
+        pool: PoolConfig {
+            threads: 1,
+            max_queue,
+            max_queue_per_client: per_client,
+        },
+        ..AnalysisConfig::default()
+    }
+}
+
+fn position(variant: Variant, text: &str) -> Option<common::Position> {
+    Some(common::Position {
+        variant: variant as i32,
+        text: text.to_owned(),
+        rules: vec![],
+    })
+}
+
+fn limits(depth: u32, nodes: u64, movetime_ms: u64) -> Option<pb::SearchLimits> {
+    Some(pb::SearchLimits {
+        depth,
+        nodes,
+        movetime_ms,
+    })
+}
+
+fn analyze(variant: Variant, text: &str, l: Option<pb::SearchLimits>) -> pb::AnalyzeRequest {
+    pb::AnalyzeRequest {
+        position: position(variant, text),
+        limits: l,
+        ..pb::AnalyzeRequest::default()
+    }
+}
+
+fn best(variant: Variant, text: &str, l: Option<pb::SearchLimits>) -> pb::BestMoveRequest {
+    pb::BestMoveRequest {
+        position: position(variant, text),
+        limits: l,
+        ..pb::BestMoveRequest::default()
+    }
+}
+
+fn with_client<T>(message: T, client: &str) -> Request<T> {
+    let mut r = Request::new(message);
+    r.metadata_mut()
+        .insert("x-client-id", client.parse().unwrap());
+    r
+}
+
+/// Every message of a stream, the last being the result.
+async fn drain(mut s: Streaming<pb::AnalyzeUpdate>) -> (Vec<pb::AnalysisInfo>, pb::AnalysisResult) {
+    let mut infos = Vec::new();
+    let mut result = None;
+    while let Some(u) = tokio::time::timeout(Duration::from_secs(60), s.message())
+        .await
+        .expect("the stream moves on")
+        .expect("no error")
+    {
+        assert!(result.is_none(), "nothing follows the result");
+        match u.update.expect("an update") {
+            Update::Info(i) => infos.push(i),
+            Update::Result(r) => result = Some(r),
+        }
+    }
+    (infos, result.expect("the stream ends with a result"))
+}
+
+#[tokio::test]
+async fn the_stream_reports_each_depth_as_a_ranked_block_then_the_result() {
+    let mut s = start(AnalysisConfig::default()).await;
+    let mut req = analyze(Variant::Chess, "", limits(5, 0, 0));
+    req.multipv = 3;
+    let stream = s.client.analyze(req).await.unwrap().into_inner();
+    let (infos, result) = drain(stream).await;
+    assert!(infos.len() >= 5 * 3, "{} infos", infos.len());
+    for block in infos.chunks(3) {
+        let depths: Vec<u32> = block.iter().map(|i| i.depth).collect();
+        let ranks: Vec<u32> = block.iter().map(|i| i.multipv).collect();
+        assert_eq!(ranks, [1, 2, 3]);
+        assert!(depths.iter().all(|&d| d == depths[0]), "{depths:?}");
+        for i in block {
+            assert!(!i.pv.is_empty());
+            assert!(i.pv.iter().all(|m| !m.uci.is_empty() && !m.san.is_empty()));
+            assert!(i.nodes > 0 && i.score.is_some());
+        }
+    }
+    let depths: Vec<u32> = infos.iter().map(|i| i.depth).collect();
+    assert!(depths.windows(2).all(|w| w[0] <= w[1]), "{depths:?}");
+    assert_eq!(*depths.last().unwrap(), 5);
+    // The result is the last block.
+    assert_eq!(result.depth, 5);
+    assert_eq!(result.stop_reason, pb::StopReason::Limit as i32);
+    assert_eq!(result.lines.len(), 3);
+    let last = &infos[infos.len() - 3..];
+    for (line, info) in result.lines.iter().zip(last) {
+        assert_eq!(line.pv, info.pv);
+        assert_eq!(line.score, info.score);
+    }
+    assert_eq!(result.best_move.as_ref(), result.lines[0].pv.first());
+    assert_eq!(result.ponder.as_ref(), result.lines[0].pv.get(1));
+    // Each line is legal from the start, and its SAN is the position's.
+    let start = AnyPosition::start(CoreVariant::Chess).unwrap();
+    for line in &result.lines {
+        let mut p = start.clone();
+        for m in &line.pv {
+            let mv = p
+                .parse_move(&m.uci, Notation::Uci, Default::default())
+                .unwrap();
+            assert_eq!(p.move_to_san(mv, Default::default()), m.san);
+            p.play_unchecked(mv);
+        }
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn best_move_in_every_variant() {
+    let mut s = start(AnalysisConfig::default()).await;
+    // Mate in one: Qxf7#.
+    let r = s
+        .client
+        .best_move(best(
+            Variant::Chess,
+            "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 2 3",
+            limits(3, 0, 0),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let m = r.best_move.unwrap();
+    assert_eq!((m.uci.as_str(), m.san.as_str()), ("f3f7", "Qxf7#"));
+    assert_eq!(r.score.unwrap().value, Some(Value::Mate(1)));
+    for v in [
+        Variant::Chess,
+        Variant::Crazyhouse,
+        Variant::Bughouse,
+        Variant::Glinski,
+        Variant::Byzantine,
+        Variant::ByzantineCitadel,
+    ] {
+        let r = s
+            .client
+            .best_move(best(v, "", limits(3, 0, 0)))
+            .await
+            .unwrap_or_else(|e| panic!("{v:?}: {e}"))
+            .into_inner();
+        let m = r.best_move.unwrap_or_else(|| panic!("{v:?}: a move"));
+        let core = arbiter_kit::convert::variant(v as i32, "v").unwrap();
+        let start = AnyPosition::start(core).unwrap();
+        assert!(
+            start
+                .parse_move(&m.uci, Notation::Uci, Default::default())
+                .is_ok(),
+            "{v:?}: {m:?}"
+        );
+        assert_eq!(r.depth, 3, "{v:?}");
+    }
+    s.server.stop().await;
+}
+
+/// Moves on 1 ms at every reading: a time limit of T ms is T readings, one per node-check
+/// interval of the search.
+#[derive(Debug, Default)]
+struct Ticking(AtomicU64);
+
+impl TimeSource for Ticking {
+    fn now_ms(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+#[tokio::test]
+async fn limits_are_kept() {
+    let config = AnalysisConfig {
+        time: Arc::new(Ticking::default()),
+        ..AnalysisConfig::default()
+    };
+    let mut s = start(config).await;
+    // Nodes: exact.
+    for nodes in [1, 777, 20_000] {
+        let r = s
+            .client
+            .best_move(best(Variant::Chess, "", limits(0, nodes, 0)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.nodes, nodes);
+        assert!(r.best_move.is_some());
+        assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
+    }
+    // Depth: no deeper iteration is reported.
+    let stream = s
+        .client
+        .analyze(analyze(Variant::Glinski, "", limits(4, 0, 0)))
+        .await
+        .unwrap()
+        .into_inner();
+    let (infos, r) = drain(stream).await;
+    assert_eq!(r.depth, 4);
+    assert!(infos.iter().all(|i| i.depth <= 4));
+    // Time: the search reads the clock every 1,024 nodes and between iterations, and stops at
+    // the first reading past the limit; one more reading dates the result. On the ticking clock
+    // each reading is a millisecond, so the stated margin is 2 ms over the limit.
+    for movetime in [5, 40] {
+        let r = s
+            .client
+            .best_move(best(Variant::Byzantine, "", limits(0, 0, movetime)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(
+            r.time_ms >= movetime && r.time_ms <= movetime + 2,
+            "{movetime}: {}",
+            r.time_ms
+        );
+        assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_server_caps_fill_unset_limits_and_refuse_larger_ones() {
+    let config = AnalysisConfig {
+        caps: Caps {
+            max_nodes: 3000,
+            ..Caps::default()
+        },
+        ..AnalysisConfig::default()
+    };
+    let mut s = start(config).await;
+    let r = s
+        .client
+        .best_move(best(Variant::Chess, "", None))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.nodes, 3000);
+    assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+    let e = s
+        .client
+        .best_move(best(Variant::Chess, "", limits(0, 3001, 0)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert_eq!(
+        e.get_error_details()
+            .bad_request()
+            .unwrap()
+            .field_violations[0]
+            .field,
+        "limits.nodes"
+    );
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_deadline_ends_the_search_with_a_result_in_time() {
+    let mut s = start(one_thread(4, 4)).await;
+    let mut req = Request::new(best(Variant::Chess, "", None));
+    req.set_timeout(Duration::from_secs(2));
+    let r = s.client.best_move(req).await.unwrap().into_inner();
+    assert!(r.best_move.is_some());
+    assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_requests_name_the_field() {
+    let mut s = start(AnalysisConfig::default()).await;
+    let cases: Vec<(pb::AnalyzeRequest, Code, &str)> = vec![
+        (
+            analyze(Variant::Unspecified, "", None),
+            Code::InvalidArgument,
+            "position.variant",
+        ),
+        (
+            pb::AnalyzeRequest {
+                position: Some(common::Position {
+                    variant: 99,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            Code::InvalidArgument,
+            "position.variant",
+        ),
+        (
+            analyze(Variant::Chess, "not a fen", None),
+            Code::InvalidArgument,
+            "position.text",
+        ),
+        (
+            analyze(Variant::Chess, "", limits(65, 0, 0)),
+            Code::InvalidArgument,
+            "limits.depth",
+        ),
+        (
+            analyze(Variant::Chess, "", limits(0, 0, 60_001)),
+            Code::ResourceExhausted,
+            "limits.movetime_ms",
+        ),
+        (
+            pb::AnalyzeRequest {
+                multipv: u32::MAX,
+                ..analyze(Variant::Chess, "", None)
+            },
+            Code::ResourceExhausted,
+            "multipv",
+        ),
+        (
+            pb::AnalyzeRequest {
+                moves: vec!["e4".into(), "e5".into(), "Ke3".into()],
+                ..analyze(Variant::Chess, "", None)
+            },
+            Code::InvalidArgument,
+            "moves[2]",
+        ),
+        (
+            pb::AnalyzeRequest {
+                moves: vec!["e4\u{0}".into(); 3000],
+                ..analyze(Variant::Chess, "", None)
+            },
+            Code::ResourceExhausted,
+            "moves",
+        ),
+        (
+            pb::AnalyzeRequest {
+                position: Some(common::Position {
+                    variant: Variant::Byzantine as i32,
+                    text: String::new(),
+                    rules: vec![common::RuleOption {
+                        name: "stalemate".into(),
+                        value: "maybe".into(),
+                    }],
+                }),
+                ..Default::default()
+            },
+            Code::InvalidArgument,
+            "position.rules",
+        ),
+    ];
+    for (req, code, field) in cases {
+        let e = s.client.analyze(req.clone()).await.unwrap_err();
+        assert_eq!((e.code(), field), (code, field), "{}", e.message());
+        let details = e.get_error_details();
+        assert_eq!(
+            details.bad_request().unwrap().field_violations[0].field,
+            field
+        );
+        if req.multipv == 0 {
+            let e = s
+                .client
+                .best_move(pb::BestMoveRequest {
+                    position: req.position,
+                    moves: req.moves,
+                    limits: req.limits,
+                    ..Default::default()
+                })
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), code, "{field}");
+        }
+    }
+    s.server.stop().await;
+}
+
+/// Starts a search that only a cancel (or the 600 s cap) can end, and waits for its first info.
+async fn endless(
+    client: &mut AnalysisServiceClient<Channel>,
+    id: &str,
+) -> Streaming<pb::AnalyzeUpdate> {
+    let mut stream = client
+        .analyze(with_client(analyze(Variant::Chess, "", None), id))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(30), stream.message())
+        .await
+        .expect("a first info")
+        .unwrap()
+        .unwrap();
+    assert!(matches!(first.update, Some(Update::Info(_))));
+    stream
+}
+
+#[tokio::test]
+async fn cancelling_the_call_stops_the_search() {
+    let mut s = start(one_thread(4, 4)).await;
+    for _ in 0..3 {
+        let stream = endless(&mut s.client, "a").await;
+        drop(stream);
+        // The only engine thread is free again: a quick search gets it.
+        let r = tokio::time::timeout(
+            Duration::from_secs(30),
+            s.client
+                .best_move(best(Variant::Chess, "", limits(1, 0, 0))),
+        )
+        .await
+        .expect("the cancelled search gave its thread back")
+        .unwrap()
+        .into_inner();
+        assert!(r.best_move.is_some());
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_full_queue_refuses_with_resource_exhausted() {
+    // One thread, kept busy; at most 2 requests waiting in all, 1 per client.
+    let mut s = start(one_thread(2, 1)).await;
+    let running = endless(&mut s.client, "a").await;
+    // Four requests at once, two from client a. Whatever their order, two find a place and two
+    // are refused at once; never both of a's (a may have one waiting).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for (n, id) in ["a", "a", "b", "c"].into_iter().enumerate() {
+        let (mut client, tx) = (s.client.clone(), tx.clone());
+        tokio::spawn(async move {
+            let r = client
+                .best_move(with_client(best(Variant::Chess, "", limits(1, 0, 0)), id))
+                .await;
+            let _ = tx.send((n, r.map(|r| r.into_inner())));
+        });
+    }
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("an answer")
+            .unwrap()
+    };
+    let mut refused = Vec::new();
+    for _ in 0..2 {
+        let (n, r) = next().await;
+        assert_eq!(r.unwrap_err().code(), Code::ResourceExhausted);
+        refused.push(n);
+    }
+    assert_ne!(refused, [0, 1], "one of a's requests may wait");
+    assert_ne!(refused, [1, 0], "one of a's requests may wait");
+    // Cancelling the running search lets the two waiting ones through.
+    drop(running);
+    for _ in 0..2 {
+        let (n, r) = next().await;
+        assert!(!refused.contains(&n));
+        assert!(r.unwrap().best_move.is_some());
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_stops_running_searches_with_their_result() {
+    let mut s = start(one_thread(4, 4)).await;
+    assert_eq!(
+        s.server.health("arbiter.analysis.v1.AnalysisService").await,
+        tonic_health::pb::health_check_response::ServingStatus::Serving
+    );
+    let stream = endless(&mut s.client, "a").await;
+    let stopping = tokio::spawn(s.server.stop());
+    let (_, result) = drain(stream).await;
+    assert_eq!(result.stop_reason, pb::StopReason::Shutdown as i32);
+    assert!(result.best_move.is_some());
+    tokio::time::timeout(Duration::from_secs(30), stopping)
+        .await
+        .expect("the server stops")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_moves_before_are_played_and_a_finished_game_is_reported() {
+    let mut s = start(AnalysisConfig::default()).await;
+    let r = s
+        .client
+        .best_move(pb::BestMoveRequest {
+            moves: ["f3", "e5", "g4"].map(String::from).to_vec(),
+            ..best(Variant::Chess, "", limits(2, 0, 0))
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.best_move.unwrap().san, "Qh4#");
+    let r = s
+        .client
+        .best_move(pb::BestMoveRequest {
+            moves: ["f3", "e5", "g4", "Qh4#"].map(String::from).to_vec(),
+            ..best(Variant::Chess, "", limits(2, 0, 0))
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.best_move.is_none());
+    assert_eq!(r.stop_reason, pb::StopReason::NoMove as i32);
+    assert_eq!(
+        r.outcome.unwrap().reason,
+        common::EndReason::Checkmate as i32
+    );
+    s.server.stop().await;
+}
