@@ -519,6 +519,19 @@ fn texel_tune<P: arbiter_engine::tune::Tunable>(
 
 #[derive(Subcommand, Debug)]
 enum BenchTarget {
+    /// Live analysis: time to the first info, and cancel latency (one engine thread).
+    Analysis {
+        /// Server to measure (its analysis service should have one engine thread:
+        /// `--analysis-threads 1`); without it an embedded server with one is started.
+        #[arg(long)]
+        addr: Option<String>,
+        /// Trials of each measurement.
+        #[arg(long, default_value_t = 200)]
+        trials: usize,
+        /// How long the endless search runs before it is cancelled, in ms.
+        #[arg(long, default_value_t = 20)]
+        run_ms: u64,
+    },
     /// Drive the rules service: unary and streaming validation next to the no-op ceiling.
     Rules {
         /// Server to load, e.g. http://127.0.0.1:50051; without it an embedded server is started
@@ -728,6 +741,33 @@ fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
 
 fn bench(target: BenchTarget) -> Result<String, CliError> {
     match target {
+        BenchTarget::Analysis {
+            addr,
+            trials,
+            run_ms,
+        } => {
+            let cfg = arbiter_bench::analysis::AnalysisBenchConfig {
+                trials: trials.clamp(1, 100_000),
+                run_before_cancel: std::time::Duration::from_millis(run_ms),
+            };
+            runtime()?.block_on(async {
+                let rows = against(
+                    addr,
+                    "arbiter.analysis.v1.AnalysisService",
+                    || {
+                        let mut config = arbiter_server::ServerConfig::default();
+                        config.analysis.pool.threads = 1;
+                        Ok(config)
+                    },
+                    |channel| {
+                        let cfg = cfg.clone();
+                        async move { arbiter_bench::analysis::run(channel, &cfg).await }
+                    },
+                )
+                .await?;
+                Ok(arbiter_bench::analysis::report(&rows, &cfg))
+            })
+        }
         BenchTarget::Rules {
             addr,
             duration_secs,

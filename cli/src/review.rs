@@ -7,8 +7,8 @@ use crate::CliError;
 use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_with};
 use arbiter_core::{AnyPosition, Color, Locale, Notation, Position, Variant};
 use arbiter_engine::analyze::{AnalysisSettings, analyze};
-use arbiter_engine::review::{GameAccuracy, Judgement, game_accuracy, judge};
-use arbiter_engine::score::{MATE, Reported, outcome_score};
+use arbiter_engine::review::{GameAccuracy, game_accuracy, judge, pgn_eval, score_of};
+use arbiter_engine::score::outcome_score;
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -83,12 +83,13 @@ impl std::fmt::Display for GameSummary {
     }
 }
 
-/// A position to analyse, with the repetition keys of the game's positions before it and the
-/// move played from it (UCI; none after the last move).
-struct Task {
-    position: AnyPosition,
-    played: Option<String>,
-    history: Vec<u64>,
+/// A game to analyse: every position of its main line, and the repetition keys of those
+/// positions (the history of position `i` is `keys[..i]`), so the whole game is held once.
+struct GameTasks {
+    positions: Vec<AnyPosition>,
+    keys: Vec<u64>,
+    /// The moves played (UCI), one fewer than the positions.
+    played: Vec<String>,
 }
 
 /// The analysis of one position: white's score (engine units), the `[%eval]` text (none for
@@ -100,17 +101,9 @@ struct Found {
     best: Option<String>,
 }
 
-/// An engine score from a reported one (mate distances kept; "mated now" as mated).
-fn score_of(r: Reported) -> i32 {
-    match r {
-        Reported::Cp(cp) => cp,
-        Reported::Mate(n) if n > 0 => MATE - (2 * n - 1),
-        Reported::Mate(n) => -(MATE - 2 * n.abs()),
-    }
-}
-
-fn analyse(task: &Task, settings: &AnalysisSettings) -> Found {
-    let pos = &task.position;
+/// Analyses position `ply` of `game`.
+fn analyse(game: &GameTasks, ply: usize, settings: &AnalysisSettings) -> Found {
+    let pos = &game.positions[ply];
     let us = pos.turn();
     let to_white = |s: i32| if us == Color::White { s } else { -s };
     // A finished game is scored by its result, not searched.
@@ -124,7 +117,7 @@ fn analyse(task: &Task, settings: &AnalysisSettings) -> Found {
     let stop = AtomicBool::new(false);
     let a = analyze(
         pos,
-        &task.history,
+        &game.keys[..ply],
         settings,
         &stop,
         &SystemTime::new(),
@@ -132,18 +125,8 @@ fn analyse(task: &Task, settings: &AnalysisSettings) -> Found {
     );
     Found {
         white: to_white(score_of(a.score)),
-        eval: Some(eval_text(a.score, us)),
+        eval: Some(pgn_eval(a.score, us)),
         best: a.best,
-    }
-}
-
-/// An evaluation reported from `turn`'s side as PGN's `[%eval …]` writes it: pawns from white's
-/// side, or `#N` (white mates in N) / `#-N` (black does).
-fn eval_text(score: Reported, turn: Color) -> String {
-    let sign = if turn == Color::White { 1 } else { -1 };
-    match score {
-        Reported::Cp(cp) => format!("{:.2}", f64::from(sign * cp) / 100.0),
-        Reported::Mate(n) => format!("#{}", sign * n),
     }
 }
 
@@ -159,8 +142,7 @@ pub fn review(
     if games.is_empty() {
         return Err(CliError("FILE: no game in it".into()));
     }
-    let mut tasks = Vec::new();
-    let mut starts = Vec::new();
+    let mut tasks = Vec::with_capacity(games.len());
     for (g, game) in games.iter_mut().enumerate() {
         let fail = |e: &dyn std::fmt::Display| CliError(format!("FILE: game {}: {e}", g + 1));
         if game.variant().map_err(|e| fail(&e))? == Variant::Bughouse {
@@ -168,26 +150,24 @@ pub fn review(
                 &"bughouse is not reviewed: a board's evaluation ignores the partner's game",
             ));
         }
-        let played = game
+        let replayed = game
             .validate(Locale::English, Locale::English)
             .map_err(|e| fail(&e))?;
-        let mut pos = played.start().clone();
-        starts.push((tasks.len(), pos.turn()));
-        let mut history = Vec::new();
-        for &m in played.moves() {
-            tasks.push(Task {
-                played: Some(pos.move_to_uci(m)),
-                position: pos.clone(),
-                history: history.clone(),
-            });
-            history.push(pos.repetition_key());
+        let mut pos = replayed.start().clone();
+        let mut t = GameTasks {
+            positions: Vec::with_capacity(replayed.moves().len() + 1),
+            keys: Vec::with_capacity(replayed.moves().len() + 1),
+            played: Vec::with_capacity(replayed.moves().len()),
+        };
+        for &m in replayed.moves() {
+            t.played.push(pos.move_to_uci(m));
+            t.positions.push(pos.clone());
+            t.keys.push(pos.repetition_key());
             pos.play_unchecked(m);
         }
-        tasks.push(Task {
-            played: None,
-            position: pos,
-            history,
-        });
+        t.keys.push(pos.repetition_key());
+        t.positions.push(pos);
+        tasks.push(t);
     }
     let settings = AnalysisSettings {
         limits: Limits {
@@ -202,23 +182,12 @@ pub fn review(
         hash_mib: cfg.hash_mib,
     };
     let found = run_pool(&tasks, &settings, cfg.workers, progress);
-    let mut summaries = Vec::new();
-    for (g, game) in games.iter_mut().enumerate() {
-        let first = starts[g].0;
-        let count = game.moves.len() + 1;
-        let scores: Vec<i32> = found[first..first + count]
-            .iter()
-            .map(|f| f.white)
-            .collect();
-        summaries.push(annotate(
-            game,
-            g,
-            &tasks[first..first + count],
-            &found[first..first + count],
-            &scores,
-            starts[g].1,
-        ));
-    }
+    let summaries = games
+        .iter_mut()
+        .zip(tasks.iter().zip(&found))
+        .enumerate()
+        .map(|(g, (game, (t, f)))| annotate(game, g, t, f))
+        .collect();
     let mut out = String::new();
     for game in &games {
         out.push_str(&game.to_string());
@@ -227,71 +196,72 @@ pub fn review(
     Ok((out, summaries))
 }
 
-/// Analyses every task on `workers` threads; the results in task order.
+/// Analyses every position of every game on `workers` threads; the results per game, in ply
+/// order.
 fn run_pool(
-    tasks: &[Task],
+    games: &[GameTasks],
     settings: &AnalysisSettings,
     workers: usize,
     progress: &mut dyn FnMut(&ReviewProgress),
-) -> Vec<Found> {
+) -> Vec<Vec<Found>> {
+    // Positions are handed out in order through one counter over (game, ply) pairs.
+    let order: Vec<(usize, usize)> = games
+        .iter()
+        .enumerate()
+        .flat_map(|(g, t)| (0..t.positions.len()).map(move |p| (g, p)))
+        .collect();
     let next = AtomicUsize::new(0);
     let start = std::time::Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Found)>();
-    let mut found: Vec<Option<Found>> = vec![None; tasks.len()];
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, Found)>();
+    let mut found: Vec<Vec<Option<Found>>> =
+        games.iter().map(|t| vec![None; t.positions.len()]).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers.clamp(1, 64) {
-            let (tx, next) = (tx.clone(), &next);
+            let (tx, next, order) = (tx.clone(), &next, &order);
             scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= tasks.len() || tx.send((i, analyse(&tasks[i], settings))).is_err() {
+                while let Some(&(g, p)) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if tx.send((g, p, analyse(&games[g], p, settings))).is_err() {
                         return;
                     }
                 }
             });
         }
         drop(tx);
-        for (done, (i, f)) in rx.into_iter().enumerate() {
-            found[i] = Some(f);
+        for (done, (g, p, f)) in rx.into_iter().enumerate() {
+            found[g][p] = Some(f);
             progress(&ReviewProgress {
                 done: done + 1,
-                total: tasks.len(),
+                total: order.len(),
                 elapsed_s: start.elapsed().as_secs_f64(),
             });
         }
     });
     found
         .into_iter()
-        .map(|f| f.expect("every task is analysed"))
+        .map(|g| {
+            g.into_iter()
+                .map(|f| f.expect("every position is analysed"))
+                .collect()
+        })
         .collect()
 }
 
 /// Writes the evaluations, NAGs and comments onto `game`'s main line.
-fn annotate(
-    game: &mut PgnGame,
-    g: usize,
-    tasks: &[Task],
-    found: &[Found],
-    scores: &[i32],
-    first: Color,
-) -> GameSummary {
+fn annotate(game: &mut PgnGame, g: usize, tasks: &GameTasks, found: &[Found]) -> GameSummary {
+    let scores: Vec<i32> = found.iter().map(|f| f.white).collect();
     let mut counts = [[0usize; 3]; 2];
     for (ply, node) in game.moves.iter_mut().enumerate() {
-        let mover = tasks[ply].position.turn();
+        let before = &tasks.positions[ply];
+        let mover = before.turn();
         let mut comment = String::new();
         // The engine's own choice is never a mistake, whatever the next search says of it.
-        let engine_choice = found[ply].best.is_some() && found[ply].best == tasks[ply].played;
+        let engine_choice = found[ply].best.as_ref() == Some(&tasks.played[ply]);
         if let Some(j) = judge(scores[ply], scores[ply + 1], mover).filter(|_| !engine_choice) {
-            counts[usize::from(mover == Color::Black)][match j {
-                Judgement::Inaccuracy => 0,
-                Judgement::Mistake => 1,
-                Judgement::Blunder => 2,
-            }] += 1;
+            counts[usize::from(mover == Color::Black)][j.index()] += 1;
             node.nags.retain(|&n| !(1..=6).contains(&n));
             node.nags.push(j.nag());
             let name = j.name();
             comment = format!("{}{}.", name[..1].to_uppercase(), &name[1..]);
-            let before = &tasks[ply].position;
             if let Some(best) = found[ply].best.as_deref()
                 && let Ok(m) = before.parse_move(best, Notation::Uci, Locale::English)
             {
@@ -318,7 +288,7 @@ fn annotate(
     }
     GameSummary {
         number: g + 1,
-        accuracy: game_accuracy(first, scores[0], &scores[1..]),
+        accuracy: game_accuracy(tasks.positions[0].turn(), scores[0], &scores[1..]),
         counts,
     }
 }
@@ -334,28 +304,6 @@ mod tests {
             workers,
             hash_mib: 1,
         }
-    }
-
-    #[test]
-    fn scores_round_trip_through_reports() {
-        // The side to move mates on odd plies and is mated on even ones.
-        for s in [
-            0,
-            35,
-            -270,
-            MATE - 1,
-            MATE - 7,
-            -(MATE - 2),
-            -(MATE - 8),
-            -MATE,
-        ] {
-            assert_eq!(score_of(Reported::of(s)), s, "{s}");
-        }
-        assert_eq!(eval_text(Reported::Cp(35), Color::White), "0.35");
-        assert_eq!(eval_text(Reported::Cp(120), Color::Black), "-1.20");
-        assert_eq!(eval_text(Reported::Mate(3), Color::White), "#3");
-        assert_eq!(eval_text(Reported::Mate(1), Color::Black), "#-1");
-        assert_eq!(eval_text(Reported::Mate(-2), Color::Black), "#2");
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //!
 //! Not for bughouse: a single board's evaluation ignores the partner's game.
 
-use crate::score::{MATE_BOUND, win_chance};
+use crate::score::{MATE, MATE_BOUND, Reported, win_chance};
 use arbiter_core::Color;
 
 /// The evaluation lichess assumes for the standard starting position (centipawns, white),
@@ -59,6 +59,11 @@ impl Judgement {
         }
     }
 
+    /// 0, 1, 2 for an inaccuracy, a mistake, a blunder: an index for counting them.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The lower-case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -66,6 +71,27 @@ impl Judgement {
             Judgement::Mistake => "mistake",
             Judgement::Blunder => "blunder",
         }
+    }
+}
+
+/// The engine score (see [`crate::score`]) of a reported one: centipawns as they are, a mate
+/// in `n` as the score of a mate `2n − 1` plies away, mated in `n` as `2n` plies away (so
+/// `Reported::of` gives the report back).
+pub fn score_of(r: Reported) -> i32 {
+    match r {
+        Reported::Cp(cp) => cp,
+        Reported::Mate(n) if n > 0 => MATE - (2 * n - 1),
+        Reported::Mate(n) => -(MATE - 2 * n.abs()),
+    }
+}
+
+/// A score reported from `turn`'s side as PGN's `[%eval …]` writes it: pawns from white's side
+/// with two decimals, or `#N` (white mates in N) / `#-N` (black does).
+pub fn pgn_eval(score: Reported, turn: Color) -> String {
+    let sign = if turn == Color::White { 1 } else { -1 };
+    match score {
+        Reported::Cp(cp) => format!("{:.2}", f64::from(sign * cp) / 100.0),
+        Reported::Mate(n) => format!("#{}", sign * n),
     }
 }
 
@@ -187,7 +213,22 @@ pub fn game_accuracy(first: Color, start: i32, after: &[i32]) -> GameAccuracy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::score::MATE;
+
+    #[test]
+    fn scores_round_trip_through_reports() {
+        // The side to move mates on odd plies and is mated on even ones.
+        for s in [0, 35, -270, MATE - 1, MATE - 7, -(MATE - 2), -(MATE - 8), -MATE] {
+            assert_eq!(score_of(Reported::of(s)), s, "{s}");
+        }
+        assert_eq!(pgn_eval(Reported::Cp(35), Color::White), "0.35");
+        assert_eq!(pgn_eval(Reported::Cp(120), Color::Black), "-1.20");
+        assert_eq!(pgn_eval(Reported::Mate(3), Color::White), "#3");
+        assert_eq!(pgn_eval(Reported::Mate(1), Color::Black), "#-1");
+        assert_eq!(pgn_eval(Reported::Mate(-2), Color::Black), "#2");
+        for (i, (_, j)) in THRESHOLDS.iter().rev().enumerate() {
+            assert_eq!(j.index(), i);
+        }
+    }
 
     /// The centipawns at which the winning chances are `wc` (the curve's inverse).
     fn cp_at(wc: f64) -> f64 {

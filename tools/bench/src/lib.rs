@@ -4,12 +4,14 @@
 //! through the generated gRPC clients, like any other client, so they measure what a platform
 //! would see; they know no service crate.
 //!
+//! - [`analysis`]: live analysis: the time to the first info, and the cancel latency;
 //! - [`rules`]: unary and streaming validation next to the gRPC stack's no-op ceiling;
 //! - [`matches`](mod@matches): many hosted matches of one variant played at once through `MakeMove`;
 //! - [`clocks`]: an open-loop move rate on thousands of games with clocks, against the same load
 //!   without clocks, and the delay of flags that fall with no move sent.
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod clocks;
 pub mod matches;
 pub mod rules;

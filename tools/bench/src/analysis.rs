@@ -1,0 +1,148 @@
+//! Latency of live analysis (`arbiter bench analysis` drives it), against one server whose
+//! analysis service has one engine thread:
+//!
+//! - **first info**: from sending `Analyze` to receiving its first `info` (the depth-1
+//!   iteration), next to the round trip of a depth-1 `BestMove` measured in the same run;
+//! - **cancel**: an endless `Analyze` is running; the client cancels it and at once asks for a
+//!   depth-1 `BestMove`. With one engine thread the answer can only come once the cancelled
+//!   search has given its thread back, so that round trip less the plain depth-1 round trip is
+//!   the cancel latency (the time for the cancel to reach the search and the search to stop).
+
+use arbiter_proto::analysis::v1::{self as pb, analysis_service_client::AnalysisServiceClient};
+use arbiter_proto::common::v1 as common;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct AnalysisBenchConfig {
+    /// Trials of each measurement.
+    pub trials: usize,
+    /// How long the endless search runs before it is cancelled.
+    pub run_before_cancel: Duration,
+}
+
+/// The figures of one measurement, in ms.
+#[derive(Debug, Clone)]
+pub struct Latency {
+    /// What was measured.
+    pub name: &'static str,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+fn summarise(name: &'static str, mut ms: Vec<f64>) -> Latency {
+    ms.sort_by(f64::total_cmp);
+    let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
+    Latency {
+        name,
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        max: *ms.last().expect("at least one trial"),
+    }
+}
+
+fn start() -> Option<common::Position> {
+    Some(common::Position {
+        variant: common::Variant::Chess as i32,
+        ..Default::default()
+    })
+}
+
+async fn depth_one(client: &mut AnalysisServiceClient<Channel>) -> Result<f64, tonic::Status> {
+    let t = Instant::now();
+    client
+        .best_move(pb::BestMoveRequest {
+            position: start(),
+            limits: Some(pb::SearchLimits {
+                depth: 1,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await?;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Opens an endless analysis and returns the time to its first info, with the stream.
+async fn endless(
+    client: &mut AnalysisServiceClient<Channel>,
+) -> Result<(f64, tonic::Streaming<pb::AnalyzeUpdate>), tonic::Status> {
+    let t = Instant::now();
+    let mut stream = client
+        .analyze(pb::AnalyzeRequest {
+            position: start(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    match stream.message().await? {
+        Some(pb::AnalyzeUpdate {
+            update: Some(pb::analyze_update::Update::Info(_)),
+        }) => Ok((t.elapsed().as_secs_f64() * 1e3, stream)),
+        other => Err(tonic::Status::internal(format!(
+            "expected a first info, got {other:?}"
+        ))),
+    }
+}
+
+/// Runs the measurements: the depth-1 reference, the first info, the cancel.
+pub async fn run(channel: Channel, cfg: &AnalysisBenchConfig) -> Result<Vec<Latency>, tonic::Status> {
+    let mut client = AnalysisServiceClient::new(channel);
+    let trials = cfg.trials.max(1);
+    // Warm-up: the connection, the allocator, the table's pages.
+    for _ in 0..10 {
+        depth_one(&mut client).await?;
+    }
+    let (mut reference, mut first, mut cancel) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..trials {
+        reference.push(depth_one(&mut client).await?);
+        let (to_first, stream) = endless(&mut client).await?;
+        first.push(to_first);
+        tokio::time::sleep(cfg.run_before_cancel).await;
+        drop(stream);
+        cancel.push(depth_one(&mut client).await?);
+    }
+    let base = summarise("depth-1 BestMove (reference)", reference);
+    let less: Vec<f64> = cancel.iter().map(|ms| ms - base.p50).collect();
+    Ok(vec![
+        summarise("first info of Analyze", first),
+        summarise("cancel, then depth-1 BestMove", cancel),
+        summarise("cancel latency (the row above less the reference median)", less),
+        base,
+    ])
+}
+
+/// The report: one row per measurement, then the ratio of first info to the reference.
+pub fn report(rows: &[Latency], cfg: &AnalysisBenchConfig) -> String {
+    let mut out = format!(
+        "{} trials, endless search cancelled after {} ms; one engine thread\n{:<54} {:>8} {:>8} {:>8} {:>8}\n",
+        cfg.trials,
+        cfg.run_before_cancel.as_millis(),
+        "ms",
+        "p50",
+        "p90",
+        "p99",
+        "max"
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{:<54} {:>8.3} {:>8.3} {:>8.3} {:>8.3}\n",
+            r.name, r.p50, r.p90, r.p99, r.max
+        ));
+    }
+    if let [first, .., reference] = rows {
+        out.push_str(&format!(
+            "ratio first info / depth-1 BestMove (medians): {:.2}\n",
+            first.p50 / reference.p50
+        ));
+    }
+    out
+}
