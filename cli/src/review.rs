@@ -213,8 +213,10 @@ fn run_pool(
     let next = AtomicUsize::new(0);
     let start = std::time::Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, Found)>();
-    let mut found: Vec<Vec<Option<Found>>> =
-        games.iter().map(|t| vec![None; t.positions.len()]).collect();
+    let mut found: Vec<Vec<Option<Found>>> = games
+        .iter()
+        .map(|t| vec![None; t.positions.len()])
+        .collect();
     std::thread::scope(|scope| {
         for _ in 0..workers.clamp(1, 64) {
             let (tx, next, order) = (tx.clone(), &next, &order);

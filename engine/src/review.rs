@@ -217,7 +217,16 @@ mod tests {
     #[test]
     fn scores_round_trip_through_reports() {
         // The side to move mates on odd plies and is mated on even ones.
-        for s in [0, 35, -270, MATE - 1, MATE - 7, -(MATE - 2), -(MATE - 8), -MATE] {
+        for s in [
+            0,
+            35,
+            -270,
+            MATE - 1,
+            MATE - 7,
+            -(MATE - 2),
+            -(MATE - 8),
+            -MATE,
+        ] {
             assert_eq!(score_of(Reported::of(s)), s, "{s}");
         }
         assert_eq!(pgn_eval(Reported::Cp(35), Color::White), "0.35");

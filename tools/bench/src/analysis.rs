@@ -94,7 +94,10 @@ async fn endless(
 }
 
 /// Runs the measurements: the depth-1 reference, the first info, the cancel.
-pub async fn run(channel: Channel, cfg: &AnalysisBenchConfig) -> Result<Vec<Latency>, tonic::Status> {
+pub async fn run(
+    channel: Channel,
+    cfg: &AnalysisBenchConfig,
+) -> Result<Vec<Latency>, tonic::Status> {
     let mut client = AnalysisServiceClient::new(channel);
     let trials = cfg.trials.max(1);
     // Warm-up: the connection, the allocator, the table's pages.
@@ -115,7 +118,10 @@ pub async fn run(channel: Channel, cfg: &AnalysisBenchConfig) -> Result<Vec<Late
     Ok(vec![
         summarise("first info of Analyze", first),
         summarise("cancel, then depth-1 BestMove", cancel),
-        summarise("cancel latency (the row above less the reference median)", less),
+        summarise(
+            "cancel latency (the row above less the reference median)",
+            less,
+        ),
         base,
     ])
 }
