@@ -5,6 +5,7 @@ use crate::hooks::EnginePosition;
 use crate::score::Reported;
 use crate::search::{Control, Engine, Info, SearchOptions};
 use crate::time::{Limits, TimeSource};
+use crate::tt::Bound;
 use arbiter_core::{AnyPosition, Position};
 use std::fmt;
 use std::sync::atomic::AtomicBool;
@@ -59,6 +60,8 @@ impl fmt::Display for Progress {
 pub struct AnalysisLine {
     /// Its score, from the side to move.
     pub score: Reported,
+    /// How the score bounds the true one (see [`Line::bound`](crate::Line::bound)).
+    pub bound: Bound,
     /// Its moves, in coordinate notation.
     pub pv: Vec<String>,
 }
@@ -74,6 +77,8 @@ pub struct Analysis {
     pub lines: Vec<AnalysisLine>,
     /// The score of the position (the first line's, or the ending's when no move is legal).
     pub score: Reported,
+    /// How `score` bounds the true one (exact unless a stopped iteration proved only a bound).
+    pub bound: Bound,
     /// The deepest completed iteration.
     pub depth: u32,
     /// Nodes searched.
@@ -148,10 +153,12 @@ fn run<P: EnginePosition>(
             .iter()
             .map(|l| AnalysisLine {
                 score: Reported::of(l.score),
+                bound: l.bound,
                 pv: pv_text(pos, &l.pv),
             })
             .collect(),
         score: Reported::of(r.score),
+        bound: r.lines.first().map_or(Bound::Exact, |l| l.bound),
         depth: r.depth,
         nodes: r.nodes,
         time_ms: r.time_ms,

@@ -42,3 +42,4 @@ pub mod tune;
 pub use hooks::EnginePosition;
 pub use search::{Control, Engine, Info, Line, SearchOptions, SearchResult};
 pub use time::{GameClock, Limits, SystemTime, TimeSource};
+pub use tt::Bound;

@@ -92,6 +92,10 @@ impl<M> Info<'_, M> {
 pub struct Line<M> {
     /// Its score, centipawns from the side to move.
     pub score: i32,
+    /// How `score` bounds the line's true score: exact, except when a stopped iteration had
+    /// proved only a bound for it (the move failed high: at least this; or the best move failed
+    /// low: at most this), as Stockfish marks `lowerbound`/`upperbound`.
+    pub bound: Bound,
     /// Its moves, the first being the line's move at the root.
     pub pv: Vec<M>,
 }
@@ -121,6 +125,8 @@ pub struct SearchResult<M> {
 struct RootMove<M> {
     mv: M,
     score: i32,
+    /// How `score` bounds the move's true score in this iteration.
+    bound: Bound,
     previous: i32,
     pv: Vec<M>,
 }
@@ -306,6 +312,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 RootMove {
                     mv,
                     score: -INFINITE,
+                    bound: Bound::Exact,
                     previous: estimate.clamp(-MATE, MATE),
                     pv: vec![mv],
                 }
@@ -402,13 +409,17 @@ impl<P: EnginePosition> Worker<'_, P> {
         let lines: Vec<Line<P::Move>> = root_moves
             .iter()
             .take(lines)
-            .map(|rm| Line {
-                score: if rm.score > -INFINITE {
-                    rm.score
+            .map(|rm| {
+                let (score, bound) = if rm.score > -INFINITE {
+                    (rm.score, rm.bound)
                 } else {
-                    rm.previous
-                },
-                pv: rm.pv.clone(),
+                    (rm.previous, Bound::Exact)
+                };
+                Line {
+                    score,
+                    bound,
+                    pv: rm.pv.clone(),
+                }
             })
             .collect();
         let best = root_moves[0].mv;
@@ -435,6 +446,7 @@ impl<P: EnginePosition> Worker<'_, P> {
         root_moves: &mut [RootMove<P::Move>],
     ) -> i32 {
         let mut best = -INFINITE;
+        let window_low = alpha;
         self.pv[0].clear();
         for (i, rm) in root_moves.iter_mut().enumerate().skip(first) {
             let m = rm.mv;
@@ -456,6 +468,13 @@ impl<P: EnginePosition> Worker<'_, P> {
             }
             if i == first || score > alpha {
                 rm.score = score;
+                rm.bound = if score >= beta {
+                    Bound::Lower
+                } else if score <= window_low {
+                    Bound::Upper
+                } else {
+                    Bound::Exact
+                };
                 rm.pv.clear();
                 rm.pv.push(m);
                 rm.pv.extend_from_slice(&self.pv[1]);

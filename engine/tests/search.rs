@@ -564,3 +564,34 @@ fn a_position_without_moves_gives_its_ending() {
     let r = search(&p, Limits::depth(3), 1);
     assert_eq!((r.best, r.score), (None, 0));
 }
+
+#[test]
+fn a_stopped_iteration_marks_its_bounds() {
+    use arbiter_engine::Bound;
+    let kiwipete =
+        Chess::from_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+            .unwrap();
+    // A finished iteration proves exact scores for every line.
+    for depth in 1..=6 {
+        let r = search(&kiwipete, Limits::depth(depth), 3);
+        assert!(
+            r.lines.iter().all(|l| l.bound == Bound::Exact),
+            "depth {depth}"
+        );
+    }
+    // Node limits stop iterations midway: some stop after a move failed high or low there,
+    // and then say so; a stop before any such result keeps the last finished iteration's exact
+    // score.
+    let mut seen = [0usize; 3];
+    for nodes in (2_000..80_000).step_by(1_531) {
+        let r = search(&kiwipete, Limits::nodes(nodes), 1);
+        let line = &r.lines[0];
+        assert_eq!(r.score, line.score);
+        seen[match line.bound {
+            Bound::Exact => 0,
+            Bound::Lower => 1,
+            Bound::Upper => 2,
+        }] += 1;
+    }
+    assert!(seen[0] > 0 && seen[1] + seen[2] > 0, "{seen:?}");
+}

@@ -7,7 +7,7 @@ use crate::config::{Caps, MAX_DEPTH};
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
 use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze};
 use arbiter_engine::score::{Reported, outcome_score};
-use arbiter_engine::{Limits, SearchOptions, TimeSource};
+use arbiter_engine::{Bound, Limits, SearchOptions, TimeSource};
 use arbiter_kit::ApiError;
 use arbiter_kit::convert::{locale, move_to_proto, notation, outcome_to_proto, position};
 use arbiter_proto::analysis::v1 as pb;
@@ -170,6 +170,15 @@ pub fn score_to_proto(r: Reported) -> pb::EngineScore {
     }
 }
 
+/// Encodes a score's bound.
+pub fn bound_to_proto(b: Bound) -> pb::ScoreBound {
+    match b {
+        Bound::Exact => pb::ScoreBound::Exact,
+        Bound::Lower => pb::ScoreBound::Lower,
+        Bound::Upper => pb::ScoreBound::Upper,
+    }
+}
+
 /// A line of coordinate moves from `pos`, each in UCI and SAN. The engine wrote the moves, so
 /// each is legal in turn; the line stops at a move that is not (never expected).
 fn line(pos: &AnyPosition, moves: &[String], locale: Locale) -> Vec<common::Move> {
@@ -262,12 +271,14 @@ pub fn run(
             .iter()
             .map(|l| pb::AnalysisLine {
                 score: Some(score_to_proto(l.score)),
+                bound: bound_to_proto(l.bound) as i32,
                 pv: line(pos, &l.pv, query.locale),
             })
             .collect(),
         depth: a.depth,
         nodes: a.nodes,
         time_ms: a.time_ms,
+        bound: bound_to_proto(a.bound) as i32,
         outcome: None,
         stop_reason: if stop.load(std::sync::atomic::Ordering::Relaxed) {
             // Raised from outside: the caller is gone (nobody reads this), or the server stopped
