@@ -93,43 +93,25 @@ pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
             ),
         ));
     }
-    if limits.nodes > caps.max_nodes {
-        return Err(ApiError::exhausted(
-            "limits.nodes",
-            format!(
-                "{} nodes exceed the server's cap of {}",
-                limits.nodes, caps.max_nodes
-            ),
-        ));
-    }
-    if limits.movetime_ms > caps.max_time_ms {
-        return Err(ApiError::exhausted(
-            "limits.movetime_ms",
-            format!(
-                "{} ms exceed the server's cap of {} ms",
-                limits.movetime_ms, caps.max_time_ms
-            ),
-        ));
-    }
-    if f.multipv > caps.max_multipv {
-        return Err(ApiError::exhausted(
-            "multipv",
-            format!(
-                "{} lines exceed the server's cap of {}",
-                f.multipv, caps.max_multipv
-            ),
-        ));
-    }
-    if f.moves.len() > caps.max_moves {
-        return Err(ApiError::exhausted(
-            "moves",
-            format!(
-                "{} moves exceed the limit of {} per request",
-                f.moves.len(),
-                caps.max_moves
-            ),
-        ));
-    }
+    within("limits.nodes", limits.nodes, caps.max_nodes, "nodes")?;
+    within(
+        "limits.movetime_ms",
+        limits.movetime_ms,
+        caps.max_time_ms,
+        "ms",
+    )?;
+    within(
+        "multipv",
+        u64::from(f.multipv),
+        u64::from(caps.max_multipv),
+        "lines",
+    )?;
+    within(
+        "moves",
+        f.moves.len() as u64,
+        caps.max_moves as u64,
+        "moves",
+    )?;
     let read_as = notation(f.notation);
     let locale = locale(f.locale);
     let mut game = GameState::new(start);
@@ -158,6 +140,17 @@ pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
         locale,
         hash_mib: caps.hash_mib,
     })
+}
+
+/// `RESOURCE_EXHAUSTED` on `field` when `value` (counted in `unit`) is over the server's `cap`.
+fn within(field: &str, value: u64, cap: u64, unit: &str) -> Result<(), ApiError> {
+    if value > cap {
+        return Err(ApiError::exhausted(
+            field,
+            format!("{value} {unit} exceed the server's cap of {cap} {unit}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Encodes an engine score.
