@@ -1,9 +1,9 @@
 //! The `arbiter` binary against its contract: perft totals for the whole standard and Glinski
 //! suites, legal moves that agree with independent generators (shakmaty for chess, the naive
-//! generator of `core/tests/support/glinski_naive.rs` for Glinski), and malformed input that
+//! generator of `core/tests/suite/support/glinski_naive.rs` for Glinski), and malformed input that
 //! exits with code 2 and a message naming the problem.
 
-#[path = "../../core/tests/support/glinski_naive.rs"]
+#[path = "../../core/tests/suite/support/glinski_naive.rs"]
 mod glinski_naive;
 
 use shakmaty::fen::Fen;

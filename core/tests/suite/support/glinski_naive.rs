@@ -6,7 +6,7 @@
 //! Independent definitions on purpose: the knight's targets are "the cells at distance 3 not on
 //! an orthogonal line" (equivalent to the spec's 2·oᵢ + oᵢ₊₁), and promotion happens where a
 //! pawn's next forward cell does not exist (the spec lists those cells). Used by
-//! `core/tests/glinski_independent.rs` and `cli/tests/cli.rs` (included by path, so neither test
+//! `core/tests/suite/glinski_independent.rs` and `cli/tests/cli.rs` (included by path, so neither test
 //! crate depends on the other).
 #![allow(dead_code)]
 
