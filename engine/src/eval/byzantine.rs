@@ -1,5 +1,10 @@
-//! Byzantine (and Citadel) evaluation: material, mobility on the rings, blocked pawns, the danger of being left with a bare king (which loses), king safety,
-//! and in the Citadel variant the defender's path to its far citadel (entering it draws).
+//! Byzantine (and Citadel) evaluation: material, mobility on the rings, blocked pawns, the
+//! danger of being left with a bare king (which loses), and in the Citadel variant the
+//! defender's path to its far citadel (entering it draws).
+//!
+//! There is no king-safety term: one (own pieces next to the king, enemy pieces hitting its
+//! zone) cost about 50 Elo in self-play, and dropping it was accepted by SPRT
+//! (docs/performance.md).
 
 use super::{Term, weight};
 use crate::hooks::EnginePosition;
@@ -16,9 +21,6 @@ const MOBILITY_BASE: [i32; 6] = [0, 4, 2, 10, 2, 0];
 const BLOCKED: i32 = 10;
 /// Per missing piece below three, for the side that could be left with a bare king.
 const THIN: [i32; 4] = [250, 120, 40, 0];
-/// Own pieces next to the king; enemy pieces attacking cells next to it.
-const KING_GUARD: i32 = 8;
-const KING_ATTACK: i32 = 12;
 /// Per ring nearer its far citadel, for a side behind in material (Citadel variant).
 const CITADEL_PULL: i32 = 20;
 const TEMPO: i32 = 10;
@@ -39,23 +41,8 @@ fn side_terms(pos: &Byzantine, color: Color) -> (i32, i32) {
     let us = pos.by_color(color);
     let mut score = 0;
     let mut pieces = 0;
-    let their_king = pos.pieces(!color, ByzRole::King);
-    // `targets` leaves out the mover's own cells: asking for both colours gives every step.
-    let steps = |k: u8| {
-        pos.targets(k, Color::White, ByzRole::King, false)
-            | pos.targets(k, Color::Black, ByzRole::King, false)
-    };
-    let king_zone = if their_king != 0 {
-        steps(their_king.trailing_zeros() as u8) | their_king
-    } else {
-        0
-    };
     let mut material = 0;
-    let (mobility, pawns, king) = (
-        weight(Term::Mobility),
-        weight(Term::Pawns),
-        weight(Term::King),
-    );
+    let (mobility, pawns) = (weight(Term::Mobility), weight(Term::Pawns));
     let mut bb = us;
     while bb != 0 {
         let c = bb.trailing_zeros() as u8;
@@ -77,13 +64,10 @@ fn side_terms(pos: &Byzantine, color: Color) -> (i32, i32) {
                     score -= pawns * BLOCKED;
                 }
             }
-            ByzRole::King => {
-                score += king * KING_GUARD * (steps(c) & us).count_ones().min(4) as i32;
-            }
+            ByzRole::King => {}
             _ => {
                 let n = (reach & !us).count_ones() as i32 - MOBILITY_BASE[r];
                 score += mobility * MOBILITY[r] * n;
-                score += king * KING_ATTACK * (reach & king_zone).count_ones().min(3) as i32;
             }
         }
     }

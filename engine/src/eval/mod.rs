@@ -19,7 +19,8 @@ pub enum Term {
     Centre = 1,
     /// Glinski: pawn advancement and passed pawns; Byzantine: blocked pawns.
     Pawns = 2,
-    /// King safety: own pieces next to the king, enemy pieces hitting its zone.
+    /// Glinski: king safety, own pieces next to the king, enemy pieces hitting its zone.
+    /// (Byzantine has no such term: it was dropped after an SPRT.)
     King = 3,
     /// Byzantine: the danger of being left with a bare king (fewer than three pieces).
     Bare = 4,
