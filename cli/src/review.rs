@@ -5,10 +5,9 @@
 
 use crate::CliError;
 use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_with};
-use arbiter_core::{AnyPosition, Color, Locale, Notation, Position, Variant};
-use arbiter_engine::analyze::{AnalysisSettings, analyze};
-use arbiter_engine::review::{GameAccuracy, game_accuracy, judge, pgn_eval, score_of};
-use arbiter_engine::score::outcome_score;
+use arbiter_core::{AnyPosition, Locale, Notation, Position, Variant};
+use arbiter_engine::analyze::AnalysisSettings;
+use arbiter_engine::review::{GameAccuracy, PositionEval, evaluate_position, review_game};
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -92,44 +91,6 @@ struct GameTasks {
     played: Vec<String>,
 }
 
-/// The analysis of one position: white's score (engine units), the `[%eval]` text (none for
-/// a finished game) and the engine's move (UCI).
-#[derive(Clone, Debug)]
-struct Found {
-    white: i32,
-    eval: Option<String>,
-    best: Option<String>,
-}
-
-/// Analyses position `ply` of `game`.
-fn analyse(game: &GameTasks, ply: usize, settings: &AnalysisSettings) -> Found {
-    let pos = &game.positions[ply];
-    let us = pos.turn();
-    let to_white = |s: i32| if us == Color::White { s } else { -s };
-    // A finished game is scored by its result, not searched.
-    if let Some(outcome) = pos.terminal() {
-        return Found {
-            white: outcome_score(&outcome, Color::White, 0),
-            eval: None,
-            best: None,
-        };
-    }
-    let stop = AtomicBool::new(false);
-    let a = analyze(
-        pos,
-        &game.keys[..ply],
-        settings,
-        &stop,
-        &SystemTime::new(),
-        &mut |_| {},
-    );
-    Found {
-        white: to_white(score_of(a.score)),
-        eval: Some(pgn_eval(a.score, us)),
-        best: a.best,
-    }
-}
-
 /// Reads the games, analyses every main-line position on `cfg.workers` threads, and returns the
 /// annotated PGN and a summary per game; `progress` is called after each position.
 pub fn review(
@@ -203,7 +164,7 @@ fn run_pool(
     settings: &AnalysisSettings,
     workers: usize,
     progress: &mut dyn FnMut(&ReviewProgress),
-) -> Vec<Vec<Found>> {
+) -> Vec<Vec<PositionEval>> {
     // Positions are handed out in order through one counter over (game, ply) pairs.
     let order: Vec<(usize, usize)> = games
         .iter()
@@ -212,8 +173,8 @@ fn run_pool(
         .collect();
     let next = AtomicUsize::new(0);
     let start = std::time::Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, Found)>();
-    let mut found: Vec<Vec<Option<Found>>> = games
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, PositionEval)>();
+    let mut found: Vec<Vec<Option<PositionEval>>> = games
         .iter()
         .map(|t| vec![None; t.positions.len()])
         .collect();
@@ -222,7 +183,15 @@ fn run_pool(
             let (tx, next, order) = (tx.clone(), &next, &order);
             scope.spawn(move || {
                 while let Some(&(g, p)) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if tx.send((g, p, analyse(&games[g], p, settings))).is_err() {
+                    let t = &games[g];
+                    let e = evaluate_position(
+                        &t.positions[p],
+                        &t.keys[..p],
+                        settings,
+                        &AtomicBool::new(false),
+                        &SystemTime::new(),
+                    );
+                    if tx.send((g, p, e)).is_err() {
                         return;
                     }
                 }
@@ -249,22 +218,22 @@ fn run_pool(
 }
 
 /// Writes the evaluations, NAGs and comments onto `game`'s main line.
-fn annotate(game: &mut PgnGame, g: usize, tasks: &GameTasks, found: &[Found]) -> GameSummary {
-    let scores: Vec<i32> = found.iter().map(|f| f.white).collect();
-    let mut counts = [[0usize; 3]; 2];
-    for (ply, node) in game.moves.iter_mut().enumerate() {
-        let before = &tasks.positions[ply];
-        let mover = before.turn();
+fn annotate(
+    game: &mut PgnGame,
+    g: usize,
+    tasks: &GameTasks,
+    evals: &[PositionEval],
+) -> GameSummary {
+    let review = review_game(evals, &tasks.played);
+    for (ply, (node, verdict)) in game.moves.iter_mut().zip(&review.moves).enumerate() {
         let mut comment = String::new();
-        // The engine's own choice is never a mistake, whatever the next search says of it.
-        let engine_choice = found[ply].best.as_ref() == Some(&tasks.played[ply]);
-        if let Some(j) = judge(scores[ply], scores[ply + 1], mover).filter(|_| !engine_choice) {
-            counts[usize::from(mover == Color::Black)][j.index()] += 1;
+        if let Some(j) = verdict.judgement {
             node.nags.retain(|&n| !(1..=6).contains(&n));
             node.nags.push(j.nag());
             let name = j.name();
             comment = format!("{}{}.", name[..1].to_uppercase(), &name[1..]);
-            if let Some(best) = found[ply].best.as_deref()
+            let before = &tasks.positions[ply];
+            if let Some(best) = verdict.better.as_deref()
                 && let Ok(m) = before.parse_move(best, Notation::Uci, Locale::English)
             {
                 comment.push_str(&format!(
@@ -273,7 +242,7 @@ fn annotate(game: &mut PgnGame, g: usize, tasks: &GameTasks, found: &[Found]) ->
                 ));
             }
         }
-        if let Some(eval) = &found[ply + 1].eval {
+        if let Some(eval) = evals[ply + 1].pgn_eval() {
             let eval = format!("[%eval {eval}]");
             comment = if comment.is_empty() {
                 eval
@@ -290,8 +259,8 @@ fn annotate(game: &mut PgnGame, g: usize, tasks: &GameTasks, found: &[Found]) ->
     }
     GameSummary {
         number: g + 1,
-        accuracy: game_accuracy(tasks.positions[0].turn(), scores[0], &scores[1..]),
-        counts,
+        accuracy: review.accuracy,
+        counts: review.counts,
     }
 }
 

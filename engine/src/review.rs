@@ -20,8 +20,12 @@
 //!
 //! Not for bughouse: a single board's evaluation ignores the partner's game.
 
-use crate::score::{MATE, MATE_BOUND, Reported, win_chance};
-use arbiter_core::Color;
+use crate::analyze::{AnalysisSettings, analyze};
+use crate::score::{MATE, MATE_BOUND, Reported, outcome_score, win_chance};
+use crate::time::TimeSource;
+use crate::tt::Bound;
+use arbiter_core::{AnyPosition, Color, Position};
+use std::sync::atomic::AtomicBool;
 
 /// The evaluation lichess assumes for the standard starting position (centipawns, white),
 /// the "before" of the first move when the game starts there.
@@ -210,9 +214,192 @@ pub fn game_accuracy(first: Color, start: i32, after: &[i32]) -> GameAccuracy {
     }
 }
 
+/// One position of a game, evaluated for its review.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PositionEval {
+    /// The engine score from white's side (see [`crate::score`]); a finished game scores its
+    /// result.
+    pub white: i32,
+    /// The score as reported from the side to move, with its bound; `None` for a finished game
+    /// (nothing was searched).
+    pub reported: Option<(Reported, Bound)>,
+    /// The side to move.
+    pub turn: Color,
+    /// The engine's move (coordinate notation); `None` for a finished game.
+    pub best: Option<String>,
+}
+
+impl PositionEval {
+    /// The `[%eval …]` text of this position (`None` for a finished game).
+    pub fn pgn_eval(&self) -> Option<String> {
+        self.reported.map(|(r, _)| pgn_eval(r, self.turn))
+    }
+}
+
+/// Evaluates one position of a game for its review: a finished game by its result, otherwise
+/// by a search with a fresh table under `settings` (so a node-limited review is reproducible).
+/// `history` holds the repetition keys of the game's positions before it.
+pub fn evaluate_position(
+    pos: &AnyPosition,
+    history: &[u64],
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+) -> PositionEval {
+    let turn = pos.turn();
+    if let Some(outcome) = pos.terminal() {
+        return PositionEval {
+            white: outcome_score(&outcome, Color::White, 0),
+            reported: None,
+            turn,
+            best: None,
+        };
+    }
+    let a = analyze(pos, history, settings, stop, time, &mut |_| {});
+    let score = score_of(a.score);
+    PositionEval {
+        white: if turn == Color::White { score } else { -score },
+        reported: Some((a.score, a.bound)),
+        turn,
+        best: a.best,
+    }
+}
+
+/// What the review says of one move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveReview {
+    /// Its classification, if it gave away winning chances (never for the engine's own move).
+    pub judgement: Option<Judgement>,
+    /// The engine's move in the position before it, when the move is classified.
+    pub better: Option<String>,
+}
+
+/// A game's review: each move's verdict, each player's accuracy, and how many inaccuracies,
+/// mistakes and blunders each made (`counts[side][judgement.index()]`, white first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameReview {
+    /// One per move, in order.
+    pub moves: Vec<MoveReview>,
+    /// Each player's accuracy.
+    pub accuracy: GameAccuracy,
+    /// Inaccuracies, mistakes and blunders of white, then of black.
+    pub counts: [[usize; 3]; 2],
+}
+
+/// Reviews a game from the evaluations of its positions: `evals[i]` is the position before
+/// move `i` (one more than `played`, the last being the final position), `played[i]` the move
+/// made there in coordinate notation.
+///
+/// A move is classified by the drop in the mover's winning chances from the position before it
+/// to the one after ([`judge`]), except when it is the engine's own choice: the next search
+/// may think less of the position than this one did, but the engine cannot call its own move a
+/// mistake.
+///
+/// # Panics
+/// When `evals` is not one longer than `played`.
+pub fn review_game(evals: &[PositionEval], played: &[String]) -> GameReview {
+    assert_eq!(evals.len(), played.len() + 1, "one evaluation per position");
+    let mut counts = [[0usize; 3]; 2];
+    let moves = played
+        .iter()
+        .enumerate()
+        .map(|(ply, mv)| {
+            let before = &evals[ply];
+            let engine_choice = before.best.as_ref() == Some(mv);
+            let judgement =
+                judge(before.white, evals[ply + 1].white, before.turn).filter(|_| !engine_choice);
+            if let Some(j) = judgement {
+                counts[usize::from(before.turn == Color::Black)][j.index()] += 1;
+            }
+            MoveReview {
+                judgement,
+                better: judgement.and(before.best.clone()),
+            }
+        })
+        .collect();
+    let scores: Vec<i32> = evals.iter().map(|e| e.white).collect();
+    GameReview {
+        moves,
+        accuracy: game_accuracy(evals[0].turn, scores[0], &scores[1..]),
+        counts,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn eval(white: i32, turn: Color, best: &str) -> PositionEval {
+        PositionEval {
+            white,
+            reported: Some((Reported::Cp(white), Bound::Exact)),
+            turn,
+            best: Some(best.to_owned()),
+        }
+    }
+
+    #[test]
+    fn a_game_review_classifies_counts_and_spares_the_engines_own_moves() {
+        use Color::{Black, White};
+        let evals = [
+            eval(20, White, "e2e4"),
+            eval(30, Black, "e7e5"),
+            // White's second move throws away 700 cp: a blunder; black's first was the
+            // engine's own choice, so its 10 cp "drop" is nothing anyway.
+            eval(25, White, "g1f3"),
+            eval(-700, Black, "d8h4"),
+            eval(-690, White, "a2a3"),
+        ];
+        let played = ["e2e4", "e7e5", "g2g4", "d8h4"].map(String::from);
+        let r = review_game(&evals, &played);
+        assert_eq!(r.moves[0].judgement, None);
+        assert_eq!(r.moves[1].better, None, "no verdict, no better move");
+        assert_eq!(r.moves[2].judgement, Some(Judgement::Blunder));
+        assert_eq!(r.moves[2].better.as_deref(), Some("g1f3"));
+        assert_eq!(r.counts, [[0, 0, 1], [0, 0, 0]]);
+        assert!(r.accuracy.white.unwrap() < r.accuracy.black.unwrap());
+        // The engine's own move is never classified, even when the next search thinks it lost
+        // a lot; another move losing as much is a blunder.
+        let evals = [eval(0, White, "e2e4"), eval(-500, Black, "e7e5")];
+        let own = review_game(&evals, &["e2e4".to_owned()]);
+        assert_eq!(own.moves[0].judgement, None);
+        assert_eq!(own.counts, [[0; 3]; 2]);
+        let other = review_game(&evals, &["d2d4".to_owned()]);
+        assert_eq!(other.moves[0].judgement, Some(Judgement::Blunder));
+    }
+
+    #[test]
+    fn positions_are_evaluated_from_whites_side_and_finished_games_by_their_result() {
+        use arbiter_core::Variant;
+        let settings = AnalysisSettings {
+            limits: crate::Limits::depth(2),
+            options: crate::SearchOptions {
+                multipv: 1,
+                move_overhead_ms: 0,
+            },
+            hash_mib: 1,
+        };
+        let stop = AtomicBool::new(false);
+        let time = crate::SystemTime::new();
+        // Black to move and mate in one (fool's mate): good for black.
+        let pos = AnyPosition::from_text(
+            Variant::Chess,
+            "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2",
+        )
+        .unwrap();
+        let e = evaluate_position(&pos, &[], &settings, &stop, &time);
+        assert!(e.white <= -MATE_BOUND, "{}", e.white);
+        assert_eq!(e.best.as_deref(), Some("d8h4"));
+        assert_eq!(e.pgn_eval().as_deref(), Some("#-1"));
+        let mated = pos
+            .play(
+                pos.parse_move("d8h4", arbiter_core::Notation::Uci, Default::default())
+                    .unwrap(),
+            )
+            .unwrap();
+        let e = evaluate_position(&mated, &[], &settings, &stop, &time);
+        assert_eq!((e.white, e.pgn_eval(), e.best), (-MATE, None, None));
+    }
 
     #[test]
     fn scores_round_trip_through_reports() {
