@@ -332,6 +332,61 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Whatever the request holds, decoding gives a query within the caps or a refusal
+        /// naming a field of the request; it never panics.
+        #[test]
+        fn any_request_decodes_or_names_a_field(
+            variant in 0i32..9,
+            text in proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                "[ -~]{0,80}",
+                proptest::strategy::Just("8/8/8/8/8/8/8/K6k w - - 0 1".to_owned()),
+            ],
+            moves in proptest::collection::vec(
+                proptest::prop_oneof!["[a-h][1-8][a-h][1-8]", "[NBRQK]?[a-h][1-8]", "\\PC{0,6}"],
+                0..12,
+            ),
+            depth in proptest::prop_oneof![0u32..70, proptest::strategy::Just(u32::MAX)],
+            nodes in proptest::prop_oneof![0u64..2_000, proptest::strategy::Just(u64::MAX)],
+            movetime in proptest::prop_oneof![0u64..200, proptest::strategy::Just(u64::MAX)],
+            multipv in proptest::prop_oneof![0u32..12, proptest::strategy::Just(u32::MAX)],
+        ) {
+            let caps = Caps {
+                max_nodes: 1000,
+                max_time_ms: 100,
+                max_multipv: 4,
+                max_moves: 8,
+                hash_mib: 1,
+            };
+            let r = pb::AnalyzeRequest {
+                position: Some(common::Position { variant, text, rules: vec![] }),
+                moves,
+                limits: Some(pb::SearchLimits { depth, nodes, movetime_ms: movetime }),
+                multipv,
+                ..pb::AnalyzeRequest::default()
+            };
+            match decode((&r).into(), &caps) {
+                Ok(q) => {
+                    proptest::prop_assert!(q.limits.nodes.is_some_and(|n| (1..=1000).contains(&n)));
+                    proptest::prop_assert!(q.limits.movetime_ms.is_some_and(|t| (1..=100).contains(&t)));
+                    proptest::prop_assert!((1..=4).contains(&q.multipv));
+                    proptest::prop_assert!(q.limits.depth.is_none_or(|d| (1..=MAX_DEPTH).contains(&d)));
+                }
+                Err(e) => {
+                    let field = e.field().unwrap_or_default().to_owned();
+                    let known = ["position", "limits.", "multipv", "moves"];
+                    proptest::prop_assert!(
+                        known.iter().any(|k| field.starts_with(k)),
+                        "{e}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn unset_limits_take_the_caps() {
         let caps = Caps::default();

@@ -432,6 +432,42 @@ mod tests {
     }
 
     #[test]
+    fn thousands_of_client_names_cannot_grow_the_queue() {
+        let pool = pool(1, 16, 2);
+        let (tx, rx) = mpsc::channel();
+        let gate = Arc::new(AtomicBool::new(false));
+        pool.submit(
+            "busy",
+            Arc::new(AtomicBool::new(false)),
+            blocker("run", tx, Arc::clone(&gate)),
+        )
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let mut accepted = 0;
+        for i in 0..5000 {
+            let name = format!("client-{i}");
+            if pool
+                .submit(&name, Arc::new(AtomicBool::new(false)), Box::new(|_| {}))
+                .is_ok()
+            {
+                accepted += 1;
+            }
+        }
+        assert_eq!(accepted, 16);
+        gate.store(true, Ordering::Relaxed);
+        wait_until(|| {
+            pool.load()
+                == Load {
+                    running: 0,
+                    waiting: 0,
+                }
+        });
+        // Every per-client queue is gone with its last job.
+        let s = pool.shared.lock();
+        assert!(s.queues.is_empty() && s.order.is_empty());
+    }
+
+    #[test]
     fn a_panicking_job_keeps_its_thread() {
         let pool = pool(1, 4, 4);
         pool.submit(
