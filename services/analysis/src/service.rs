@@ -77,8 +77,9 @@ impl Analysis {
             .max_encoding_message_size(max)
     }
 
-    /// Queues `query` for `client`; `send` gets each info (from an engine thread) and the
-    /// outcome. Returns the request's stop flag.
+    /// Queues `query` for `client`. On an engine thread, `on_info` gets each progress report
+    /// (returning false when nobody listens any more, which stops the search) and `done` the
+    /// result or the refusal. Returns the request's stop flag.
     fn submit(
         &self,
         client: &str,
