@@ -4,7 +4,8 @@
 //! port in one process (what `arbiter serve` runs: the embedded default, with matches kept in
 //! process unless `--redis-url` is given) and holds the flags they share. No service crate
 //! depends on it; each service also runs alone from its own binary (`arbiter-rules`,
-//! `arbiter-matches`, `arbiter-clock`, `arbiter-matchmaking`). With `--redis-url`, matches,
+//! `arbiter-matches`, `arbiter-clock`, `arbiter-matchmaking`, `arbiter-analysis`). With
+//! `--redis-url`, matches,
 //! standalone clocks and matchmaking share that Redis (and so one time base).
 //!
 //! Matchmaking creates its matches on the match service over gRPC: in `arbiter serve`, on this
