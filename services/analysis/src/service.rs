@@ -17,7 +17,7 @@ use arbiter_proto::analysis::v1::analysis_service_server::{
 };
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -132,6 +132,31 @@ impl Analysis {
     }
 }
 
+/// The most `info` messages a stream holds that its client has not read yet. Further infos are
+/// dropped until the client catches up (the result is always sent), so a client that reads
+/// slowly, or not at all, costs bounded memory and never holds an engine thread.
+pub const MAX_UNREAD_INFOS: usize = 256;
+
+/// Counts the infos of one stream that are queued but not yet read.
+#[derive(Clone, Debug, Default)]
+struct Unread(Arc<AtomicUsize>);
+
+impl Unread {
+    /// Whether one more info may be queued (and counts it if so).
+    fn admit(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < MAX_UNREAD_INFOS).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// One queued info was read.
+    fn taken(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Raises the flag when dropped: when the call's stream or future ends, however it ends.
 struct RaiseOnDrop(Arc<AtomicBool>);
 
@@ -209,13 +234,18 @@ impl AnalysisService for Analysis {
         let deadline = deadline(&req, None);
         let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let info_tx = tx.clone();
+        let unread = Unread::default();
+        let (info_tx, gate) = (tx.clone(), unread.clone());
         let on_info = Box::new(move |info| {
-            info_tx
-                .send(Ok(pb::AnalyzeUpdate {
+            if info_tx.is_closed() {
+                return false;
+            }
+            if gate.admit() {
+                let _ = info_tx.send(Ok(pb::AnalyzeUpdate {
                     update: Some(pb::analyze_update::Update::Info(info)),
-                }))
-                .is_ok()
+                }));
+            }
+            true
         });
         let done = Box::new(move |r: Result<pb::AnalysisResult, Status>| {
             let _ = tx.send(r.map(|result| pb::AnalyzeUpdate {
@@ -227,6 +257,12 @@ impl AnalysisService for Analysis {
         let guard = RaiseOnDrop(stop);
         let out = UnboundedReceiverStream::new(rx).map(move |update| {
             let _ = &guard;
+            if let Ok(pb::AnalyzeUpdate {
+                update: Some(pb::analyze_update::Update::Info(_)),
+            }) = &update
+            {
+                unread.taken();
+            }
             update
         });
         Ok(Response::new(Box::pin(out)))
@@ -271,6 +307,16 @@ mod tests {
         for bad in ["", "S", "5", "123456789S", "5s", "-5S", "5 S", "５S"] {
             assert_eq!(parse_grpc_timeout(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn unread_infos_are_bounded() {
+        let unread = Unread::default();
+        assert!((0..MAX_UNREAD_INFOS).all(|_| unread.admit()));
+        assert!(!unread.admit(), "the client is behind: the info is dropped");
+        unread.taken();
+        assert!(unread.admit(), "room again once it reads one");
+        assert!(!unread.admit());
     }
 
     #[test]
