@@ -4,7 +4,7 @@ seat tokens refused and accepted, a game lost on time), and syncs with and press
 clock of arbiter.clock.v1.ClockService, and matches two players through
 arbiter.matchmaking.v1.MatchmakingService (join streams, the match found, play with its tokens,
 ratings after the end), and analyses positions through arbiter.analysis.v1.AnalysisService
-(a MultiPV stream, best moves, a bad limit), through a client generated from proto/ by grpcio-tools: the
+(a MultiPV stream, best moves, a bad limit, a batch job submitted, watched and read), through a client generated from proto/ by grpcio-tools: the
 third-party view of the API. Usage: client.py HOST:PORT (with the generated modules on
 sys.path). Exits non-zero on the first failed check."""
 
@@ -118,6 +118,20 @@ def analysis(channel):
     hexa = a.BestMove(an.BestMoveRequest(position=common.Position(variant=common.VARIANT_GLINSKI),
                                          limits=an.SearchLimits(depth=2)))
     check(hexa.best_move.uci != "" and hexa.depth == 2, "BestMove Glinski")
+    pgn = '[Event "fool"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n'
+    job = a.SubmitJob(an.SubmitJobRequest(request_id="python-job-1", pgn=pgn,
+                                          per_ply=an.PlyLimit(nodes=3000)))
+    check(job.games == 1 and job.positions == 5, "SubmitJob")
+    statuses = list(a.WatchJob(an.JobRef(job_id=job.job_id), timeout=60))
+    check(statuses[-1].state == an.JOB_STATE_DONE and statuses[-1].positions_done == 5, "WatchJob to the end")
+    again = a.SubmitJob(an.SubmitJobRequest(request_id="python-job-1", pgn=pgn,
+                                            per_ply=an.PlyLimit(nodes=3000)))
+    check(again.duplicate and again.job_id == job.job_id, "SubmitJob idempotent by request_id")
+    results = a.GetJobResults(an.GetJobResultsRequest(job_id=job.job_id))
+    game = results.games[0]
+    check([p.move.san for p in game.plies] == ["f3", "e5", "g4", "Qh4#"], "GetJobResults moves")
+    check(game.plies[2].judgement == an.JUDGEMENT_BLUNDER and game.white_blunders == 1
+          and game.HasField("white_accuracy"), "GetJobResults verdicts and accuracy")
     try:
         a.BestMove(an.BestMoveRequest(position=START, limits=an.SearchLimits(depth=65)))
         check(False, "BestMove depth 65 refused")

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::batch::BatchConfig;
 use arbiter_engine::{SystemTime, TimeSource};
 
 /// The most lines one search can report (the engine's own bound).
@@ -69,6 +70,8 @@ pub struct AnalysisConfig {
     pub caps: Caps,
     /// The search pool.
     pub pool: PoolConfig,
+    /// Batch jobs.
+    pub batch: BatchConfig,
     /// The clock searches read their time limits on (the system's monotonic clock, or a test's).
     pub time: Arc<dyn TimeSource>,
 }
@@ -78,6 +81,7 @@ impl std::fmt::Debug for AnalysisConfig {
         f.debug_struct("AnalysisConfig")
             .field("caps", &self.caps)
             .field("pool", &self.pool)
+            .field("batch", &self.batch)
             .finish_non_exhaustive()
     }
 }
@@ -87,6 +91,7 @@ impl Default for AnalysisConfig {
         AnalysisConfig {
             caps: Caps::default(),
             pool: PoolConfig::default(),
+            batch: BatchConfig::default(),
             time: Arc::new(SystemTime::new()),
         }
     }
@@ -120,6 +125,26 @@ pub struct AnalysisArgs {
     /// The most moves one request may play before the analysed position.
     #[arg(long, env = "ARBITER_ANALYSIS_MAX_MOVES", default_value_t = Caps::default().max_moves)]
     pub analysis_max_moves: usize,
+    /// Batch worker threads: games analysed at once (in process, beside the live threads).
+    #[arg(long, env = "ARBITER_ANALYSIS_BATCH_WORKERS", default_value_t = BatchConfig::default().workers)]
+    pub analysis_batch_workers: usize,
+    /// The most games in one batch job.
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_JOB_GAMES", default_value_t = BatchConfig::default().max_games)]
+    pub analysis_max_job_games: usize,
+    /// The most moves in one game of a batch job.
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_JOB_PLIES", default_value_t = BatchConfig::default().max_plies)]
+    pub analysis_max_job_plies: usize,
+    /// Batch jobs held at once (running, or kept for their results); more are refused
+    /// (RESOURCE_EXHAUSTED).
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_JOBS", default_value_t = BatchConfig::default().max_jobs)]
+    pub analysis_max_jobs: usize,
+    /// Positions held at once by all batch jobs together (each keeps its result in memory);
+    /// a job that would pass it is refused (RESOURCE_EXHAUSTED).
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_HELD_POSITIONS", default_value_t = BatchConfig::default().max_positions)]
+    pub analysis_max_held_positions: u64,
+    /// Seconds a batch job and its results are kept after its last progress.
+    #[arg(long, env = "ARBITER_ANALYSIS_JOB_TTL_SECS", default_value_t = BatchConfig::default().ttl.as_secs())]
+    pub analysis_job_ttl_secs: u64,
 }
 
 impl AnalysisArgs {
@@ -141,6 +166,15 @@ impl AnalysisArgs {
                     .max(1),
                 max_queue: self.analysis_queue,
                 max_queue_per_client: self.analysis_queue_per_client,
+            },
+            batch: BatchConfig {
+                workers: self.analysis_batch_workers.max(1),
+                max_games: self.analysis_max_job_games.max(1),
+                max_plies: self.analysis_max_job_plies,
+                max_jobs: self.analysis_max_jobs.max(1),
+                max_positions: self.analysis_max_held_positions.max(1),
+                ttl: std::time::Duration::from_secs(self.analysis_job_ttl_secs.max(1)),
+                ..BatchConfig::default()
             },
             time: defaults.time,
         }

@@ -5,6 +5,8 @@
 //! best move alone (`BestMove`).
 //!
 //! - [`live`]: a request decoded into a search, the search run, its output encoded;
+//! - [`batch`]: batch jobs (whole games reviewed move by move), their in-process queue,
+//!   results and workers;
 //! - [`pool`]: the engine threads and their bounded queue, in which clients take turns;
 //! - [`service`]: the thin tonic handlers;
 //! - [`config`]: the caps on one request, the pool's size, and their flags.
@@ -15,6 +17,7 @@
 //! a [`Host`], [`serve`] runs it alone.
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod config;
 pub mod live;
 pub mod pool;
@@ -25,8 +28,10 @@ pub use service::Analysis;
 
 use arbiter_kit::{Host, ServeConfig, ServeError};
 use arbiter_proto::analysis::v1::analysis_service_server::AnalysisServiceServer;
+use batch::Jobs;
 use pool::SearchPool;
 use std::future::Future;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// The fully-qualified gRPC name of the service.
@@ -38,17 +43,34 @@ pub const SERVICE_NAME: &str = "arbiter.analysis.v1.AnalysisService";
 /// takes at most one node-check interval of search.
 pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeError> {
     let pool = SearchPool::start(config.pool.clone())?;
+    let jobs = Jobs::start(config.batch.clone(), Arc::clone(&config.time))?;
     let mut shutting_down = host.shutting_down();
     {
-        let pool = pool.clone();
+        let (pool, jobs) = (pool.clone(), jobs.clone());
         tokio::spawn(async move {
             let _ = shutting_down.wait_for(|down| *down).await;
             pool.shut_down();
+            jobs.shut_down();
         });
     }
     let max = host.config().max_message_bytes;
     let unary_timeout = host.config().request_timeout;
-    host.add_service(Analysis::new(config.caps, pool, config.time, unary_timeout).into_server(max));
+    let backends = service::Backends {
+        pool,
+        jobs,
+        cpu: host.cpu(),
+        shutting_down: host.shutting_down(),
+    };
+    host.add_service(
+        Analysis::new(
+            config.caps,
+            config.batch,
+            backends,
+            config.time,
+            unary_timeout,
+        )
+        .into_server(max),
+    );
     host.health()
         .set_serving::<AnalysisServiceServer<Analysis>>()
         .await;

@@ -5,12 +5,14 @@
 //! [`CHECK_EVERY`](arbiter_engine::search::CHECK_EVERY) nodes, or drops it unrun if it is still
 //! waiting.
 
+use crate::batch::{BatchConfig, Jobs, decode_job};
 use crate::config::Caps;
 use crate::live::{self, Query};
 use crate::pool::{Job, SearchPool, Turn};
 use arbiter_core::Position;
 use arbiter_engine::TimeSource;
-use arbiter_kit::ApiError;
+use arbiter_kit::cpu::CpuPool;
+use arbiter_kit::{ApiError, reply};
 use arbiter_proto::analysis::v1 as pb;
 use arbiter_proto::analysis::v1::analysis_service_server::{
     AnalysisService, AnalysisServiceServer,
@@ -19,7 +21,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
@@ -35,11 +37,25 @@ pub const MAX_CLIENT_ID_BYTES: usize = 128;
 /// Time kept back from a call's deadline, so that the result is sent before it passes.
 pub const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 
+/// What the service runs its work on.
+#[derive(Clone, Debug)]
+pub struct Backends {
+    /// The live searches' engine threads.
+    pub pool: SearchPool,
+    /// Batch jobs: their queue, results and workers.
+    pub jobs: Jobs,
+    /// The process's pool for CPU-heavy request decoding (a job's PGN).
+    pub cpu: CpuPool,
+    /// Turns true when the server begins to shut down: job watchers end then.
+    pub shutting_down: watch::Receiver<bool>,
+}
+
 /// The analysis service.
 #[derive(Clone)]
 pub struct Analysis {
     caps: Arc<Caps>,
-    pool: SearchPool,
+    batch: Arc<BatchConfig>,
+    backends: Backends,
     time: Arc<dyn TimeSource>,
     unary_timeout: Duration,
 }
@@ -48,23 +64,27 @@ impl std::fmt::Debug for Analysis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Analysis")
             .field("caps", &self.caps)
-            .field("pool", &self.pool)
+            .field("batch", &self.batch)
+            .field("backends", &self.backends)
             .finish_non_exhaustive()
     }
 }
 
 impl Analysis {
-    /// A service enforcing `caps`, searching on `pool` with time read from `time`. Unary calls
-    /// (BestMove) end by `unary_timeout` (the server's request deadline) at the latest.
+    /// A service enforcing `caps` and `batch`, working on `backends` with time read from
+    /// `time`. Unary searches (BestMove) end by `unary_timeout` (the server's request deadline)
+    /// at the latest.
     pub fn new(
         caps: Caps,
-        pool: SearchPool,
+        batch: BatchConfig,
+        backends: Backends,
         time: Arc<dyn TimeSource>,
         unary_timeout: Duration,
     ) -> Analysis {
         Analysis {
             caps: Arc::new(caps),
-            pool,
+            batch: Arc::new(batch),
+            backends,
             time,
             unary_timeout,
         }
@@ -127,7 +147,7 @@ impl Analysis {
                 done(Ok(result));
             }
         });
-        self.pool.submit(client, Arc::clone(&stop), job)?;
+        self.backends.pool.submit(client, Arc::clone(&stop), job)?;
         Ok(stop)
     }
 }
@@ -288,6 +308,96 @@ impl AnalysisService for Analysis {
                 "the search ended without a result".into(),
             ))),
         }
+    }
+
+    async fn submit_job(
+        &self,
+        req: Request<pb::SubmitJobRequest>,
+    ) -> Result<Response<pb::JobStatus>, Status> {
+        let req = req.into_inner();
+        let (caps, batch) = (Arc::clone(&self.caps), Arc::clone(&self.batch));
+        // Reading and checking the games (up to the message size of PGN) is CPU work.
+        let decoded = self
+            .backends
+            .cpu
+            .run(move |_| decode_job(&req, &caps, &batch))
+            .await?;
+        let (request_id, spec, fingerprint) = decoded?;
+        reply(self.backends.jobs.submit(request_id, spec, fingerprint))
+    }
+
+    async fn get_job(&self, req: Request<pb::JobRef>) -> Result<Response<pb::JobStatus>, Status> {
+        reply(self.backends.jobs.status(&req.get_ref().job_id))
+    }
+
+    type WatchJobStream = BoxStream<pb::JobStatus>;
+
+    async fn watch_job(
+        &self,
+        req: Request<pb::JobRef>,
+    ) -> Result<Response<Self::WatchJobStream>, Status> {
+        let mut status = self.backends.jobs.watch(&req.get_ref().job_id)?;
+        let mut shutting_down = self.backends.shutting_down.clone();
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            loop {
+                // The borrow (a lock guard) must end before the await below.
+                let now = { status.borrow_and_update().clone() };
+                let ended = matches!(
+                    pb::JobState::try_from(now.state),
+                    Ok(pb::JobState::Done | pb::JobState::Cancelled)
+                );
+                if tx.send(Ok(now)).await.is_err() || ended {
+                    return;
+                }
+                tokio::select! {
+                    changed = status.changed() => {
+                        if changed.is_err() {
+                            // The job was forgotten (expired) while watched.
+                            let _ = tx.send(Err(Status::not_found("the job expired"))).await;
+                            return;
+                        }
+                    }
+                    () = async {
+                        // Only whether it happened: the borrow it returns must not live on.
+                        let _ = shutting_down.wait_for(|down| *down).await;
+                    } => {
+                        let _ = tx
+                            .send(Err(Status::unavailable(
+                                "the server is shutting down; watch again to resume",
+                            )))
+                            .await;
+                        return;
+                    }
+                    () = tx.closed() => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    async fn get_job_results(
+        &self,
+        req: Request<pb::GetJobResultsRequest>,
+    ) -> Result<Response<pb::GetJobResultsResponse>, Status> {
+        let r = req.get_ref();
+        let (status, games) =
+            self.backends
+                .jobs
+                .results(&r.job_id, r.offset as usize, r.limit as usize)?;
+        Ok(Response::new(pb::GetJobResultsResponse {
+            status: Some(status),
+            games,
+        }))
+    }
+
+    async fn cancel_job(
+        &self,
+        req: Request<pb::JobRef>,
+    ) -> Result<Response<pb::JobStatus>, Status> {
+        reply(self.backends.jobs.cancel(&req.get_ref().job_id))
     }
 }
 

@@ -537,3 +537,377 @@ async fn the_moves_before_are_played_and_a_finished_game_is_reported() {
     );
     s.server.stop().await;
 }
+
+// ---- Batch jobs ----
+
+fn job(id: &str, pgn: &str, nodes: u64) -> pb::SubmitJobRequest {
+    pb::SubmitJobRequest {
+        request_id: id.to_owned(),
+        games: Some(pb::submit_job_request::Games::Pgn(pgn.to_owned())),
+        per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+    }
+}
+
+/// Watches a job to its end; every status, in order.
+async fn watch_to_end(client: &mut AnalysisServiceClient<Channel>, id: &str) -> Vec<pb::JobStatus> {
+    let mut stream = client
+        .watch_job(pb::JobRef {
+            job_id: id.to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seen = Vec::new();
+    while let Some(s) = tokio::time::timeout(Duration::from_secs(120), stream.message())
+        .await
+        .expect("the job moves on")
+        .unwrap()
+    {
+        seen.push(s);
+    }
+    seen
+}
+
+const TWO_GAMES: &str = "[Event \"fool\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n\n\
+                         [Event \"zh\"]\n[Variant \"Crazyhouse\"]\n\n1. e4 d5 2. exd5 *\n";
+
+#[tokio::test]
+async fn a_pgn_job_runs_to_the_end_with_verdicts_and_accuracy() {
+    let mut s = start(AnalysisConfig::default()).await;
+    let status = s
+        .client
+        .submit_job(job("t-1", TWO_GAMES, 3000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((status.games, status.positions), (2, 9));
+    assert!(!status.duplicate);
+    let seen = watch_to_end(&mut s.client, &status.job_id).await;
+    let last = seen.last().unwrap();
+    assert_eq!(last.state, pb::JobState::Done as i32);
+    assert_eq!((last.games_done, last.positions_done), (2, 9));
+    assert!(seen.windows(2).all(|w| w[0].games_done <= w[1].games_done));
+    let r = s
+        .client
+        .get_job_results(pb::GetJobResultsRequest {
+            job_id: status.job_id.clone(),
+            offset: 0,
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.games.len(), 2);
+    let fool = &r.games[0];
+    assert_eq!(fool.index, 0);
+    assert_eq!(fool.plies.len(), 4);
+    let sans: Vec<&str> = fool
+        .plies
+        .iter()
+        .map(|p| p.r#move.as_ref().unwrap().san.as_str())
+        .collect();
+    assert_eq!(sans, ["f3", "e5", "g4", "Qh4#"]);
+    // 2. g4?? allows mate in one, and the mate is found.
+    assert_eq!(fool.plies[2].judgement, pb::Judgement::Blunder as i32);
+    assert_eq!(
+        fool.plies[2].eval_after.unwrap().value,
+        Some(Value::Mate(-1))
+    );
+    assert!(fool.plies[2].better.is_some());
+    assert_eq!(fool.plies[3].judgement, pb::Judgement::None as i32);
+    assert!(
+        fool.plies[3].eval_after.is_none(),
+        "the game is over after the mate"
+    );
+    assert_eq!(fool.white_blunders, 1);
+    assert!(fool.white_accuracy.unwrap() < fool.black_accuracy.unwrap());
+    assert_eq!(r.games[1].plies.len(), 3);
+    assert!(r.games[1].error.is_empty());
+    // Paging: the second game alone.
+    let page = s
+        .client
+        .get_job_results(pb::GetJobResultsRequest {
+            job_id: status.job_id.clone(),
+            offset: 1,
+            limit: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(page.games.len(), 1);
+    assert_eq!(page.games[0].index, 1);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn submissions_are_idempotent_by_request_id() {
+    let mut s = start(AnalysisConfig::default()).await;
+    let first = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    let again = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, first.job_id);
+    assert!(again.duplicate);
+    let other = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 2000))
+        .await
+        .unwrap_err();
+    assert_eq!(other.code(), Code::AlreadyExists);
+    watch_to_end(&mut s.client, &first.job_id).await;
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn move_lists_and_bad_jobs() {
+    let config = AnalysisConfig {
+        batch: arbiter_analysis::batch::BatchConfig {
+            max_games: 2,
+            ..Default::default()
+        },
+        ..AnalysisConfig::default()
+    };
+    let mut s = start(config).await;
+    let game = |variant: Variant, moves: &[&str]| pb::GameMoves {
+        start: position(variant, ""),
+        moves: moves.iter().map(|m| (*m).to_owned()).collect(),
+        notation: 0,
+    };
+    let lists = |games: Vec<pb::GameMoves>| {
+        Some(pb::submit_job_request::Games::MoveLists(pb::GameList {
+            games,
+        }))
+    };
+    let ok = s
+        .client
+        .submit_job(pb::SubmitJobRequest {
+            request_id: "hex".into(),
+            games: lists(vec![game(Variant::Glinski, &["f5-f6", "e7-e6"])]),
+            per_ply: Some(pb::PlyLimit { depth: 2, nodes: 0 }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let last = watch_to_end(&mut s.client, &ok.job_id).await.pop().unwrap();
+    assert_eq!(
+        (last.state, last.positions_done),
+        (pb::JobState::Done as i32, 3)
+    );
+
+    let base = |games, per_ply: pb::PlyLimit| pb::SubmitJobRequest {
+        request_id: "bad".into(),
+        games,
+        per_ply: Some(per_ply),
+    };
+    let nodes = pb::PlyLimit {
+        depth: 0,
+        nodes: 100,
+    };
+    let cases: Vec<(pb::SubmitJobRequest, Code, &str)> = vec![
+        (
+            pb::SubmitJobRequest {
+                request_id: String::new(),
+                ..job("x", TWO_GAMES, 100)
+            },
+            Code::InvalidArgument,
+            "request_id",
+        ),
+        (
+            pb::SubmitJobRequest {
+                request_id: "a b".into(),
+                ..job("x", TWO_GAMES, 100)
+            },
+            Code::InvalidArgument,
+            "request_id",
+        ),
+        (
+            base(lists(vec![]), pb::PlyLimit::default()),
+            Code::InvalidArgument,
+            "per_ply",
+        ),
+        (
+            base(lists(vec![]), pb::PlyLimit { depth: 3, nodes: 3 }),
+            Code::InvalidArgument,
+            "per_ply",
+        ),
+        (
+            base(
+                lists(vec![]),
+                pb::PlyLimit {
+                    depth: 65,
+                    nodes: 0,
+                },
+            ),
+            Code::InvalidArgument,
+            "per_ply.depth",
+        ),
+        (
+            base(
+                lists(vec![]),
+                pb::PlyLimit {
+                    depth: 0,
+                    nodes: u64::MAX,
+                },
+            ),
+            Code::ResourceExhausted,
+            "per_ply.nodes",
+        ),
+        (base(None, nodes), Code::InvalidArgument, "games"),
+        (base(lists(vec![]), nodes), Code::InvalidArgument, "games"),
+        (
+            base(lists(vec![game(Variant::Chess, &["e4", "e4"])]), nodes),
+            Code::InvalidArgument,
+            "move_lists.games[0].moves[1]",
+        ),
+        (
+            base(lists(vec![game(Variant::Bughouse, &[])]), nodes),
+            Code::InvalidArgument,
+            "move_lists.games[0].start.variant",
+        ),
+        (
+            base(lists(vec![game(Variant::Chess, &[]); 3]), nodes),
+            Code::ResourceExhausted,
+            "move_lists.games",
+        ),
+        (
+            job("x", "[Variant \"Bughouse\"]\n\n1. e4 *\n", 100),
+            Code::InvalidArgument,
+            "pgn",
+        ),
+        (
+            job("x", "1. e4 e5 2. Ke3 *\n", 100),
+            Code::InvalidArgument,
+            "pgn",
+        ),
+    ];
+    for (req, code, field) in cases {
+        let e = s.client.submit_job(req).await.unwrap_err();
+        assert_eq!((e.code(), field), (code, field), "{}", e.message());
+        let details = e.get_error_details();
+        assert_eq!(
+            details.bad_request().unwrap().field_violations[0].field,
+            field
+        );
+    }
+    for missing in [
+        s.client
+            .get_job(pb::JobRef {
+                job_id: "job-none".into(),
+            })
+            .await
+            .unwrap_err(),
+        s.client
+            .cancel_job(pb::JobRef {
+                job_id: "\u{0}".repeat(10_000),
+            })
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(missing.code(), Code::NotFound);
+        assert!(missing.message().len() < 1100);
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_job_stops_and_keeps_what_it_finished() {
+    let mut s = start(AnalysisConfig::default()).await;
+    // Twenty long games at a node count that takes a while.
+    let long = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n".repeat(20);
+    let status = s
+        .client
+        .submit_job(job("long", &long, 5_000_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let cancelled = s
+        .client
+        .cancel_job(pb::JobRef {
+            job_id: status.job_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.state, pb::JobState::Cancelled as i32);
+    let seen = watch_to_end(&mut s.client, &status.job_id).await;
+    assert_eq!(seen.last().unwrap().state, pb::JobState::Cancelled as i32);
+    // The worker is free again: a small job completes.
+    let small = s
+        .client
+        .submit_job(job("small", TWO_GAMES, 500))
+        .await
+        .unwrap()
+        .into_inner();
+    let last = watch_to_end(&mut s.client, &small.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(last.state, pb::JobState::Done as i32);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn finished_jobs_expire() {
+    let config = AnalysisConfig {
+        batch: arbiter_analysis::batch::BatchConfig {
+            ttl: Duration::from_millis(500),
+            ..Default::default()
+        },
+        ..AnalysisConfig::default()
+    };
+    let mut s = start(config).await;
+    let status = s
+        .client
+        .submit_job(job("ttl", TWO_GAMES, 500))
+        .await
+        .unwrap()
+        .into_inner();
+    watch_to_end(&mut s.client, &status.job_id).await;
+    let id = pb::JobRef {
+        job_id: status.job_id.clone(),
+    };
+    assert!(s.client.get_job(id.clone()).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        s.client.get_job(id).await.unwrap_err().code(),
+        Code::NotFound
+    );
+    // The held positions are bounded: a job that would pass the bound waits for room.
+    let config = AnalysisConfig {
+        batch: arbiter_analysis::batch::BatchConfig {
+            max_positions: 12,
+            ..Default::default()
+        },
+        ..AnalysisConfig::default()
+    };
+    let mut small = start(config).await;
+    small
+        .client
+        .submit_job(job("nine", TWO_GAMES, 500))
+        .await
+        .unwrap();
+    let e = small
+        .client
+        .submit_job(job("nine-more", TWO_GAMES, 500))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    small.server.stop().await;
+    // Its request id is free again.
+    let again = s
+        .client
+        .submit_job(job("ttl", TWO_GAMES, 500))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!again.duplicate);
+    s.server.stop().await;
+}
