@@ -6,7 +6,7 @@
 //! - [`analyse_game`]: one work item, a game, analysed on the calling thread into its
 //!   `GameResult`;
 //! - [`Jobs`]: the in-process queue and result store of `arbiter serve`, with its worker
-//!   threads, retention and status watchers.
+//!   threads (jobs take turns, one game each), retention and status watchers.
 
 use crate::config::{Caps, MAX_DEPTH};
 use crate::live::score_to_proto;
@@ -355,6 +355,8 @@ struct Job {
     cancelled: Arc<AtomicBool>,
     /// Games taken by a worker and not finished.
     running: usize,
+    /// The next game to hand out (games are taken in order).
+    next_game: usize,
     expires: Instant,
     status: watch::Sender<pb::JobStatus>,
 }
@@ -398,7 +400,9 @@ impl Job {
 struct Store {
     jobs: HashMap<String, Job>,
     by_request: HashMap<String, String>,
-    queue: VecDeque<(String, usize)>,
+    /// Jobs with games not yet handed out, in serving order: a worker takes one game of the
+    /// first and puts it back at the end, so jobs take turns game by game.
+    ring: VecDeque<String>,
     next_id: u64,
     closed: bool,
 }
@@ -413,6 +417,9 @@ impl Store {
             .filter(|(_, j)| j.expires <= now && j.running == 0)
             .map(|(id, _)| id.clone())
             .collect();
+        if gone.is_empty() {
+            return;
+        }
         for id in gone {
             if let Some(j) = self.jobs.remove(&id) {
                 j.cancelled.store(true, Ordering::Relaxed);
@@ -420,7 +427,7 @@ impl Store {
             }
         }
         let jobs = &self.jobs;
-        self.queue.retain(|(id, _)| jobs.contains_key(id));
+        self.ring.retain(|id| jobs.contains_key(id));
     }
 
     fn job(&mut self, id: &str) -> Result<&mut Job, ApiError> {
@@ -537,6 +544,7 @@ impl Jobs {
             started: false,
             cancelled: Arc::new(AtomicBool::new(false)),
             running: 0,
+            next_game: 0,
             expires: Instant::now() + self.shared.config.ttl,
             status: watch::channel(pb::JobStatus::default()).0,
         };
@@ -544,7 +552,7 @@ impl Jobs {
         job.status.send_replace(status.clone());
         s.jobs.insert(id.clone(), job);
         s.by_request.insert(request_id, id.clone());
-        s.queue.extend((0..games).map(|g| (id.clone(), g)));
+        s.ring.push_back(id.clone());
         drop(s);
         self.shared.ready.notify_all();
         Ok(status)
@@ -597,7 +605,7 @@ impl Jobs {
         }
         let status = job.snapshot(id);
         job.status.send_replace(status.clone());
-        s.queue.retain(|(j, _)| j != id);
+        s.ring.retain(|j| j != id);
         Ok(status)
     }
 
@@ -613,7 +621,7 @@ impl Jobs {
     }
 }
 
-/// A worker thread: takes games in queue order until the store closes.
+/// A worker thread: takes a game of each job in turn until the store closes.
 fn work(shared: &Shared) {
     loop {
         let (id, index, spec, stop, done) = {
@@ -622,24 +630,30 @@ fn work(shared: &Shared) {
                 if s.closed {
                     return;
                 }
-                if let Some((id, index)) = s.queue.pop_front() {
+                if let Some(id) = s.ring.pop_front() {
                     let Some(job) = s.jobs.get_mut(&id) else {
                         continue;
                     };
-                    if job.cancelled.load(Ordering::Relaxed) {
+                    if job.cancelled.load(Ordering::Relaxed) || job.next_game >= job.results.len() {
                         continue;
                     }
+                    let index = job.next_game;
+                    job.next_game += 1;
                     job.started = true;
                     job.running += 1;
                     let status = job.snapshot(&id);
                     job.status.send_replace(status);
-                    break (
-                        id,
+                    let taken = (
+                        id.clone(),
                         index,
                         Arc::clone(&job.spec),
                         Arc::clone(&job.cancelled),
                         Arc::clone(&job.positions_done),
                     );
+                    if job.next_game < job.results.len() {
+                        s.ring.push_back(id);
+                    }
+                    break taken;
                 }
                 s = shared.ready.wait(s).unwrap_or_else(|e| e.into_inner());
             }

@@ -911,3 +911,44 @@ async fn finished_jobs_expire() {
     assert!(!again.duplicate);
     s.server.stop().await;
 }
+
+#[tokio::test]
+async fn jobs_take_turns_game_by_game() {
+    // One worker; a long job first, then a one-game job: the short one does not wait for the
+    // long one to end.
+    let mut s = start(AnalysisConfig::default()).await;
+    let long = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n".repeat(20);
+    let long = s
+        .client
+        .submit_job(job("long-first", &long, 100_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let short = s
+        .client
+        .submit_job(job("short-second", "1. e4 e5 *\n", 1_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let done = watch_to_end(&mut s.client, &short.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(done.state, pb::JobState::Done as i32);
+    let long_now = s
+        .client
+        .get_job(pb::JobRef {
+            job_id: long.job_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(long_now.games_done < 20, "{long_now:?}");
+    s.client
+        .cancel_job(pb::JobRef {
+            job_id: long.job_id,
+        })
+        .await
+        .unwrap();
+    s.server.stop().await;
+}
