@@ -19,8 +19,8 @@ use arbiter_engine::{Limits, SearchOptions, TimeSource};
 use arbiter_kit::ApiError;
 use arbiter_kit::convert::{move_to_proto, notation, position};
 use arbiter_proto::analysis::v1 as pb;
+use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -145,10 +145,12 @@ pub fn decode_job(
     if games.is_empty() {
         return Err(ApiError::invalid("games", "the job has no game"));
     }
+    // SHA-256 of the request's encoding without its id: a specified hash, so processes of
+    // different builds sharing jobs agree on it.
     let mut content = req.clone();
     content.request_id.clear();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    prost::Message::encode_to_vec(&content).hash(&mut h);
+    let digest = Sha256::digest(prost::Message::encode_to_vec(&content));
+    let fingerprint = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
     Ok((
         id.to_owned(),
         JobSpec {
@@ -156,7 +158,7 @@ pub fn decode_job(
             limits,
             hash_mib: caps.hash_mib,
         },
-        h.finish(),
+        fingerprint,
     ))
 }
 
