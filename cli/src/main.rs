@@ -519,6 +519,22 @@ fn texel_tune<P: arbiter_engine::tune::Tunable>(
 
 #[derive(Subcommand, Debug)]
 enum BenchTarget {
+    /// Batch jobs: positions/s through embedded servers with 1 and 2 batch workers, against
+    /// the engine alone on one thread, in the same run.
+    Jobs {
+        /// Games in the job (random legal chess games).
+        #[arg(long, default_value_t = 40)]
+        games: usize,
+        /// Moves per game.
+        #[arg(long, default_value_t = 60)]
+        plies: usize,
+        /// Nodes per position.
+        #[arg(long, default_value_t = 20_000)]
+        nodes: u64,
+        /// Seed of the games.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Live analysis: time to the first info, and cancel latency (one engine thread).
     Analysis {
         /// Server to measure (its analysis service should have one engine thread:
@@ -741,6 +757,48 @@ fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
 
 fn bench(target: BenchTarget) -> Result<String, CliError> {
     match target {
+        BenchTarget::Jobs {
+            games,
+            plies,
+            nodes,
+            seed,
+        } => {
+            use arbiter_bench::jobs;
+            let cfg = jobs::JobsBenchConfig {
+                games: games.clamp(1, 1000),
+                plies: plies.clamp(1, 1000),
+                nodes: nodes.clamp(1, 10_000_000),
+                seed,
+            };
+            let list = jobs::games(&cfg);
+            let raw = jobs::raw(&list, cfg.nodes);
+            let mut rates = Vec::new();
+            for workers in [1, 2] {
+                let rate = runtime()?.block_on(against(
+                    None,
+                    "arbiter.analysis.v1.AnalysisService",
+                    || {
+                        let mut config = arbiter_server::ServerConfig::default();
+                        config.analysis.batch.workers = workers;
+                        Ok(config)
+                    },
+                    |channel| {
+                        let list = list.clone();
+                        async move {
+                            jobs::service(channel, &list, cfg.nodes, &workers.to_string()).await
+                        }
+                    },
+                ))?;
+                rates.push(rate);
+            }
+            Ok(jobs::report(
+                &cfg,
+                jobs::positions(&list),
+                raw,
+                rates[0],
+                rates[1],
+            ))
+        }
         BenchTarget::Analysis {
             addr,
             trials,

@@ -5,6 +5,7 @@
 //! would see; they know no service crate.
 //!
 //! - [`analysis`]: live analysis: the time to the first info, and the cancel latency;
+//! - [`jobs`]: batch jobs' positions/s through the service against the engine alone;
 //! - [`rules`]: unary and streaming validation next to the gRPC stack's no-op ceiling;
 //! - [`matches`](mod@matches): many hosted matches of one variant played at once through `MakeMove`;
 //! - [`clocks`]: an open-loop move rate on thousands of games with clocks, against the same load
@@ -13,6 +14,7 @@
 
 pub mod analysis;
 pub mod clocks;
+pub mod jobs;
 pub mod matches;
 pub mod rules;
 

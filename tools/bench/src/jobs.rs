@@ -1,0 +1,177 @@
+//! Throughput of batch jobs (`arbiter bench jobs` drives it): positions analysed per second by
+//! the analysis service's job workers, against the engine doing the same work on one thread
+//! without the service, measured in the same run.
+//!
+//! The games are random legal games from a seed (every variant's rules apply), so a run is
+//! reproducible. The reference calls `arbiter_engine::review::evaluate_position` on every
+//! position in turn, as one worker does; the service's figure covers everything else too:
+//! checking the job, the queue, the workers, storing and reading the results, gRPC.
+
+use arbiter_core::{AnyPosition, Position, Variant};
+use arbiter_engine::analyze::AnalysisSettings;
+use arbiter_engine::review::evaluate_position;
+use arbiter_engine::{Limits, SearchOptions, SystemTime};
+use arbiter_proto::analysis::v1::{self as pb, analysis_service_client::AnalysisServiceClient};
+use arbiter_proto::common::v1 as common;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+use tonic::transport::Channel;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct JobsBenchConfig {
+    /// Games in the job.
+    pub games: usize,
+    /// Moves per game.
+    pub plies: usize,
+    /// Nodes per position.
+    pub nodes: u64,
+    /// Seed of the games.
+    pub seed: u64,
+}
+
+/// A game: its moves in coordinate notation, from the standard start.
+pub type Moves = Vec<String>;
+
+/// Random legal chess games from `cfg.seed` (a game that ends early is shorter).
+pub fn games(cfg: &JobsBenchConfig) -> Vec<Moves> {
+    let mut state = cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = |n: usize| {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
+    };
+    (0..cfg.games)
+        .map(|_| {
+            let mut pos = AnyPosition::start(Variant::Chess).expect("the start");
+            let mut moves = Vec::new();
+            for _ in 0..cfg.plies {
+                let legal = pos.legal_moves();
+                if legal.is_empty() || pos.terminal().is_some() {
+                    break;
+                }
+                let m = legal[next(legal.len())];
+                moves.push(pos.move_to_uci(m));
+                pos.play_unchecked(m);
+            }
+            moves
+        })
+        .collect()
+}
+
+/// Positions in the games (moves + 1 each).
+pub fn positions(games: &[Moves]) -> u64 {
+    games.iter().map(|g| g.len() as u64 + 1).sum()
+}
+
+/// The reference: every position evaluated in turn on this thread, as a worker does, without
+/// the service. Returns positions per second.
+pub fn raw(games: &[Moves], nodes: u64) -> f64 {
+    let settings = AnalysisSettings {
+        limits: Limits::nodes(nodes),
+        options: SearchOptions {
+            multipv: 1,
+            move_overhead_ms: 0,
+        },
+        hash_mib: 16,
+    };
+    let (stop, time) = (AtomicBool::new(false), SystemTime::new());
+    let t = Instant::now();
+    for game in games {
+        let mut pos = AnyPosition::start(Variant::Chess).expect("the start");
+        let mut keys = Vec::new();
+        for text in game {
+            evaluate_position(&pos, &keys, &settings, &stop, &time);
+            keys.push(pos.repetition_key());
+            let m = pos
+                .parse_move(text, arbiter_core::Notation::Uci, Default::default())
+                .expect("a legal move");
+            pos.play_unchecked(m);
+        }
+        evaluate_position(&pos, &keys, &settings, &stop, &time);
+    }
+    positions(games) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Submits the games as one job, watches it to its end, reads every result back, and returns
+/// positions per second from submission to the last result read.
+pub async fn service(
+    channel: Channel,
+    games: &[Moves],
+    nodes: u64,
+    tag: &str,
+) -> Result<f64, tonic::Status> {
+    let mut client = AnalysisServiceClient::new(channel);
+    let t = Instant::now();
+    let job = client
+        .submit_job(pb::SubmitJobRequest {
+            request_id: format!("bench-{tag}"),
+            games: Some(pb::submit_job_request::Games::MoveLists(pb::GameList {
+                games: games
+                    .iter()
+                    .map(|moves| pb::GameMoves {
+                        start: Some(common::Position {
+                            variant: common::Variant::Chess as i32,
+                            ..Default::default()
+                        }),
+                        moves: moves.clone(),
+                        notation: common::MoveNotation::Uci as i32,
+                    })
+                    .collect(),
+            })),
+            per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+        })
+        .await?
+        .into_inner();
+    let mut watch = client
+        .watch_job(pb::JobRef {
+            job_id: job.job_id.clone(),
+        })
+        .await?
+        .into_inner();
+    let mut last = None;
+    while let Some(s) = watch.message().await? {
+        last = Some(s);
+    }
+    if last.as_ref().map(|s| s.state) != Some(pb::JobState::Done as i32) {
+        return Err(tonic::Status::internal(format!(
+            "the job did not finish: {last:?}"
+        )));
+    }
+    let mut read = 0;
+    while read < games.len() {
+        let page = client
+            .get_job_results(pb::GetJobResultsRequest {
+                job_id: job.job_id.clone(),
+                offset: read as u32,
+                limit: 0,
+            })
+            .await?
+            .into_inner();
+        if page.games.is_empty() {
+            return Err(tonic::Status::internal(
+                "a finished job with a game missing",
+            ));
+        }
+        read += page.games.len();
+    }
+    Ok(positions(games) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// The report: the three rates and their ratios.
+pub fn report(cfg: &JobsBenchConfig, positions: u64, raw: f64, one: f64, two: f64) -> String {
+    format!(
+        "{} games, {} positions, {} nodes a position (seed {})\n\
+         engine alone, one thread:        {raw:>8.1} positions/s\n\
+         service, 1 batch worker:         {one:>8.1} positions/s  ({:.3} of the engine alone: overhead {:.1} %)\n\
+         service, 2 batch workers:        {two:>8.1} positions/s  ({:.2}x one worker)\n",
+        cfg.games,
+        positions,
+        cfg.nodes,
+        cfg.seed,
+        one / raw,
+        (1.0 - one / raw) * 100.0,
+        two / one,
+    )
+}
