@@ -772,9 +772,10 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
             };
             let list = jobs::games(&cfg);
             let raw = jobs::raw(&list, cfg.nodes);
+            let runtime = runtime()?;
             let mut rates = Vec::new();
             for workers in [1, 2] {
-                let rate = runtime()?.block_on(against(
+                let rate = runtime.block_on(against(
                     None,
                     "arbiter.analysis.v1.AnalysisService",
                     || {

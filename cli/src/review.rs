@@ -5,9 +5,11 @@
 
 use crate::CliError;
 use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_with};
-use arbiter_core::{AnyPosition, Locale, Notation, Position, Variant};
+use arbiter_core::{Locale, Notation, Position, Variant};
 use arbiter_engine::analyze::AnalysisSettings;
-use arbiter_engine::review::{GameAccuracy, PositionEval, evaluate_position, review_game};
+use arbiter_engine::review::{
+    GameAccuracy, GameLine, PositionEval, evaluate_position, review_game,
+};
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -82,15 +84,6 @@ impl std::fmt::Display for GameSummary {
     }
 }
 
-/// A game to analyse: every position of its main line, and the repetition keys of those
-/// positions (the history of position `i` is `keys[..i]`), so the whole game is held once.
-struct GameTasks {
-    positions: Vec<AnyPosition>,
-    keys: Vec<u64>,
-    /// The moves played (UCI), one fewer than the positions.
-    played: Vec<String>,
-}
-
 /// Reads the games, analyses every main-line position on `cfg.workers` threads, and returns the
 /// annotated PGN and a summary per game; `progress` is called after each position.
 pub fn review(
@@ -114,21 +107,7 @@ pub fn review(
         let replayed = game
             .validate(Locale::English, Locale::English)
             .map_err(|e| fail(&e))?;
-        let mut pos = replayed.start().clone();
-        let mut t = GameTasks {
-            positions: Vec::with_capacity(replayed.moves().len() + 1),
-            keys: Vec::with_capacity(replayed.moves().len() + 1),
-            played: Vec::with_capacity(replayed.moves().len()),
-        };
-        for &m in replayed.moves() {
-            t.played.push(pos.move_to_uci(m));
-            t.positions.push(pos.clone());
-            t.keys.push(pos.repetition_key());
-            pos.play_unchecked(m);
-        }
-        t.keys.push(pos.repetition_key());
-        t.positions.push(pos);
-        tasks.push(t);
+        tasks.push(GameLine::replay(replayed.start(), replayed.moves()));
     }
     let settings = AnalysisSettings {
         limits: Limits {
@@ -160,7 +139,7 @@ pub fn review(
 /// Analyses every position of every game on `workers` threads; the results per game, in ply
 /// order.
 fn run_pool(
-    games: &[GameTasks],
+    games: &[GameLine],
     settings: &AnalysisSettings,
     workers: usize,
     progress: &mut dyn FnMut(&ReviewProgress),
@@ -186,7 +165,7 @@ fn run_pool(
                     let t = &games[g];
                     let e = evaluate_position(
                         &t.positions[p],
-                        &t.keys[..p],
+                        t.history(p),
                         settings,
                         &AtomicBool::new(false),
                         &SystemTime::new(),
@@ -218,12 +197,7 @@ fn run_pool(
 }
 
 /// Writes the evaluations, NAGs and comments onto `game`'s main line.
-fn annotate(
-    game: &mut PgnGame,
-    g: usize,
-    tasks: &GameTasks,
-    evals: &[PositionEval],
-) -> GameSummary {
+fn annotate(game: &mut PgnGame, g: usize, tasks: &GameLine, evals: &[PositionEval]) -> GameSummary {
     let review = review_game(evals, &tasks.played);
     for (ply, (node, verdict)) in game.moves.iter_mut().zip(&review.moves).enumerate() {
         let mut comment = String::new();

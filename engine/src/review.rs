@@ -24,7 +24,7 @@ use crate::analyze::{AnalysisSettings, analyze};
 use crate::score::{MATE, MATE_BOUND, Reported, outcome_score, win_chance};
 use crate::time::TimeSource;
 use crate::tt::Bound;
-use arbiter_core::{AnyPosition, Color, Position};
+use arbiter_core::{AnyMove, AnyPosition, Color, Position};
 use std::sync::atomic::AtomicBool;
 
 /// The evaluation lichess assumes for the standard starting position (centipawns, white),
@@ -211,6 +211,45 @@ pub fn game_accuracy(first: Color, start: i32, after: &[i32]) -> GameAccuracy {
     GameAccuracy {
         white: of(&moves[0]),
         black: of(&moves[1]),
+    }
+}
+
+/// A game's main line laid out for its review: every position, their repetition keys (the
+/// history of position `i` is `keys[..i]`, so the game is held once whatever its length), and
+/// the moves played in coordinate notation (one fewer than the positions).
+#[derive(Clone, Debug)]
+pub struct GameLine {
+    /// The positions, the start first and the final position last.
+    pub positions: Vec<AnyPosition>,
+    /// The repetition key of each position.
+    pub keys: Vec<u64>,
+    /// The moves played, in coordinate notation.
+    pub played: Vec<String>,
+}
+
+impl GameLine {
+    /// Plays `moves` (legal in turn) from `start`.
+    pub fn replay(start: &AnyPosition, moves: &[AnyMove]) -> GameLine {
+        let mut line = GameLine {
+            positions: Vec::with_capacity(moves.len() + 1),
+            keys: Vec::with_capacity(moves.len() + 1),
+            played: Vec::with_capacity(moves.len()),
+        };
+        let mut pos = start.clone();
+        for &m in moves {
+            line.played.push(pos.move_to_uci(m));
+            line.keys.push(pos.repetition_key());
+            line.positions.push(pos.clone());
+            pos.play_unchecked(m);
+        }
+        line.keys.push(pos.repetition_key());
+        line.positions.push(pos);
+        line
+    }
+
+    /// The repetition keys of the positions before position `i`: its search history.
+    pub fn history(&self, i: usize) -> &[u64] {
+        &self.keys[..i]
     }
 }
 

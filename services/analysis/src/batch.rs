@@ -9,11 +9,11 @@
 //!   threads (jobs take turns, one game each), retention and status watchers.
 
 use crate::config::{Caps, MAX_DEPTH};
-use crate::live::score_to_proto;
+use crate::live::{score_to_proto, within};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
 use arbiter_core::{AnyMove, AnyPosition, GameState, Locale, Position, Variant};
 use arbiter_engine::analyze::AnalysisSettings;
-use arbiter_engine::review::{Judgement, PositionEval, evaluate_position, review_game};
+use arbiter_engine::review::{GameLine, Judgement, PositionEval, evaluate_position, review_game};
 use arbiter_engine::score::Reported;
 use arbiter_engine::{Limits, SearchOptions, TimeSource};
 use arbiter_kit::ApiError;
@@ -129,13 +129,10 @@ pub fn decode_job(
             ));
         }
         (d, 0) => Limits::depth(d),
-        (_, n) if n > caps.max_nodes => {
-            return Err(ApiError::exhausted(
-                "per_ply.nodes",
-                format!("{n} nodes exceed the server's cap of {}", caps.max_nodes),
-            ));
+        (_, n) => {
+            within("per_ply.nodes", n, caps.max_nodes, "nodes")?;
+            Limits::nodes(n)
         }
-        (_, n) => Limits::nodes(n),
     };
     let games = match &req.games {
         None => return Err(ApiError::invalid("games", "pgn or move_lists is required")),
@@ -192,16 +189,12 @@ fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError
 }
 
 fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError> {
-    if list.games.len() > config.max_games {
-        return Err(ApiError::exhausted(
-            "move_lists.games",
-            format!(
-                "{} games exceed the limit of {} per job",
-                list.games.len(),
-                config.max_games
-            ),
-        ));
-    }
+    within(
+        "move_lists.games",
+        list.games.len() as u64,
+        config.max_games as u64,
+        "games",
+    )?;
     list.games
         .iter()
         .enumerate()
@@ -211,16 +204,12 @@ fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<GameSpe
             if start.variant() == Variant::Bughouse {
                 return Err(bughouse(format!("{field}.start.variant")));
             }
-            if g.moves.len() > config.max_plies {
-                return Err(ApiError::exhausted(
-                    format!("{field}.moves"),
-                    format!(
-                        "{} moves exceed the limit of {} per game",
-                        g.moves.len(),
-                        config.max_plies
-                    ),
-                ));
-            }
+            within(
+                &format!("{field}.moves"),
+                g.moves.len() as u64,
+                config.max_plies as u64,
+                "moves",
+            )?;
             let mut state = GameState::new(start.clone());
             let moves = g
                 .moves
@@ -282,32 +271,20 @@ pub fn analyse_game(
         },
         hash_mib: spec.hash_mib,
     };
-    let mut positions = Vec::with_capacity(game.moves.len() + 1);
-    let mut keys = Vec::with_capacity(game.moves.len() + 1);
-    let mut pos = game.start.clone();
-    for &m in &game.moves {
-        positions.push(pos.clone());
-        keys.push(pos.repetition_key());
-        pos.play_unchecked(m);
-    }
-    positions.push(pos);
+    let line = GameLine::replay(&game.start, &game.moves);
+    let positions = &line.positions;
     let mut evals = Vec::with_capacity(positions.len());
     for (i, p) in positions.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             return None;
         }
-        evals.push(evaluate_position(p, &keys[..i], &settings, stop, time));
+        evals.push(evaluate_position(p, line.history(i), &settings, stop, time));
         on_position();
     }
     if stop.load(Ordering::Relaxed) {
         return None;
     }
-    let played: Vec<String> = positions
-        .iter()
-        .zip(&game.moves)
-        .map(|(p, &m)| p.move_to_uci(m))
-        .collect();
-    let review = review_game(&evals, &played);
+    let review = review_game(&evals, &line.played);
     let plies = review
         .moves
         .iter()
@@ -353,7 +330,6 @@ struct Job {
     games_done: usize,
     positions: u64,
     positions_done: Arc<AtomicU64>,
-    started: bool,
     cancelled: Arc<AtomicBool>,
     /// Games taken by a worker and not finished.
     running: usize,
@@ -369,7 +345,7 @@ impl Job {
             pb::JobState::Done
         } else if self.cancelled.load(Ordering::Relaxed) {
             pb::JobState::Cancelled
-        } else if self.started {
+        } else if self.next_game > 0 {
             pb::JobState::Running
         } else {
             pb::JobState::Queued
@@ -543,7 +519,6 @@ impl Jobs {
             results: vec![None; games],
             games_done: 0,
             positions_done: Arc::new(AtomicU64::new(0)),
-            started: false,
             cancelled: Arc::new(AtomicBool::new(false)),
             running: 0,
             next_game: 0,
@@ -641,7 +616,6 @@ fn work(shared: &Shared) {
                     }
                     let index = job.next_game;
                     job.next_game += 1;
-                    job.started = true;
                     job.running += 1;
                     let status = job.snapshot(&id);
                     job.status.send_replace(status);

@@ -143,7 +143,7 @@ pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
 }
 
 /// `RESOURCE_EXHAUSTED` on `field` when `value` (counted in `unit`) is over the server's `cap`.
-fn within(field: &str, value: u64, cap: u64, unit: &str) -> Result<(), ApiError> {
+pub(crate) fn within(field: &str, value: u64, cap: u64, unit: &str) -> Result<(), ApiError> {
     if value > cap {
         return Err(ApiError::exhausted(
             field,

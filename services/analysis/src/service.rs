@@ -11,7 +11,7 @@ use crate::live::{self, Query};
 use crate::pool::{Job, SearchPool, Turn};
 use arbiter_core::Position;
 use arbiter_engine::TimeSource;
-use arbiter_kit::cpu::CpuPool;
+use arbiter_kit::cpu::{CpuPool, RaiseOnDrop};
 use arbiter_kit::{ApiError, reply};
 use arbiter_proto::analysis::v1 as pb;
 use arbiter_proto::analysis::v1::analysis_service_server::{
@@ -174,15 +174,6 @@ impl Unread {
     /// One queued info was read.
     fn taken(&self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Raises the flag when dropped: when the call's stream or future ends, however it ends.
-struct RaiseOnDrop(Arc<AtomicBool>);
-
-impl Drop for RaiseOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
     }
 }
 

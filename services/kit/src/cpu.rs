@@ -18,8 +18,10 @@ pub struct CpuPool {
     max_waiting: usize,
 }
 
-/// Raises the flag when dropped: when the request's future ends, however it ends.
-struct RaiseOnDrop(Arc<AtomicBool>);
+/// Raises the flag when dropped: when the request's future (or response stream) that holds
+/// it ends, however it ends. Services that run their own CPU work hold one per request too.
+#[derive(Debug)]
+pub struct RaiseOnDrop(pub Arc<AtomicBool>);
 
 impl Drop for RaiseOnDrop {
     fn drop(&mut self) {

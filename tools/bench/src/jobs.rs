@@ -9,7 +9,7 @@
 
 use arbiter_core::{AnyPosition, Position, Variant};
 use arbiter_engine::analyze::AnalysisSettings;
-use arbiter_engine::review::evaluate_position;
+use arbiter_engine::review::{GameLine, evaluate_position};
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use arbiter_proto::analysis::v1::{self as pb, analysis_service_client::AnalysisServiceClient};
 use arbiter_proto::common::v1 as common;
@@ -79,17 +79,23 @@ pub fn raw(games: &[Moves], nodes: u64) -> f64 {
     let (stop, time) = (AtomicBool::new(false), SystemTime::new());
     let t = Instant::now();
     for game in games {
-        let mut pos = AnyPosition::start(Variant::Chess).expect("the start");
-        let mut keys = Vec::new();
-        for text in game {
-            evaluate_position(&pos, &keys, &settings, &stop, &time);
-            keys.push(pos.repetition_key());
-            let m = pos
-                .parse_move(text, arbiter_core::Notation::Uci, Default::default())
-                .expect("a legal move");
-            pos.play_unchecked(m);
+        // Reading the moves back is part of the work: the service reads them too.
+        let start = AnyPosition::start(Variant::Chess).expect("the start");
+        let mut pos = start.clone();
+        let moves: Vec<_> = game
+            .iter()
+            .map(|text| {
+                let m = pos
+                    .parse_move(text, arbiter_core::Notation::Uci, Default::default())
+                    .expect("a legal move");
+                pos.play_unchecked(m);
+                m
+            })
+            .collect();
+        let line = GameLine::replay(&start, &moves);
+        for (i, p) in line.positions.iter().enumerate() {
+            evaluate_position(p, line.history(i), &settings, &stop, &time);
         }
-        evaluate_position(&pos, &keys, &settings, &stop, &time);
     }
     positions(games) as f64 / t.elapsed().as_secs_f64()
 }
