@@ -225,6 +225,13 @@ enum Command {
         #[command(flatten)]
         server: Box<arbiter_server::ServerArgs>,
     },
+    /// Run batch-analysis workers on the job queue in Redis: any number of these processes, on
+    /// any machine, share the jobs that analysis services accept (SIGTERM hands running games
+    /// back to the queue).
+    Worker {
+        #[command(flatten)]
+        worker: arbiter_analysis::WorkerArgs,
+    },
     /// Estimate this machine's clock offset from a server's time authority (NTP-style `Sync`
     /// exchanges; the best 3 of the last 8 by round trip).
     ClockSync {
@@ -534,6 +541,10 @@ enum BenchTarget {
         /// Seed of the games.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Queue the job in this Redis and analyse it in `arbiter worker` processes (1, then
+        /// 2, each with one worker), instead of in the embedded server's own threads.
+        #[arg(long)]
+        redis_url: Option<String>,
     },
     /// Live analysis: time to the first info, and cancel latency (one engine thread).
     Analysis {
@@ -637,6 +648,36 @@ fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
         arbiter_server::serve(listener, config, arbiter_kit::shutdown_signal())
             .await
             .map_err(|e| CliError(format!("server failed: {e}")))
+    })?;
+    Ok(String::new())
+}
+
+/// An `arbiter worker` process on the Redis at `url`, with one worker, quiet.
+fn spawn_worker(url: &str) -> Result<std::process::Child, CliError> {
+    let exe = std::env::current_exe().map_err(|e| CliError(format!("this program: {e}")))?;
+    std::process::Command::new(exe)
+        .args(["worker", "--workers", "1", "--redis-url", url])
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| CliError(format!("cannot start a worker process: {e}")))
+}
+
+fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
+    arbiter_kit::init_tracing();
+    let (redis, config) = args.load().map_err(CliError)?;
+    runtime()?.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            arbiter_kit::shutdown_signal().await;
+            let _ = tx.send(true);
+        });
+        let time: std::sync::Arc<dyn arbiter_engine::TimeSource> =
+            std::sync::Arc::new(arbiter_engine::SystemTime::new());
+        arbiter_analysis::run_workers(&redis, config, time, rx)
+            .await
+            .map_err(CliError)
     })?;
     Ok(String::new())
 }
@@ -762,6 +803,7 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
             plies,
             nodes,
             seed,
+            redis_url,
         } => {
             use arbiter_bench::jobs;
             let cfg = jobs::JobsBenchConfig {
@@ -771,31 +813,65 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
                 seed,
             };
             let list = jobs::games(&cfg);
-            let raw = jobs::raw(&list, cfg.nodes);
+            // The reference is measured before and after the service runs, and averaged, so
+            // that a drift of the machine's speed during the run cancels out.
+            let raw_before = jobs::raw(&list, cfg.nodes);
             let runtime = runtime()?;
             let mut rates = Vec::new();
+            // Unique per run: a job store in Redis outlives the run.
+            let run = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
             for workers in [1, 2] {
+                // With Redis, the workers are processes of their own.
+                let processes = match &redis_url {
+                    None => Vec::new(),
+                    Some(url) => (0..workers)
+                        .map(|_| spawn_worker(url))
+                        .collect::<Result<Vec<_>, _>>()?,
+                };
                 let rate = runtime.block_on(against(
                     None,
                     "arbiter.analysis.v1.AnalysisService",
                     || {
                         let mut config = arbiter_server::ServerConfig::default();
-                        config.analysis.batch.workers = workers;
+                        match &redis_url {
+                            None => config.analysis.batch.workers = workers,
+                            Some(url) => {
+                                config.analysis.batch.workers = 0;
+                                config.analysis.redis = Some(arbiter_analysis::RedisConfig {
+                                    url: url.clone(),
+                                    password: None,
+                                });
+                            }
+                        }
                         Ok(config)
                     },
                     |channel| {
                         let list = list.clone();
                         async move {
-                            jobs::service(channel, &list, cfg.nodes, &workers.to_string()).await
+                            jobs::service(channel, &list, cfg.nodes, &format!("{run}-{workers}"))
+                                .await
                         }
                     },
-                ))?;
-                rates.push(rate);
+                ));
+                for mut p in processes {
+                    let _ = p.kill();
+                    let _ = p.wait();
+                }
+                rates.push(rate?);
             }
+            let raw_after = jobs::raw(&list, cfg.nodes);
+            let mode = if redis_url.is_some() {
+                jobs::Mode::RedisProcesses
+            } else {
+                jobs::Mode::InProcess
+            };
             Ok(jobs::report(
                 &cfg,
+                mode,
                 jobs::positions(&list),
-                raw,
+                [raw_before, raw_after],
                 rates[0],
                 rates[1],
             ))
@@ -1044,6 +1120,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             moves,
         } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
         Command::Serve { server } => serve(*server)?,
+        Command::Worker { worker } => run_worker(&worker)?,
         Command::Bench { target } => bench(target)?,
         Command::ClockSync { addr, samples } => clock_sync(&addr, samples)?,
         Command::Bpgn { locale } => {

@@ -1,10 +1,13 @@
 //! The `arbiter` binary against its contract: perft totals for the whole standard and Glinski
 //! suites, legal moves that agree with independent generators (shakmaty for chess, the naive
-//! generator of `core/tests/suite/support/glinski_naive.rs` for Glinski), and malformed input that
-//! exits with code 2 and a message naming the problem.
+//! generator of `core/tests/suite/support/glinski_naive.rs` for Glinski), malformed input that
+//! exits with code 2 and a message naming the problem, and `arbiter worker` processes on a real
+//! Redis (`worker`).
 
 #[path = "../../core/tests/suite/support/glinski_naive.rs"]
 mod glinski_naive;
+#[path = "cli/worker.rs"]
+mod worker;
 
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Position as _};

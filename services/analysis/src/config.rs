@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use crate::batch::BatchConfig;
+use crate::batch::redis::WorkerConfig;
 use arbiter_engine::{SystemTime, TimeSource};
+use arbiter_timekeeping::redis_config::{RedisArgs, RedisConfig};
+use std::time::Duration;
 
 /// The most lines one search can report (the engine's own bound).
 pub const MULTIPV_LIMIT: u32 = 64;
@@ -72,6 +75,9 @@ pub struct AnalysisConfig {
     pub pool: PoolConfig,
     /// Batch jobs.
     pub batch: BatchConfig,
+    /// Where batch jobs are queued: Redis Streams, shared with other replicas and worker
+    /// processes; `None`: in this process.
+    pub redis: Option<RedisConfig>,
     /// The clock searches read their time limits on (the system's monotonic clock, or a test's).
     pub time: Arc<dyn TimeSource>,
 }
@@ -82,6 +88,7 @@ impl std::fmt::Debug for AnalysisConfig {
             .field("caps", &self.caps)
             .field("pool", &self.pool)
             .field("batch", &self.batch)
+            .field("redis", &self.redis)
             .finish_non_exhaustive()
     }
 }
@@ -92,6 +99,7 @@ impl Default for AnalysisConfig {
             caps: Caps::default(),
             pool: PoolConfig::default(),
             batch: BatchConfig::default(),
+            redis: None,
             time: Arc::new(SystemTime::new()),
         }
     }
@@ -125,7 +133,8 @@ pub struct AnalysisArgs {
     /// The most moves one request may play before the analysed position.
     #[arg(long, env = "ARBITER_ANALYSIS_MAX_MOVES", default_value_t = Caps::default().max_moves)]
     pub analysis_max_moves: usize,
-    /// Batch worker threads: games analysed at once (in process, beside the live threads).
+    /// Batch worker threads: games analysed at once in this process, beside the live threads
+    /// (at least 1 without Redis; with Redis, 0 leaves the analysis to worker processes).
     #[arg(long, env = "ARBITER_ANALYSIS_BATCH_WORKERS", default_value_t = BatchConfig::default().workers)]
     pub analysis_batch_workers: usize,
     /// The most games in one batch job.
@@ -145,11 +154,73 @@ pub struct AnalysisArgs {
     /// Seconds a batch job and its results are kept after its last progress.
     #[arg(long, env = "ARBITER_ANALYSIS_JOB_TTL_SECS", default_value_t = BatchConfig::default().ttl.as_secs())]
     pub analysis_job_ttl_secs: u64,
+    /// With Redis: how often a WatchJob stream reads the job's status, in ms.
+    #[arg(long, env = "ARBITER_ANALYSIS_WATCH_POLL_MS", default_value_t = 250)]
+    pub analysis_watch_poll_ms: u64,
+    /// How this process's batch workers take items from Redis.
+    #[command(flatten)]
+    pub queue: QueueArgs,
+}
+
+/// How workers take items from the Redis job queue (service and worker processes alike).
+#[derive(clap::Args, Debug, Clone)]
+pub struct QueueArgs {
+    /// With Redis: ms an item may go without its worker's heartbeat before another worker
+    /// claims it (the heartbeat comes every third of it, at most every second).
+    #[arg(long, env = "ARBITER_ANALYSIS_CLAIM_IDLE_MS", default_value_t = 30_000)]
+    pub analysis_claim_idle_ms: u64,
+    /// With Redis: deliveries after which an item goes to the dead-letter stream.
+    #[arg(long, env = "ARBITER_ANALYSIS_MAX_DELIVERIES", default_value_t = 3)]
+    pub analysis_max_deliveries: u32,
+}
+
+impl QueueArgs {
+    /// The worker configuration these flags describe, for `workers` workers.
+    pub fn config(&self, workers: usize) -> WorkerConfig {
+        WorkerConfig {
+            workers,
+            claim_idle: Duration::from_millis(self.analysis_claim_idle_ms.max(30)),
+            max_deliveries: self.analysis_max_deliveries.max(1),
+        }
+    }
+}
+
+/// Flags of an analysis worker process (`arbiter worker`): Redis, and how many games at once.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// Where the job queue is (required).
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// Games analysed at once (default: the number of CPUs).
+    #[arg(long, env = "ARBITER_WORKERS")]
+    pub workers: Option<usize>,
+    /// How items are taken.
+    #[command(flatten)]
+    pub queue: QueueArgs,
+}
+
+impl WorkerArgs {
+    /// The Redis configuration (reading the password file) and the workers'.
+    ///
+    /// # Errors
+    /// No `--redis-url`, or an unreadable password file.
+    pub fn load(&self) -> Result<(RedisConfig, WorkerConfig), String> {
+        let redis = self
+            .redis
+            .load()?
+            .ok_or("a worker needs --redis-url (or ARBITER_REDIS_URL): the queue it serves")?;
+        let workers = self
+            .workers
+            .unwrap_or_else(|| PoolConfig::default().threads)
+            .max(1);
+        Ok((redis, self.queue.config(workers)))
+    }
 }
 
 impl AnalysisArgs {
-    /// The configuration these flags describe, on the system clock.
-    pub fn config(&self) -> AnalysisConfig {
+    /// The configuration these flags describe, on the system clock, with batch jobs in
+    /// `redis` (`None`: in process).
+    pub fn config(&self, redis: Option<RedisConfig>) -> AnalysisConfig {
         let defaults = AnalysisConfig::default();
         AnalysisConfig {
             caps: Caps {
@@ -168,14 +239,17 @@ impl AnalysisArgs {
                 max_queue_per_client: self.analysis_queue_per_client,
             },
             batch: BatchConfig {
-                workers: self.analysis_batch_workers.max(1),
+                workers: self.analysis_batch_workers,
                 max_games: self.analysis_max_job_games.max(1),
                 max_plies: self.analysis_max_job_plies,
                 max_jobs: self.analysis_max_jobs.max(1),
                 max_positions: self.analysis_max_held_positions.max(1),
-                ttl: std::time::Duration::from_secs(self.analysis_job_ttl_secs.max(1)),
+                ttl: Duration::from_secs(self.analysis_job_ttl_secs.max(1)),
+                watch_poll: Duration::from_millis(self.analysis_watch_poll_ms.max(10)),
+                queue: self.queue.config(self.analysis_batch_workers),
                 ..BatchConfig::default()
             },
+            redis,
             time: defaults.time,
         }
     }

@@ -5,8 +5,8 @@
 //! best move alone (`BestMove`).
 //!
 //! - [`live`]: a request decoded into a search, the search run, its output encoded;
-//! - [`batch`]: batch jobs (whole games reviewed move by move), their in-process queue,
-//!   results and workers;
+//! - [`batch`]: batch jobs (whole games reviewed move by move): their queue, results and
+//!   workers, in process or on Redis Streams ([`run_workers`] is a worker process's loop);
 //! - [`pool`]: the engine threads and their bounded queue, in which clients take turns;
 //! - [`service`]: the thin tonic handlers;
 //! - [`config`]: the caps on one request, the pool's size, and their flags.
@@ -23,12 +23,15 @@ pub mod live;
 pub mod pool;
 pub mod service;
 
-pub use config::{AnalysisArgs, AnalysisConfig, Caps, PoolConfig};
+pub use arbiter_timekeeping::redis_config::{RedisArgs, RedisConfig};
+pub use batch::redis::{WorkerConfig, run_workers};
+pub use config::{AnalysisArgs, AnalysisConfig, Caps, PoolConfig, QueueArgs, WorkerArgs};
 pub use service::Analysis;
 
 use arbiter_kit::{Host, ServeConfig, ServeError};
 use arbiter_proto::analysis::v1::analysis_service_server::AnalysisServiceServer;
-use batch::Jobs;
+use batch::redis::RedisJobs;
+use batch::{JobQueue, Jobs};
 use pool::SearchPool;
 use std::future::Future;
 use std::sync::Arc;
@@ -37,20 +40,73 @@ use tokio::net::TcpListener;
 /// The fully-qualified gRPC name of the service.
 pub const SERVICE_NAME: &str = "arbiter.analysis.v1.AnalysisService";
 
-/// Adds the analysis service to `host`, starts its engine threads, and reports it serving (live
-/// analysis has no dependencies). When the host begins to shut down, running searches are
-/// stopped (their callers get the result so far) and waiting ones are refused, so shutdown
-/// takes at most one node-check interval of search.
+/// Adds the analysis service to `host` and starts its engine threads. Batch jobs go to Redis
+/// when `config.redis` is set (the service's own `batch.workers` workers serve the queue beside
+/// any worker processes, and health follows Redis), else to this process (health: serving, as
+/// live analysis has no dependencies). When the host begins to shut down, running searches are
+/// stopped (their callers get the result so far), waiting ones are refused, and the batch
+/// workers stop (on Redis, handing their games back), so shutdown takes at most about a second.
+///
+/// # Errors
+/// A bad Redis configuration, or engine threads that cannot be started.
 pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeError> {
     let pool = SearchPool::start(config.pool.clone())?;
-    let jobs = Jobs::start(config.batch.clone(), Arc::clone(&config.time))?;
-    let mut shutting_down = host.shutting_down();
+    let shutting_down = host.shutting_down();
+    let jobs = match &config.redis {
+        None => {
+            let jobs = Jobs::start(config.batch.clone(), Arc::clone(&config.time))?;
+            let mut down = shutting_down.clone();
+            let stop = jobs.clone();
+            tokio::spawn(async move {
+                let _ = down.wait_for(|down| *down).await;
+                stop.shut_down();
+            });
+            host.health()
+                .set_serving::<AnalysisServiceServer<Analysis>>()
+                .await;
+            JobQueue::Memory(jobs)
+        }
+        Some(redis) => {
+            let jobs = Arc::new(RedisJobs::open(redis, config.batch.clone())?);
+            if config.batch.workers > 0 {
+                let workers = WorkerConfig {
+                    workers: config.batch.workers,
+                    ..config.batch.queue.clone()
+                };
+                let (redis, time, down) = (
+                    redis.clone(),
+                    Arc::clone(&config.time),
+                    shutting_down.clone(),
+                );
+                tokio::spawn(async move {
+                    if let Err(e) = run_workers(&redis, workers, time, down).await {
+                        tracing::error!(error = %e, "analysis workers cannot start");
+                    }
+                });
+            }
+            let probe = Arc::clone(&jobs);
+            tokio::spawn(arbiter_kit::follow_health::<
+                AnalysisServiceServer<Analysis>,
+                _,
+                _,
+            >(
+                host.health(),
+                move || {
+                    let jobs = Arc::clone(&probe);
+                    async move { jobs.probe().await }
+                },
+                std::time::Duration::from_secs(2),
+                shutting_down.clone(),
+                "analysis job store",
+            ));
+            JobQueue::Redis(jobs)
+        }
+    };
     {
-        let (pool, jobs) = (pool.clone(), jobs.clone());
+        let (pool, mut down) = (pool.clone(), shutting_down.clone());
         tokio::spawn(async move {
-            let _ = shutting_down.wait_for(|down| *down).await;
+            let _ = down.wait_for(|down| *down).await;
             pool.shut_down();
-            jobs.shut_down();
         });
     }
     let max = host.config().max_message_bytes;
@@ -59,7 +115,7 @@ pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeE
         pool,
         jobs,
         cpu: host.cpu(),
-        shutting_down: host.shutting_down(),
+        shutting_down,
     };
     host.add_service(
         Analysis::new(
@@ -71,9 +127,6 @@ pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeE
         )
         .into_server(max),
     );
-    host.health()
-        .set_serving::<AnalysisServiceServer<Analysis>>()
-        .await;
     Ok(())
 }
 

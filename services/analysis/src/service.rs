@@ -5,7 +5,7 @@
 //! [`CHECK_EVERY`](arbiter_engine::search::CHECK_EVERY) nodes, or drops it unrun if it is still
 //! waiting.
 
-use crate::batch::{BatchConfig, Jobs, decode_job};
+use crate::batch::{BatchConfig, JobQueue, decode_job, ended};
 use crate::config::Caps;
 use crate::live::{self, Query};
 use crate::pool::{Job, SearchPool, Turn};
@@ -42,8 +42,8 @@ pub const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 pub struct Backends {
     /// The live searches' engine threads.
     pub pool: SearchPool,
-    /// Batch jobs: their queue, results and workers.
-    pub jobs: Jobs,
+    /// Batch jobs: their queue and results (in process, or on Redis).
+    pub jobs: JobQueue,
     /// The process's pool for CPU-heavy request decoding (a job's PGN).
     pub cpu: CpuPool,
     /// Turns true when the server begins to shut down: job watchers end then.
@@ -314,11 +314,16 @@ impl AnalysisService for Analysis {
             .run(move |_| decode_job(&req, &caps, &batch))
             .await?;
         let (request_id, spec, fingerprint) = decoded?;
-        reply(self.backends.jobs.submit(request_id, spec, fingerprint))
+        reply(
+            self.backends
+                .jobs
+                .submit(request_id, spec, fingerprint)
+                .await,
+        )
     }
 
     async fn get_job(&self, req: Request<pb::JobRef>) -> Result<Response<pb::JobStatus>, Status> {
-        reply(self.backends.jobs.status(&req.get_ref().job_id))
+        reply(self.backends.jobs.status(&req.get_ref().job_id).await)
     }
 
     type WatchJobStream = BoxStream<pb::JobStatus>;
@@ -327,18 +332,15 @@ impl AnalysisService for Analysis {
         &self,
         req: Request<pb::JobRef>,
     ) -> Result<Response<Self::WatchJobStream>, Status> {
-        let mut status = self.backends.jobs.watch(&req.get_ref().job_id)?;
+        let mut status = self.backends.jobs.watch(&req.get_ref().job_id).await?;
         let mut shutting_down = self.backends.shutting_down.clone();
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
             loop {
                 // The borrow (a lock guard) must end before the await below.
                 let now = { status.borrow_and_update().clone() };
-                let ended = matches!(
-                    pb::JobState::try_from(now.state),
-                    Ok(pb::JobState::Done | pb::JobState::Cancelled)
-                );
-                if tx.send(Ok(now)).await.is_err() || ended {
+                let end = ended(now.state);
+                if tx.send(Ok(now)).await.is_err() || end {
                     return;
                 }
                 tokio::select! {
@@ -374,10 +376,11 @@ impl AnalysisService for Analysis {
         req: Request<pb::GetJobResultsRequest>,
     ) -> Result<Response<pb::GetJobResultsResponse>, Status> {
         let r = req.get_ref();
-        let (status, games) =
-            self.backends
-                .jobs
-                .results(&r.job_id, r.offset as usize, r.limit as usize)?;
+        let (status, games) = self
+            .backends
+            .jobs
+            .results(&r.job_id, r.offset as usize, r.limit as usize)
+            .await?;
         Ok(Response::new(pb::GetJobResultsResponse {
             status: Some(status),
             games,
@@ -388,7 +391,7 @@ impl AnalysisService for Analysis {
         &self,
         req: Request<pb::JobRef>,
     ) -> Result<Response<pb::JobStatus>, Status> {
-        reply(self.backends.jobs.cancel(&req.get_ref().job_id))
+        reply(self.backends.jobs.cancel(&req.get_ref().job_id).await)
     }
 }
 

@@ -1,5 +1,9 @@
 //! The analysis service over gRPC, on port 0: what the stream carries and in which order, the
-//! limits, cancellation, the bounded and fair queue, errors, and shutdown.
+//! limits, cancellation, the bounded and fair queue, errors, and shutdown; batch jobs in
+//! process here, on Redis in `redis_jobs`.
+
+#[path = "grpc/redis_jobs.rs"]
+mod redis_jobs;
 
 use arbiter_analysis::{AnalysisConfig, Caps, PoolConfig, serve};
 use arbiter_core::{AnyPosition, Notation, Position, Variant as CoreVariant};

@@ -165,13 +165,44 @@ pub async fn service(
     Ok(positions(games) as f64 / t.elapsed().as_secs_f64())
 }
 
-/// The report: the three rates and their ratios.
-pub fn report(cfg: &JobsBenchConfig, positions: u64, raw: f64, one: f64, two: f64) -> String {
+/// Where the service's workers ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Threads of the embedded server, with its in-process queue.
+    InProcess,
+    /// `arbiter worker` processes, one worker each, on a queue in Redis.
+    RedisProcesses,
+}
+
+/// The report: the rates and their ratios. `raw` is the engine alone measured before and after
+/// the service; their mean is the reference.
+pub fn report(
+    cfg: &JobsBenchConfig,
+    mode: Mode,
+    positions: u64,
+    raw: [f64; 2],
+    one: f64,
+    two: f64,
+) -> String {
+    let [before, after] = raw;
+    let raw = (before + after) / 2.0;
+    let (queue, one_label, two_label) = match mode {
+        Mode::InProcess => (
+            "in-process queue",
+            "service, 1 batch worker: ",
+            "service, 2 batch workers:",
+        ),
+        Mode::RedisProcesses => (
+            "Redis Streams queue",
+            "service, 1 worker process:",
+            "service, 2 worker processes:",
+        ),
+    };
     format!(
-        "{} games, {} positions, {} nodes a position (seed {})\n\
-         engine alone, one thread:        {raw:>8.1} positions/s\n\
-         service, 1 batch worker:         {one:>8.1} positions/s  ({:.3} of the engine alone: overhead {:.1} %)\n\
-         service, 2 batch workers:        {two:>8.1} positions/s  ({:.2}x one worker)\n",
+        "{} games, {} positions, {} nodes a position (seed {}), {queue}\n\
+         engine alone, one thread:        {raw:>8.1} positions/s  (before the service {before:.1}, after {after:.1})\n\
+         {one_label:<32} {one:>8.1} positions/s  ({:.3} of the engine alone: overhead {:.1} %)\n\
+         {two_label:<32} {two:>8.1} positions/s  ({:.2}x one worker)\n",
         cfg.games,
         positions,
         cfg.nodes,

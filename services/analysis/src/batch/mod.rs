@@ -1,0 +1,481 @@
+//! Batch jobs: whole games analysed position by position at a fixed per-ply limit, each move
+//! classified and each player's accuracy computed (`arbiter_engine::review`).
+//!
+//! - [`decode_job`]: a `SubmitJobRequest` checked into a [`JobSpec`] (PGN or move lists, the
+//!   per-ply limit, the caps), with a fingerprint of its content for idempotence;
+//! - [`analyse_game`]: one work item, a game, analysed on the calling thread into its
+//!   `GameResult`;
+//! - [`memory::Jobs`]: the in-process queue and result store of `arbiter serve`, with its worker
+//!   threads (jobs take turns, one game each), retention and status watchers;
+//! - [`redis::RedisJobs`] and [`redis::run_workers`]: the same on Redis Streams, shared by any
+//!   number of service replicas and worker processes;
+//! - [`JobQueue`]: whichever of the two the service was given.
+
+use crate::config::{Caps, MAX_DEPTH};
+use crate::live::{score_to_proto, within};
+use arbiter_core::pgn::{PgnLimits, read_games_with};
+use arbiter_core::{AnyMove, AnyPosition, GameState, Locale, Position, Variant};
+use arbiter_engine::analyze::AnalysisSettings;
+use arbiter_engine::review::{GameLine, Judgement, PositionEval, evaluate_position, review_game};
+use arbiter_engine::score::Reported;
+use arbiter_engine::{Limits, SearchOptions, TimeSource};
+use arbiter_kit::ApiError;
+use arbiter_kit::convert::{move_to_proto, notation, position, position_to_proto};
+use arbiter_proto::analysis::v1 as pb;
+use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub mod memory;
+pub mod redis;
+
+pub use memory::Jobs;
+
+/// Bounds and settings of batch jobs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchConfig {
+    /// Worker threads analysing games (one game each at a time). In process at least one runs;
+    /// with Redis it may be 0 (the service only accepts jobs; worker processes analyse them).
+    pub workers: usize,
+    /// The most games in one job.
+    pub max_games: usize,
+    /// The most moves in one game.
+    pub max_plies: usize,
+    /// Jobs held at once (running or kept for their results); more are refused.
+    pub max_jobs: usize,
+    /// Positions held at once, all jobs together (each costs its result's memory, about a
+    /// hundred bytes); a job that would pass it is refused.
+    pub max_positions: u64,
+    /// How long a job and its results are kept after it ends (or after submission while it
+    /// runs, renewed as it progresses).
+    pub ttl: Duration,
+    /// The most games one GetJobResults answers.
+    pub page: usize,
+    /// With Redis: how often a WatchJob stream reads the job's status.
+    pub watch_poll: Duration,
+    /// With Redis: how the service's own workers take items (their number is `workers`).
+    pub queue: redis::WorkerConfig,
+}
+
+impl Default for BatchConfig {
+    fn default() -> BatchConfig {
+        BatchConfig {
+            workers: 1,
+            max_games: 1000,
+            max_plies: 1024,
+            max_jobs: 1000,
+            max_positions: 2_000_000,
+            ttl: Duration::from_secs(24 * 3600),
+            page: 50,
+            watch_poll: Duration::from_millis(250),
+            queue: redis::WorkerConfig::default(),
+        }
+    }
+}
+
+/// The longest `request_id`.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// One game of a job.
+#[derive(Clone, Debug)]
+pub struct GameSpec {
+    /// Its start.
+    pub start: AnyPosition,
+    /// Its moves, legal in turn.
+    pub moves: Vec<AnyMove>,
+}
+
+/// A checked job.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// The games.
+    pub games: Vec<GameSpec>,
+    /// Each position's search limit (a depth or a node count).
+    pub limits: Limits,
+    /// The transposition table of each search, MiB.
+    pub hash_mib: usize,
+}
+
+impl JobSpec {
+    /// Positions to analyse: one more than the moves, per game.
+    pub fn positions(&self) -> u64 {
+        self.games.iter().map(|g| g.moves.len() as u64 + 1).sum()
+    }
+}
+
+fn bughouse(field: String) -> ApiError {
+    ApiError::invalid(
+        field,
+        "bughouse games are not analysed: a board's evaluation ignores the partner's game",
+    )
+}
+
+/// Checks a submission: the request id, the games, the per-ply limit. Returns the request id,
+/// the job, and a fingerprint of the request's content (the same content gives the same
+/// fingerprint), to tell a retry from another request under the same id.
+pub fn decode_job(
+    req: &pb::SubmitJobRequest,
+    caps: &Caps,
+    config: &BatchConfig,
+) -> Result<(String, JobSpec, u64), ApiError> {
+    let id = req.request_id.as_str();
+    if id.is_empty() || id.len() > MAX_REQUEST_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(ApiError::invalid(
+            "request_id",
+            format!("1 to {MAX_REQUEST_ID_BYTES} printable ASCII characters are required"),
+        ));
+    }
+    let ply = req.per_ply.unwrap_or_default();
+    let limits = match (ply.depth, ply.nodes) {
+        (0, 0) | (1.., 1..) => {
+            return Err(ApiError::invalid(
+                "per_ply",
+                "set exactly one of depth and nodes",
+            ));
+        }
+        (d, 0) if d > MAX_DEPTH => {
+            return Err(ApiError::invalid(
+                "per_ply.depth",
+                format!("{d} is out of range (1 to {MAX_DEPTH})"),
+            ));
+        }
+        (d, 0) => Limits::depth(d),
+        (_, n) => {
+            within("per_ply.nodes", n, caps.max_nodes, "nodes")?;
+            Limits::nodes(n)
+        }
+    };
+    let games = match &req.games {
+        None => return Err(ApiError::invalid("games", "pgn or move_lists is required")),
+        Some(pb::submit_job_request::Games::Pgn(text)) => pgn_games(text, config)?,
+        Some(pb::submit_job_request::Games::MoveLists(list)) => listed_games(list, config)?,
+    };
+    if games.is_empty() {
+        return Err(ApiError::invalid("games", "the job has no game"));
+    }
+    // SHA-256 of the request's encoding without its id: a specified hash, so processes of
+    // different builds sharing jobs agree on it.
+    let mut content = req.clone();
+    content.request_id.clear();
+    let digest = Sha256::digest(prost::Message::encode_to_vec(&content));
+    let fingerprint = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
+    Ok((
+        id.to_owned(),
+        JobSpec {
+            games,
+            limits,
+            hash_mib: caps.hash_mib,
+        },
+        fingerprint,
+    ))
+}
+
+fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError> {
+    let limits = PgnLimits {
+        max_games: config.max_games,
+        max_plies_per_game: config.max_plies,
+        ..PgnLimits::default()
+    };
+    let mut games =
+        read_games_with(text, &limits).map_err(|e| ApiError::invalid("pgn", e.to_string()))?;
+    games
+        .iter_mut()
+        .enumerate()
+        .map(|(i, g)| {
+            let fail = |e: &dyn std::fmt::Display| {
+                ApiError::invalid("pgn", format!("game {}: {e}", i + 1))
+            };
+            if g.variant().map_err(|e| fail(&e))? == Variant::Bughouse {
+                return Err(bughouse("pgn".into()));
+            }
+            let game = g
+                .validate(Locale::English, Locale::English)
+                .map_err(|e| fail(&e))?;
+            Ok(GameSpec {
+                start: game.start().clone(),
+                moves: game.moves().to_vec(),
+            })
+        })
+        .collect()
+}
+
+fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError> {
+    within(
+        "move_lists.games",
+        list.games.len() as u64,
+        config.max_games as u64,
+        "games",
+    )?;
+    list.games
+        .iter()
+        .enumerate()
+        .map(|(i, g)| listed_game(g, &format!("move_lists.games[{i}]"), config.max_plies))
+        .collect()
+}
+
+/// One listed game (named `field` in errors), of at most `max_plies` moves.
+fn listed_game(g: &pb::GameMoves, field: &str, max_plies: usize) -> Result<GameSpec, ApiError> {
+    let start = position(g.start.as_ref(), &format!("{field}.start"))?;
+    if start.variant() == Variant::Bughouse {
+        return Err(bughouse(format!("{field}.start.variant")));
+    }
+    within(
+        &format!("{field}.moves"),
+        g.moves.len() as u64,
+        max_plies as u64,
+        "moves",
+    )?;
+    let mut state = GameState::new(start.clone());
+    let moves = g
+        .moves
+        .iter()
+        .enumerate()
+        .map(|(j, text)| {
+            state
+                .play_text(text, notation(g.notation), Locale::English)
+                .map_err(|e| ApiError::invalid(format!("{field}.moves[{j}]"), e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(GameSpec { start, moves })
+}
+
+/// The most moves a work item read back from a queue may hold (its job's own cap was checked
+/// at submission; this bounds what a corrupt or foreign item can cost a worker).
+pub const MAX_ITEM_PLIES: usize = 1 << 16;
+
+impl GameSpec {
+    /// The game as a queue's work item: its start and its moves in UCI, encoded as a
+    /// `GameMoves` message (so that any worker, of any build, reads it back the same way).
+    pub fn to_item(&self) -> Vec<u8> {
+        let line = GameLine::replay(&self.start, &self.moves);
+        let moves = self
+            .moves
+            .iter()
+            .zip(&line.positions)
+            .map(|(&m, before)| move_to_proto(before, m, Locale::English).uci)
+            .collect();
+        prost::Message::encode_to_vec(&pb::GameMoves {
+            start: Some(position_to_proto(&self.start)),
+            moves,
+            notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
+        })
+    }
+
+    /// A work item read back: decoded and replayed, every move legal in turn.
+    ///
+    /// # Errors
+    /// What cannot be decoded or played, in words.
+    pub fn from_item(item: &[u8]) -> Result<GameSpec, String> {
+        let g: pb::GameMoves =
+            prost::Message::decode(item).map_err(|e| format!("cannot decode the item: {e}"))?;
+        listed_game(&g, "item", MAX_ITEM_PLIES).map_err(|e| e.to_string())
+    }
+}
+
+fn white_score(e: &PositionEval) -> Option<pb::EngineScore> {
+    e.reported.map(|(r, _)| {
+        let flip = |n: i32| {
+            if e.turn == arbiter_core::Color::White {
+                n
+            } else {
+                -n
+            }
+        };
+        score_to_proto(match r {
+            Reported::Cp(cp) => Reported::Cp(flip(cp)),
+            Reported::Mate(n) => Reported::Mate(flip(n)),
+        })
+    })
+}
+
+fn judgement_to_proto(j: Option<Judgement>) -> pb::Judgement {
+    match j {
+        None => pb::Judgement::None,
+        Some(Judgement::Inaccuracy) => pb::Judgement::Inaccuracy,
+        Some(Judgement::Mistake) => pb::Judgement::Mistake,
+        Some(Judgement::Blunder) => pb::Judgement::Blunder,
+    }
+}
+
+/// Analyses game `index` of a job on this thread: every position (`on_position` is called
+/// after each), then the review. `None` when `stop` was raised before the end.
+pub fn analyse_game(
+    index: usize,
+    game: &GameSpec,
+    spec: &JobSpec,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    on_position: &mut dyn FnMut(),
+) -> Option<pb::GameResult> {
+    let settings = AnalysisSettings {
+        limits: spec.limits,
+        options: SearchOptions {
+            multipv: 1,
+            move_overhead_ms: 0,
+        },
+        hash_mib: spec.hash_mib,
+    };
+    let line = GameLine::replay(&game.start, &game.moves);
+    let positions = &line.positions;
+    let mut evals = Vec::with_capacity(positions.len());
+    for (i, p) in positions.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        evals.push(evaluate_position(p, line.history(i), &settings, stop, time));
+        on_position();
+    }
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    let review = review_game(&evals, &line.played);
+    let plies = review
+        .moves
+        .iter()
+        .enumerate()
+        .map(|(i, verdict)| {
+            let before = &positions[i];
+            pb::PlyResult {
+                r#move: Some(move_to_proto(before, game.moves[i], Locale::English)),
+                eval_after: white_score(&evals[i + 1]),
+                judgement: judgement_to_proto(verdict.judgement) as i32,
+                better: verdict.better.as_deref().and_then(|uci| {
+                    let m = before
+                        .parse_move(uci, arbiter_core::Notation::Uci, Locale::English)
+                        .ok()?;
+                    Some(move_to_proto(before, m, Locale::English))
+                }),
+            }
+        })
+        .collect();
+    let [w, b] = review.counts.map(|c| c.map(|n| n as u32));
+    Some(pb::GameResult {
+        index: index as u32,
+        start_eval: white_score(&evals[0]),
+        plies,
+        white_accuracy: review.accuracy.white,
+        black_accuracy: review.accuracy.black,
+        white_inaccuracies: w[0],
+        white_mistakes: w[1],
+        white_blunders: w[2],
+        black_inaccuracies: b[0],
+        black_mistakes: b[1],
+        black_blunders: b[2],
+        error: String::new(),
+    })
+}
+
+/// Where batch jobs are queued and their results kept: this process ([`Jobs`], the embedded
+/// default) or Redis Streams ([`redis::RedisJobs`], shared by replicas and worker processes).
+/// Both answer the same way; the handlers do not know which they talk to.
+#[derive(Clone, Debug)]
+pub enum JobQueue {
+    /// In process.
+    Memory(Jobs),
+    /// On Redis.
+    Redis(std::sync::Arc<redis::RedisJobs>),
+}
+
+impl JobQueue {
+    /// Queues a checked job under `request_id`, or answers the job already queued under it
+    /// (`duplicate` set) when its content (`fingerprint`) is the same; `ALREADY_EXISTS` when
+    /// it is not.
+    pub async fn submit(
+        &self,
+        request_id: String,
+        spec: JobSpec,
+        fingerprint: u64,
+    ) -> Result<pb::JobStatus, ApiError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.submit(request_id, spec, fingerprint),
+            JobQueue::Redis(jobs) => jobs.submit(&request_id, &spec, fingerprint).await,
+        }
+    }
+
+    /// The job's status; `NOT_FOUND` when it is unknown or expired.
+    pub async fn status(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.status(id),
+            JobQueue::Redis(jobs) => jobs.status(id).await,
+        }
+    }
+
+    /// A receiver of the job's status as it changes; its sender is dropped when the job is
+    /// forgotten (expired).
+    pub async fn watch(&self, id: &str) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.watch(id),
+            JobQueue::Redis(jobs) => jobs.watch(id).await,
+        }
+    }
+
+    /// The finished games among `limit` (0: the page size; at most the page size) from
+    /// `offset`, with the job's status.
+    pub async fn results(
+        &self,
+        id: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.results(id, offset, limit),
+            JobQueue::Redis(jobs) => jobs.results(id, offset, limit).await,
+        }
+    }
+
+    /// Cancels the job: games not started are dropped, running ones stop.
+    pub async fn cancel(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.cancel(id),
+            JobQueue::Redis(jobs) => jobs.cancel(id).await,
+        }
+    }
+}
+
+/// Whether a job in state `state` (a `JobState` number) has ended.
+pub fn ended(state: i32) -> bool {
+    matches!(
+        pb::JobState::try_from(state),
+        Ok(pb::JobState::Done | pb::JobState::Cancelled)
+    )
+}
+
+/// The page size `limit` asks for: 0 means the whole page, and no more than the page.
+fn page_size(limit: usize, page: usize) -> usize {
+    if limit == 0 { page } else { limit.min(page) }
+}
+
+/// A job's status from its counts.
+#[allow(clippy::too_many_arguments)]
+fn status_of(
+    id: &str,
+    games: u64,
+    games_done: u64,
+    positions: u64,
+    positions_done: u64,
+    cancelled: bool,
+    started: bool,
+    expires_at_unix_ms: i64,
+) -> pb::JobStatus {
+    let state = if games_done >= games {
+        pb::JobState::Done
+    } else if cancelled {
+        pb::JobState::Cancelled
+    } else if started {
+        pb::JobState::Running
+    } else {
+        pb::JobState::Queued
+    };
+    pb::JobStatus {
+        job_id: id.to_owned(),
+        state: state as i32,
+        games: games as u32,
+        games_done: games_done as u32,
+        positions,
+        positions_done,
+        duplicate: false,
+        expires_at_unix_ms,
+    }
+}

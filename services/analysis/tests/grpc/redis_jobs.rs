@@ -1,0 +1,500 @@
+//! Batch jobs on Redis Streams, against a real Redis (testcontainers): workers sharing a job
+//! while one is killed, the dead-letter stream, cancellation, idempotent submission, expiry.
+
+use super::{TWO_GAMES, job, position, start, watch_to_end};
+use arbiter_analysis::batch::redis::{DEAD, GROUP, WORK};
+use arbiter_analysis::batch::{BatchConfig, GameSpec, JobSpec, analyse_game};
+use arbiter_analysis::{AnalysisConfig, RedisConfig, WorkerConfig, run_workers};
+use arbiter_core::{AnyPosition, Position, Variant as CoreVariant};
+use arbiter_engine::{Limits, SystemTime, TimeSource};
+use arbiter_proto::analysis::v1 as pb;
+use arbiter_proto::common::v1::Variant;
+use redis::AsyncCommands;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tonic::Code;
+
+fn redis_config(url: &str) -> RedisConfig {
+    RedisConfig {
+        url: url.to_owned(),
+        password: None,
+    }
+}
+
+/// A service on Redis that only accepts jobs (`workers` 0) or also works on them.
+fn front(url: &str, workers: usize, ttl: Duration) -> AnalysisConfig {
+    AnalysisConfig {
+        batch: BatchConfig {
+            workers,
+            ttl,
+            watch_poll: Duration::from_millis(50),
+            ..BatchConfig::default()
+        },
+        redis: Some(redis_config(url)),
+        ..AnalysisConfig::default()
+    }
+}
+
+/// The service on Redis, once its health says it reaches Redis.
+async fn start_on_redis(config: AnalysisConfig) -> super::Server {
+    let s = start(config).await;
+    s.server
+        .health_becomes(
+            arbiter_analysis::SERVICE_NAME,
+            tonic_health::pb::health_check_response::ServingStatus::Serving,
+        )
+        .await;
+    s
+}
+
+/// Worker processes' settings: quick to claim abandoned items.
+fn quick(claim_idle_ms: u64, max_deliveries: u32) -> WorkerConfig {
+    WorkerConfig {
+        workers: 1,
+        claim_idle: Duration::from_millis(claim_idle_ms),
+        max_deliveries,
+    }
+}
+
+/// A worker process, in this one: aborting the task kills it as SIGKILL would (its running
+/// game stops, nothing is cleaned up, its item stays pending).
+fn worker(url: &str, config: WorkerConfig) -> tokio::task::JoinHandle<()> {
+    let redis = redis_config(url);
+    let time: Arc<dyn TimeSource> = Arc::new(SystemTime::new());
+    tokio::spawn(async move {
+        // Never shut down gracefully: only killed.
+        let (_keep, rx) = tokio::sync::watch::channel(false);
+        run_workers(&redis, config, time, rx).await.unwrap();
+    })
+}
+
+async fn conn(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Items pending in the group by consumer (none before a worker made the group).
+async fn pending(c: &mut redis::aio::MultiplexedConnection) -> Vec<(String, String)> {
+    let reply: redis::streams::StreamPendingCountReply = match redis::cmd("XPENDING")
+        .arg(WORK)
+        .arg(GROUP)
+        .arg("-")
+        .arg("+")
+        .arg(100)
+        .query_async(c)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) if e.code() == Some("NOGROUP") => return Vec::new(),
+        Err(e) => panic!("{e}"),
+    };
+    reply.ids.into_iter().map(|p| (p.id, p.consumer)).collect()
+}
+
+/// `n` chess games of `plies` moves, the same every run.
+fn games(n: usize, plies: usize) -> Vec<Vec<String>> {
+    (0..n)
+        .map(|g| {
+            let mut pos = AnyPosition::start(CoreVariant::Chess).unwrap();
+            let mut moves = Vec::new();
+            for i in 0..plies {
+                let legal = pos.legal_moves();
+                if legal.is_empty() || pos.terminal().is_some() {
+                    break;
+                }
+                let m = legal[(g * 13 + i * 7 + 3) % legal.len()];
+                moves.push(pos.move_to_uci(m));
+                pos.play_unchecked(m);
+            }
+            moves
+        })
+        .collect()
+}
+
+fn move_lists(id: &str, list: &[Vec<String>], nodes: u64) -> pb::SubmitJobRequest {
+    pb::SubmitJobRequest {
+        request_id: id.to_owned(),
+        games: Some(pb::submit_job_request::Games::MoveLists(pb::GameList {
+            games: list
+                .iter()
+                .map(|moves| pb::GameMoves {
+                    start: position(Variant::Chess, ""),
+                    moves: moves.clone(),
+                    notation: 0,
+                })
+                .collect(),
+        })),
+        per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+    }
+}
+
+async fn all_results(
+    client: &mut super::AnalysisServiceClient<super::Channel>,
+    id: &str,
+) -> Vec<pb::GameResult> {
+    client
+        .get_job_results(pb::GetJobResultsRequest {
+            job_id: id.to_owned(),
+            offset: 0,
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .games
+}
+
+#[tokio::test]
+async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
+    let redis = arbiter_testkit::redis().await;
+    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let list = games(8, 30);
+    let nodes = 20_000;
+    let status = s
+        .client
+        .submit_job(move_lists("shared", &list, nodes))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut c = conn(&redis.url).await;
+    let a = worker(&redis.url, quick(500, 3));
+    let a_name = loop {
+        if let Some((_, who)) = pending(&mut c).await.pop() {
+            break who;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let b = worker(&redis.url, quick(500, 3));
+    // Kill A while it holds a game, once B has finished one.
+    let (killed_item, killed_game) = loop {
+        let done: u64 = c
+            .hget(format!("an:j:{}", status.job_id), "done")
+            .await
+            .unwrap();
+        let held = pending(&mut c).await;
+        if let Some((item, _)) = held
+            .iter()
+            .find(|(_, who)| *who == a_name)
+            .filter(|_| done >= 2)
+        {
+            a.abort();
+            let _ = a.await;
+            // Still pending, still A's: it was killed mid-game.
+            if pending(&mut c)
+                .await
+                .iter()
+                .any(|(i, who)| i == item && *who == a_name)
+            {
+                let range: redis::streams::StreamRangeReply =
+                    c.xrange(WORK, item, item).await.unwrap();
+                let game: String = range.ids[0].get("game").unwrap();
+                break (item.clone(), game.parse::<usize>().unwrap());
+            }
+            panic!("the item finished while A was being killed");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let last = watch_to_end(&mut s.client, &status.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(last.state, pb::JobState::Done as i32);
+    assert_eq!(last.games_done, 8);
+    assert_eq!(
+        last.positions_done, last.positions,
+        "every position counted once, although A's game was analysed twice"
+    );
+    let results = all_results(&mut s.client, &status.job_id).await;
+    let indices: Vec<u32> = results.iter().map(|r| r.index).collect();
+    assert_eq!(
+        indices,
+        (0..8).collect::<Vec<_>>(),
+        "each game once, in order"
+    );
+    for (r, moves) in results.iter().zip(&list) {
+        assert!(r.error.is_empty(), "{}", r.error);
+        assert_eq!(r.plies.len(), moves.len());
+    }
+    // The game A was killed in was analysed again from its start, by B, to the same result.
+    let game = GameSpec {
+        start: AnyPosition::start(CoreVariant::Chess).unwrap(),
+        moves: {
+            let mut p = AnyPosition::start(CoreVariant::Chess).unwrap();
+            list[killed_game]
+                .iter()
+                .map(|m| {
+                    let mv = p
+                        .parse_move(
+                            m,
+                            arbiter_core::Notation::Uci,
+                            arbiter_core::Locale::English,
+                        )
+                        .unwrap();
+                    p.play_unchecked(mv);
+                    mv
+                })
+                .collect()
+        },
+    };
+    let spec = JobSpec {
+        games: vec![game],
+        limits: Limits::nodes(nodes),
+        hash_mib: 16,
+    };
+    let alone = analyse_game(
+        killed_game,
+        &spec.games[0],
+        &spec,
+        &AtomicBool::new(false),
+        &SystemTime::new(),
+        &mut || {},
+    )
+    .unwrap();
+    assert_eq!(results[killed_game], alone, "item {killed_item}");
+    // Nothing left: the stream is empty, nothing pending, nothing dead.
+    let left: usize = c.xlen(WORK).await.unwrap();
+    assert_eq!(left, 0);
+    assert!(pending(&mut c).await.is_empty());
+    let dead: usize = c.xlen(DEAD).await.unwrap();
+    assert_eq!(dead, 0);
+    let stored: usize = c.hlen(format!("an:j:{}:r", status.job_id)).await.unwrap();
+    assert_eq!(stored, 8);
+    b.abort();
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_poison_item_goes_to_the_dead_letter_stream_and_its_game_fails() {
+    let redis = arbiter_testkit::redis().await;
+    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let status = s
+        .client
+        .submit_job(job("poison", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    // Game 1's item is replaced by one no worker can read.
+    let mut c = conn(&redis.url).await;
+    let all: redis::streams::StreamRangeReply = c.xrange_all(WORK).await.unwrap();
+    let second = all
+        .ids
+        .iter()
+        .find(|e| e.get::<String>("game").as_deref() == Some("1"))
+        .unwrap();
+    let _: usize = c.xdel(WORK, &[&second.id]).await.unwrap();
+    let _: String = c
+        .xadd(
+            WORK,
+            "*",
+            &[
+                ("job", status.job_id.as_bytes()),
+                ("game", b"1".as_slice()),
+                ("item", b"\xff\xffnot a game".as_slice()),
+            ],
+        )
+        .await
+        .unwrap();
+    let w = worker(&redis.url, quick(200, 2));
+    let last = watch_to_end(&mut s.client, &status.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(
+        (last.state, last.games_done),
+        (pb::JobState::Done as i32, 2)
+    );
+    let results = all_results(&mut s.client, &status.job_id).await;
+    assert!(results[0].error.is_empty());
+    assert_eq!(results[0].plies.len(), 4);
+    assert!(
+        results[1].error.contains("given up after 3 deliveries")
+            && results[1].error.contains("cannot decode"),
+        "{}",
+        results[1].error
+    );
+    let dead: redis::streams::StreamRangeReply = c.xrange_all(DEAD).await.unwrap();
+    assert_eq!(dead.ids.len(), 1);
+    let entry = &dead.ids[0];
+    assert_eq!(entry.get::<String>("job").unwrap(), status.job_id);
+    assert_eq!(entry.get::<String>("game").unwrap(), "1");
+    assert_eq!(entry.get::<String>("deliveries").unwrap(), "3");
+    assert!(
+        entry
+            .get::<String>("error")
+            .unwrap()
+            .contains("cannot decode")
+    );
+    let payload: Vec<u8> = entry.get("payload").unwrap();
+    assert_eq!(payload, b"\xff\xffnot a game");
+    let left: usize = c.xlen(WORK).await.unwrap();
+    assert_eq!(left, 0);
+    assert!(pending(&mut c).await.is_empty());
+    w.abort();
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
+    let redis = arbiter_testkit::redis().await;
+    // The service's own worker serves the queue.
+    // Kept 3 s after their last progress: long enough to look at the cancelled job.
+    let mut s = start_on_redis(front(&redis.url, 1, Duration::from_secs(3))).await;
+    let first = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    let again = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (again.job_id.as_str(), again.duplicate),
+        (first.job_id.as_str(), true)
+    );
+    let other = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 2000))
+        .await
+        .unwrap_err();
+    assert_eq!(other.code(), Code::AlreadyExists);
+    let last = watch_to_end(&mut s.client, &first.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(
+        (last.state, last.games_done, last.positions_done),
+        (pb::JobState::Done as i32, 2, 9)
+    );
+    assert_eq!(all_results(&mut s.client, &first.job_id).await.len(), 2);
+
+    // A long job, cancelled: it ends cancelled, and its items are dropped.
+    let long = s
+        .client
+        .submit_job(move_lists("long", &games(20, 40), 50_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let cancelled = s
+        .client
+        .cancel_job(pb::JobRef {
+            job_id: long.job_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.state, pb::JobState::Cancelled as i32);
+    let mut c = conn(&redis.url).await;
+    let drained = async {
+        loop {
+            let left: usize = c.xlen(WORK).await.unwrap();
+            if left == 0 && pending(&mut c).await.is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), drained)
+        .await
+        .expect("the cancelled job's items are dropped");
+    let after = s
+        .client
+        .get_job(pb::JobRef {
+            job_id: long.job_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(after.state, pb::JobState::Cancelled as i32);
+    assert!(after.games_done < 20);
+
+    // Past their retention both jobs are gone, every key with them.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    for id in [&first.job_id, &long.job_id] {
+        let gone = s
+            .client
+            .get_job(pb::JobRef { job_id: id.clone() })
+            .await
+            .unwrap_err();
+        assert_eq!(gone.code(), Code::NotFound);
+        let gone = s
+            .client
+            .get_job_results(pb::GetJobResultsRequest {
+                job_id: id.clone(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(gone.code(), Code::NotFound);
+    }
+    let keys: Vec<String> = c.keys("an:j:*").await.unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+    let keys: Vec<String> = c.keys("an:rid:*").await.unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+    // The request id is free again: a new job.
+    let fresh = s
+        .client
+        .submit_job(job("same", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!fresh.duplicate);
+    assert_ne!(fresh.job_id, first.job_id);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
+    let redis = arbiter_testkit::redis().await;
+    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let status = s
+        .client
+        .submit_job(move_lists("handed-back", &games(1, 20), 50_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut c = conn(&redis.url).await;
+    // A claim timeout far longer than the test: only a hand-back lets the second worker in.
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let first = {
+        let redis = redis_config(&redis.url);
+        tokio::spawn(async move {
+            let time: Arc<dyn TimeSource> = Arc::new(SystemTime::new());
+            run_workers(&redis, quick(600_000, 3), time, rx).await
+        })
+    };
+    let held = loop {
+        if let Some(p) = pending(&mut c).await.pop() {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), first)
+        .await
+        .expect("the worker stops within a heartbeat or two")
+        .unwrap()
+        .unwrap();
+    assert!(pending(&mut c).await.is_empty(), "nothing left pending");
+    let queued: redis::streams::StreamRangeReply = c.xrange_all(WORK).await.unwrap();
+    assert_eq!(queued.ids.len(), 1);
+    assert_ne!(queued.ids[0].id, held.0, "a fresh entry, first in line");
+    let second = worker(&redis.url, quick(600_000, 3));
+    let last = watch_to_end(&mut s.client, &status.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(
+        (last.state, last.games_done, last.positions_done),
+        (pb::JobState::Done as i32, 1, last.positions)
+    );
+    second.abort();
+    s.server.stop().await;
+}
