@@ -552,6 +552,79 @@ fn job(id: &str, pgn: &str, nodes: u64) -> pb::SubmitJobRequest {
     }
 }
 
+fn bpgn_job(id: &str, bpgn: &str, nodes: u64) -> pb::SubmitJobRequest {
+    pb::SubmitJobRequest {
+        request_id: id.to_owned(),
+        games: Some(pb::submit_job_request::Games::Bpgn(bpgn.to_owned())),
+        per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+    }
+}
+
+/// A bughouse match whose capture on A feeds a drop on B.
+const BUGHOUSE: &str = "[WhiteA \"a\"]\n[BlackA \"b\"]\n[WhiteB \"c\"]\n[BlackB \"d\"]\n\n\
+                        1A. e4 1a. d5 1B. d4 2A. exd5 1b. Nf6 2a. Qxd5 2B. c4 2b. P@e4 *\n";
+
+#[tokio::test]
+async fn a_bpgn_job_evaluates_every_move_on_its_board_without_verdicts() {
+    let mut s = start(AnalysisConfig::default()).await;
+    let status = s
+        .client
+        .submit_job(bpgn_job("zh", BUGHOUSE, 2000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.positions, 16, "before and after each of 8 moves");
+    let last = watch_to_end(&mut s.client, &status.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(
+        (last.state, last.positions_done),
+        (pb::JobState::Done as i32, 16)
+    );
+    let game = s
+        .client
+        .get_job_results(pb::GetJobResultsRequest {
+            job_id: status.job_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .games
+        .remove(0);
+    let boards: String = game.plies.iter().map(|p| p.board.as_str()).collect();
+    assert_eq!(boards, "AABABABB");
+    let uci: Vec<&str> = game
+        .plies
+        .iter()
+        .map(|p| p.r#move.as_ref().unwrap().uci.as_str())
+        .collect();
+    assert_eq!(
+        uci,
+        [
+            "e2e4", "d7d5", "d2d4", "e4d5", "g8f6", "d8d5", "c2c4", "P@e4"
+        ]
+    );
+    assert!(
+        game.plies
+            .iter()
+            .all(|p| p.eval_after.is_some() && p.judgement == pb::Judgement::None as i32)
+    );
+    assert!(
+        game.plies.iter().any(|p| p.better.is_some()),
+        "the engine prefers another move somewhere"
+    );
+    assert!(game.plies.iter().all(|p| {
+        p.better
+            .as_ref()
+            .is_none_or(|b| b.uci != p.r#move.as_ref().unwrap().uci)
+    }));
+    assert_eq!((game.white_accuracy, game.black_accuracy), (None, None));
+    assert!(game.start_eval.is_none() && game.error.is_empty());
+    s.server.stop().await;
+}
+
 /// Watches a job to its end; every status, in order.
 async fn watch_to_end(client: &mut AnalysisServiceClient<Channel>, id: &str) -> Vec<pb::JobStatus> {
     let mut stream = client
@@ -790,6 +863,16 @@ async fn move_lists_and_bad_jobs() {
             job("x", "1. e4 e5 2. Ke3 *\n", 100),
             Code::InvalidArgument,
             "pgn",
+        ),
+        (
+            bpgn_job("x", "1A. e4 1a. e5 1B. Ke3 *\n", 100),
+            Code::InvalidArgument,
+            "bpgn",
+        ),
+        (
+            bpgn_job("x", "1A. e4 1a. {unclosed", 100),
+            Code::InvalidArgument,
+            "bpgn",
         ),
     ];
     for (req, code, field) in cases {

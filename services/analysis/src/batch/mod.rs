@@ -13,14 +13,17 @@
 
 use crate::config::{Caps, MAX_DEPTH};
 use crate::live::{score_to_proto, within};
+use arbiter_core::bughouse::{BoardId, Match, Seat, read_bpgn};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
-use arbiter_core::{AnyMove, AnyPosition, GameState, Locale, Position, Variant};
+use arbiter_core::{AnyMove, AnyPosition, Color, GameState, Locale, Position, Variant, chess};
 use arbiter_engine::analyze::AnalysisSettings;
 use arbiter_engine::review::{GameLine, Judgement, PositionEval, evaluate_position, review_game};
 use arbiter_engine::score::Reported;
 use arbiter_engine::{Limits, SearchOptions, TimeSource};
 use arbiter_kit::ApiError;
-use arbiter_kit::convert::{move_to_proto, notation, position, position_to_proto};
+use arbiter_kit::convert::{
+    move_to_proto, notation, position, position_to_proto, variant_to_proto,
+};
 use arbiter_proto::analysis::v1 as pb;
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,6 +82,24 @@ pub const MAX_REQUEST_ID_BYTES: usize = 128;
 
 /// One game of a job.
 #[derive(Clone, Debug)]
+pub enum Game {
+    /// A game on one board: chess, crazyhouse, Glinski, Byzantine.
+    Line(GameSpec),
+    /// A bughouse match.
+    Bughouse(BughouseSpec),
+}
+
+/// A bughouse match of a job.
+#[derive(Clone, Debug)]
+pub struct BughouseSpec {
+    /// Both boards at its start.
+    pub start: Match,
+    /// Its moves in the order played, each with its seat, legal in turn.
+    pub moves: Vec<(Seat, chess::Move)>,
+}
+
+/// A game on one board.
+#[derive(Clone, Debug)]
 pub struct GameSpec {
     /// Its start.
     pub start: AnyPosition,
@@ -90,7 +111,7 @@ pub struct GameSpec {
 #[derive(Clone, Debug)]
 pub struct JobSpec {
     /// The games.
-    pub games: Vec<GameSpec>,
+    pub games: Vec<Game>,
     /// Each position's search limit (a depth or a node count).
     pub limits: Limits,
     /// The transposition table of each search, MiB.
@@ -98,16 +119,16 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
-    /// Positions to analyse: one more than the moves, per game.
+    /// Positions to analyse, all games together (see [`Game::positions`]).
     pub fn positions(&self) -> u64 {
-        self.games.iter().map(|g| g.moves.len() as u64 + 1).sum()
+        self.games.iter().map(Game::positions).sum()
     }
 }
 
 fn bughouse(field: String) -> ApiError {
     ApiError::invalid(
         field,
-        "bughouse games are not analysed: a board's evaluation ignores the partner's game",
+        "bughouse matches are sent as BPGN (the bpgn field), with both boards",
     )
 }
 
@@ -151,6 +172,7 @@ pub fn decode_job(
         None => return Err(ApiError::invalid("games", "pgn or move_lists is required")),
         Some(pb::submit_job_request::Games::Pgn(text)) => pgn_games(text, config)?,
         Some(pb::submit_job_request::Games::MoveLists(list)) => listed_games(list, config)?,
+        Some(pb::submit_job_request::Games::Bpgn(text)) => bpgn_games(text, config)?,
     };
     if games.is_empty() {
         return Err(ApiError::invalid("games", "the job has no game"));
@@ -172,7 +194,7 @@ pub fn decode_job(
     ))
 }
 
-fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError> {
+fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
     let limits = PgnLimits {
         max_games: config.max_games,
         max_plies_per_game: config.max_plies,
@@ -193,15 +215,15 @@ fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError
             let game = g
                 .validate(Locale::English, Locale::English)
                 .map_err(|e| fail(&e))?;
-            Ok(GameSpec {
+            Ok(Game::Line(GameSpec {
                 start: game.start().clone(),
                 moves: game.moves().to_vec(),
-            })
+            }))
         })
         .collect()
 }
 
-fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<GameSpec>, ApiError> {
+fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
     within(
         "move_lists.games",
         list.games.len() as u64,
@@ -211,8 +233,84 @@ fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<GameSpe
     list.games
         .iter()
         .enumerate()
-        .map(|(i, g)| listed_game(g, &format!("move_lists.games[{i}]"), config.max_plies))
+        .map(|(i, g)| {
+            listed_game(g, &format!("move_lists.games[{i}]"), config.max_plies).map(Game::Line)
+        })
         .collect()
+}
+
+/// BPGN matches, each replayed on both boards (reserves flowing between them).
+fn bpgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
+    let games = read_bpgn(text).map_err(|e| ApiError::invalid("bpgn", e.to_string()))?;
+    if games.len() > config.max_games {
+        return Err(ApiError::invalid(
+            "bpgn",
+            format!("{} games; at most {}", games.len(), config.max_games),
+        ));
+    }
+    games
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut g)| {
+            let fail = |e: &dyn std::fmt::Display| {
+                ApiError::invalid("bpgn", format!("game {}: {e}", i + 1))
+            };
+            if g.moves.len() > config.max_plies {
+                return Err(fail(&format!(
+                    "{} moves; at most {}",
+                    g.moves.len(),
+                    config.max_plies
+                )));
+            }
+            // Checks every move (with the file's own numbering in errors), then replays them.
+            g.validate(Locale::English).map_err(|e| fail(&e))?;
+            let start = match g.tag("FEN") {
+                Some(bfen) => Match::from_bfen(bfen).map_err(|e| fail(&e))?,
+                None => Match::new(),
+            };
+            let moves = g
+                .moves
+                .iter()
+                .map(|mv| (Seat::new(mv.board, mv.color), mv.san.as_str()));
+            bughouse_line(start, moves).map_err(|e| fail(&e))
+        })
+        .collect()
+}
+
+/// A match from its start and its moves as (seat, text), every move checked in turn.
+fn bughouse_line<'a>(
+    start: Match,
+    moves: impl Iterator<Item = (Seat, &'a str)>,
+) -> Result<Game, String> {
+    let mut m = start.clone();
+    let moves = moves
+        .map(|(seat, text)| {
+            let chosen = m
+                .check(seat, text, m.ply(seat.board), Locale::English)
+                .map_err(|e| format!("{text}: {e}"))?;
+            m.play_checked(seat, chosen, Locale::English);
+            Ok((seat, chosen))
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Game::Bughouse(BughouseSpec { start, moves }))
+}
+
+/// A seat as one letter, as BPGN numbers moves: `A` White on A, `a` Black on A, `B`, `b`.
+fn seat_letter(seat: Seat) -> char {
+    match seat.color {
+        Color::White => seat.board.letter(),
+        Color::Black => seat.board.letter().to_ascii_lowercase(),
+    }
+}
+
+fn seat_of(letter: char) -> Option<Seat> {
+    Some(match letter {
+        'A' => Seat::new(BoardId::A, Color::White),
+        'a' => Seat::new(BoardId::A, Color::Black),
+        'B' => Seat::new(BoardId::B, Color::White),
+        'b' => Seat::new(BoardId::B, Color::Black),
+        _ => return None,
+    })
 }
 
 /// One listed game (named `field` in errors), of at most `max_plies` moves.
@@ -245,32 +343,96 @@ fn listed_game(g: &pb::GameMoves, field: &str, max_plies: usize) -> Result<GameS
 /// at submission; this bounds what a corrupt or foreign item can cost a worker).
 pub const MAX_ITEM_PLIES: usize = 1 << 16;
 
-impl GameSpec {
-    /// The game as a queue's work item: its start and its moves in UCI, encoded as a
-    /// `GameMoves` message (so that any worker, of any build, reads it back the same way).
+impl Game {
+    /// Positions to analyse: one more than the moves on one board (every position of the
+    /// line); two per move in bughouse (the mover's board before it, for the best move, and
+    /// after it, for the evaluation: the partner's captures change the reserves in between).
+    pub fn positions(&self) -> u64 {
+        match self {
+            Game::Line(g) => g.moves.len() as u64 + 1,
+            Game::Bughouse(b) => 2 * b.moves.len() as u64,
+        }
+    }
+
+    /// The game as a queue's work item, encoded as a `GameMoves` message (so that any worker,
+    /// of any build, reads it back the same way): its start and its moves in UCI. A bughouse
+    /// match's start is its BFEN (variant `BUGHOUSE`), and each move is prefixed by its seat's
+    /// letter (`A` White on A, `a` Black on A, `B`, `b`): `Ae2e4`, `bP@f6`.
     pub fn to_item(&self) -> Vec<u8> {
-        let line = GameLine::replay(&self.start, &self.moves);
-        let moves = self
-            .moves
-            .iter()
-            .zip(&line.positions)
-            .map(|(&m, before)| move_to_proto(before, m, Locale::English).uci)
-            .collect();
-        prost::Message::encode_to_vec(&pb::GameMoves {
-            start: Some(position_to_proto(&self.start)),
-            moves,
-            notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
-        })
+        let message = match self {
+            Game::Line(g) => {
+                let line = GameLine::replay(&g.start, &g.moves);
+                pb::GameMoves {
+                    start: Some(position_to_proto(&g.start)),
+                    moves: g
+                        .moves
+                        .iter()
+                        .zip(&line.positions)
+                        .map(|(&m, before)| move_to_proto(before, m, Locale::English).uci)
+                        .collect(),
+                    notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
+                }
+            }
+            Game::Bughouse(b) => {
+                let mut m = b.start.clone();
+                let moves = b
+                    .moves
+                    .iter()
+                    .map(|&(seat, mv)| {
+                        let before = AnyPosition::Crazyhouse(*m.board(seat.board));
+                        let uci = before.move_to_uci(AnyMove::Chess(mv));
+                        m.play_checked(seat, mv, Locale::English);
+                        format!("{}{uci}", seat_letter(seat))
+                    })
+                    .collect();
+                pb::GameMoves {
+                    start: Some(arbiter_proto::common::v1::Position {
+                        variant: variant_to_proto(Variant::Bughouse),
+                        text: b.start.to_bfen(),
+                        rules: Vec::new(),
+                    }),
+                    moves,
+                    notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
+                }
+            }
+        };
+        prost::Message::encode_to_vec(&message)
     }
 
     /// A work item read back: decoded and replayed, every move legal in turn.
     ///
     /// # Errors
     /// What cannot be decoded or played, in words.
-    pub fn from_item(item: &[u8]) -> Result<GameSpec, String> {
+    pub fn from_item(item: &[u8]) -> Result<Game, String> {
         let g: pb::GameMoves =
             prost::Message::decode(item).map_err(|e| format!("cannot decode the item: {e}"))?;
-        listed_game(&g, "item", MAX_ITEM_PLIES).map_err(|e| e.to_string())
+        let bughouse = g
+            .start
+            .as_ref()
+            .is_some_and(|p| p.variant == variant_to_proto(Variant::Bughouse));
+        if !bughouse {
+            return listed_game(&g, "item", MAX_ITEM_PLIES)
+                .map(Game::Line)
+                .map_err(|e| e.to_string());
+        }
+        if g.moves.len() > MAX_ITEM_PLIES {
+            return Err(format!("{} moves; at most {MAX_ITEM_PLIES}", g.moves.len()));
+        }
+        let bfen = g.start.as_ref().map_or("", |p| p.text.as_str());
+        let start = Match::from_bfen(bfen).map_err(|e| format!("item.start: {e}"))?;
+        let moves = g
+            .moves
+            .iter()
+            .map(|text| {
+                let mut chars = text.chars();
+                let seat = chars
+                    .next()
+                    .and_then(seat_of)
+                    .ok_or_else(|| format!("{text}: no seat letter"))?;
+                Ok((seat, chars.as_str()))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        bughouse_line(start, moves.into_iter())
     }
 }
 
@@ -300,10 +462,11 @@ fn judgement_to_proto(j: Option<Judgement>) -> pb::Judgement {
 }
 
 /// Analyses game `index` of a job on this thread: every position (`on_position` is called
-/// after each), then the review. `None` when `stop` was raised before the end.
+/// after each), then the review (see [`Game::positions`]). `None` when `stop` was raised
+/// before the end.
 pub fn analyse_game(
     index: usize,
-    game: &GameSpec,
+    game: &Game,
     spec: &JobSpec,
     stop: &AtomicBool,
     time: &dyn TimeSource,
@@ -317,6 +480,74 @@ pub fn analyse_game(
         },
         hash_mib: spec.hash_mib,
     };
+    match game {
+        Game::Line(g) => analyse_line(index, g, &settings, stop, time, on_position),
+        Game::Bughouse(b) => analyse_bughouse(index, b, &settings, stop, time, on_position),
+    }
+}
+
+/// A bughouse match: for each move, the mover's board before it (the engine's best move
+/// there) and after it (the evaluation). Moves are not classified and no accuracy is
+/// computed: a board's evaluation ignores the partner's game. Repetition is not looked for
+/// across the boards' histories.
+fn analyse_bughouse(
+    index: usize,
+    game: &BughouseSpec,
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    on_position: &mut dyn FnMut(),
+) -> Option<pb::GameResult> {
+    let mut m = game.start.clone();
+    let mut plies = Vec::with_capacity(game.moves.len());
+    for &(seat, mv) in &game.moves {
+        let before = AnyPosition::Crazyhouse(*m.board(seat.board));
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let best = evaluate_position(&before, &[], settings, stop, time);
+        on_position();
+        m.play_checked(seat, mv, Locale::English);
+        let after = AnyPosition::Crazyhouse(*m.board(seat.board));
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let eval = evaluate_position(&after, &[], settings, stop, time);
+        on_position();
+        let played = AnyMove::Chess(mv);
+        let uci = before.move_to_uci(played);
+        plies.push(pb::PlyResult {
+            r#move: Some(move_to_proto(&before, played, Locale::English)),
+            eval_after: white_score(&eval),
+            judgement: pb::Judgement::None as i32,
+            better: best.best.filter(|b| *b != uci).and_then(|b| {
+                let m = before
+                    .parse_move(&b, arbiter_core::Notation::Uci, Locale::English)
+                    .ok()?;
+                Some(move_to_proto(&before, m, Locale::English))
+            }),
+            board: seat.board.letter().to_string(),
+        });
+    }
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(pb::GameResult {
+        index: index as u32,
+        plies,
+        ..pb::GameResult::default()
+    })
+}
+
+/// A game on one board: every position of its line, then the review.
+fn analyse_line(
+    index: usize,
+    game: &GameSpec,
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    on_position: &mut dyn FnMut(),
+) -> Option<pb::GameResult> {
     let line = GameLine::replay(&game.start, &game.moves);
     let positions = &line.positions;
     let mut evals = Vec::with_capacity(positions.len());
@@ -324,7 +555,7 @@ pub fn analyse_game(
         if stop.load(Ordering::Relaxed) {
             return None;
         }
-        evals.push(evaluate_position(p, line.history(i), &settings, stop, time));
+        evals.push(evaluate_position(p, line.history(i), settings, stop, time));
         on_position();
     }
     if stop.load(Ordering::Relaxed) {
@@ -347,6 +578,7 @@ pub fn analyse_game(
                         .ok()?;
                     Some(move_to_proto(before, m, Locale::English))
                 }),
+                board: String::new(),
             }
         })
         .collect();
@@ -477,5 +709,73 @@ fn status_of(
         positions_done,
         duplicate: false,
         expires_at_unix_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bughouse_job(text: &str) -> Result<JobSpec, ApiError> {
+        let req = pb::SubmitJobRequest {
+            request_id: "r".into(),
+            games: Some(pb::submit_job_request::Games::Bpgn(text.into())),
+            per_ply: Some(pb::PlyLimit { depth: 1, nodes: 0 }),
+        };
+        decode_job(&req, &Caps::default(), &BatchConfig::default()).map(|(_, spec, _)| spec)
+    }
+
+    #[test]
+    fn bughouse_items_round_trip_and_bad_ones_are_refused() {
+        let spec =
+            bughouse_job("1A. e4 1a. d5 1B. d4 2A. exd5 1b. Nf6 2B. c4 2b. P@e4 *\n").unwrap();
+        assert_eq!(spec.positions(), 14);
+        let Game::Bughouse(original) = &spec.games[0] else {
+            panic!("a bughouse game");
+        };
+        let item = spec.games[0].to_item();
+        let Ok(Game::Bughouse(back)) = Game::from_item(&item) else {
+            panic!("the item reads back");
+        };
+        assert_eq!(back.moves, original.moves);
+        assert_eq!(back.start, original.start);
+        let raw: pb::GameMoves = prost::Message::decode(item.as_slice()).unwrap();
+        assert_eq!(raw.moves[1], "ad7d5");
+        assert_eq!(raw.moves[6], "bP@e4");
+        let bad = |start: &str, moves: &[&str]| {
+            let item = prost::Message::encode_to_vec(&pb::GameMoves {
+                start: Some(arbiter_proto::common::v1::Position {
+                    variant: variant_to_proto(Variant::Bughouse),
+                    text: start.into(),
+                    rules: vec![],
+                }),
+                moves: moves.iter().map(|m| (*m).to_owned()).collect(),
+                notation: 0,
+            });
+            Game::from_item(&item).unwrap_err()
+        };
+        let bfen = Match::new().to_bfen();
+        assert!(bad(&bfen, &["Xe2e4"]).contains("no seat letter"));
+        assert!(
+            bad(&bfen, &["ae7e5"]).contains("e7e5"),
+            "black cannot move first"
+        );
+        assert!(bad(&bfen, &[""]).contains("no seat letter"));
+        assert!(bad("not a bfen", &[]).contains("item.start"));
+        assert!(
+            Game::from_item(b"\xff\xff")
+                .unwrap_err()
+                .contains("cannot decode")
+        );
+    }
+
+    #[test]
+    fn bughouse_jobs_name_the_game_and_keep_the_caps() {
+        let e =
+            bughouse_job("[Event \"1\"]\n\n1A. e4 *\n\n[Event \"2\"]\n\n1A. e4 1a. e5 1B. Ke2 *\n")
+                .unwrap_err();
+        assert!(e.to_string().contains("game 2"), "{e}");
+        let e = bughouse_job(&"[Event \"x\"]\n\n1A. e4 *\n\n".repeat(1001)).unwrap_err();
+        assert!(e.to_string().contains("at most 1000"), "{e}");
     }
 }

@@ -8,7 +8,7 @@
 //!   on jobs and positions held, for all replicas together. Every key of a job expires with it,
 //!   its retention renewed by each sign of progress.
 //! - Each game is one entry of the stream [`WORK`] (`job`, `game`, `item`: the game encoded by
-//!   [`GameSpec::to_item`]), read by the consumer group [`GROUP`]. A worker takes an entry
+//!   [`Game::to_item`]), read by the consumer group [`GROUP`]. A worker takes an entry
 //!   with `XREADGROUP`, or one whose worker went silent for the claim timeout with
 //!   `XAUTOCLAIM`; while it analyses, a heartbeat keeps the entry its own (`XCLAIM … JUSTID`,
 //!   after checking that it still owns it), reports progress and reads the cancel flag.
@@ -23,7 +23,7 @@
 //!
 //! Every step that changes more than one key is one Lua script, so it is atomic.
 
-use super::{BatchConfig, GameSpec, JobSpec, analyse_game, ended, page_size, status_of};
+use super::{BatchConfig, Game, JobSpec, analyse_game, ended, page_size, status_of};
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::ApiError;
 use arbiter_kit::cpu::RaiseOnDrop;
@@ -858,7 +858,7 @@ async fn work(
     let Ok(index) = game.parse::<usize>() else {
         return failed(c, &taken, "the item's game index is not a number").await;
     };
-    let spec = match GameSpec::from_item(&taken.payload()) {
+    let spec = match Game::from_item(&taken.payload()) {
         Ok(g) => JobSpec {
             games: vec![g],
             limits,
@@ -1002,10 +1002,10 @@ mod tests {
             .unwrap();
         let start = arbiter_core::AnyPosition::start(arbiter_core::Variant::Chess).unwrap();
         let spec = JobSpec {
-            games: vec![GameSpec {
+            games: vec![Game::Line(super::super::GameSpec {
                 start,
                 moves: vec![],
-            }],
+            })],
             limits: Limits::nodes(10),
             hash_mib: 1,
         };

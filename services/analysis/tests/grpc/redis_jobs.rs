@@ -3,7 +3,7 @@
 
 use super::{TWO_GAMES, job, position, start, watch_to_end};
 use arbiter_analysis::batch::redis::{DEAD, GROUP, WORK};
-use arbiter_analysis::batch::{BatchConfig, GameSpec, JobSpec, analyse_game};
+use arbiter_analysis::batch::{BatchConfig, Game, GameSpec, JobSpec, analyse_game};
 use arbiter_analysis::{AnalysisConfig, RedisConfig, WorkerConfig, run_workers};
 use arbiter_core::{AnyPosition, Position, Variant as CoreVariant};
 use arbiter_engine::{Limits, SystemTime, TimeSource};
@@ -241,7 +241,7 @@ async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
         },
     };
     let spec = JobSpec {
-        games: vec![game],
+        games: vec![Game::Line(game)],
         limits: Limits::nodes(nodes),
         hash_mib: 16,
     };
@@ -374,6 +374,25 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
         (pb::JobState::Done as i32, 2, 9)
     );
     assert_eq!(all_results(&mut s.client, &first.job_id).await.len(), 2);
+
+    // A bughouse match goes through the queue like any game.
+    let zh = s
+        .client
+        .submit_job(super::bpgn_job("zh", super::BUGHOUSE, 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    let last = watch_to_end(&mut s.client, &zh.job_id).await.pop().unwrap();
+    assert_eq!(
+        (last.state, last.positions_done),
+        (pb::JobState::Done as i32, 16)
+    );
+    let boards: String = all_results(&mut s.client, &zh.job_id).await[0]
+        .plies
+        .iter()
+        .map(|p| p.board.as_str())
+        .collect();
+    assert_eq!(boards, "AABABABB");
 
     // A long job, cancelled: it ends cancelled, and its items are dropped.
     let long = s
