@@ -1,8 +1,9 @@
 //! Batch jobs: whole games analysed position by position at a fixed per-ply limit, each move
-//! classified and each player's accuracy computed (`arbiter_engine::review`).
+//! classified and each player's accuracy computed (`arbiter_engine::review`); bughouse matches
+//! evaluated move by move on their boards, without verdicts.
 //!
-//! - [`decode_job`]: a `SubmitJobRequest` checked into a [`JobSpec`] (PGN or move lists, the
-//!   per-ply limit, the caps), with a fingerprint of its content for idempotence;
+//! - [`decode_job`]: a `SubmitJobRequest` checked into a [`JobSpec`] (PGN, move lists or BPGN,
+//!   the per-ply limit, the caps), with a fingerprint of its content for idempotence;
 //! - [`analyse_game`]: one work item, a game, analysed on the calling thread into its
 //!   `GameResult`;
 //! - [`memory::Jobs`]: the in-process queue and result store of `arbiter serve`, with its worker
@@ -169,7 +170,12 @@ pub fn decode_job(
         }
     };
     let games = match &req.games {
-        None => return Err(ApiError::invalid("games", "pgn or move_lists is required")),
+        None => {
+            return Err(ApiError::invalid(
+                "games",
+                "one of pgn, move_lists and bpgn is required",
+            ));
+        }
         Some(pb::submit_job_request::Games::Pgn(text)) => pgn_games(text, config)?,
         Some(pb::submit_job_request::Games::MoveLists(list)) => listed_games(list, config)?,
         Some(pb::submit_job_request::Games::Bpgn(text)) => bpgn_games(text, config)?,
