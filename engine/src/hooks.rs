@@ -8,6 +8,11 @@ use arbiter_core::{Outcome, Position};
 /// maps every move of a variant below it.
 pub const MOVE_SLOTS: usize = 16_384;
 
+/// Continuation-history tables are indexed by pairs of slots below this;
+/// [`EnginePosition::piece_to`] maps every move of a variant below it (six roles, destinations
+/// below 128).
+pub const PIECE_TO_SLOTS: usize = 6 * 128;
+
 /// A position the engine can search: the rules ([`Position`]) plus evaluation and ordering hooks.
 pub trait EnginePosition: Position {
     /// The static evaluation in centipawns, from the side to move's point of view.
@@ -16,6 +21,11 @@ pub trait EnginePosition: Position {
     /// A slot below [`MOVE_SLOTS`] that identifies `m` well enough for history tables (origin and
     /// destination; drops by piece and destination).
     fn move_slot(&self, m: Self::Move) -> usize;
+
+    /// A slot below [`PIECE_TO_SLOTS`] naming the piece that makes `m` (its role, or the role
+    /// dropped) and its destination, for continuation histories: how good a move is as a reply
+    /// to an earlier one.
+    fn piece_to(&self, m: Self::Move) -> usize;
 
     /// The material `m` wins at once: the captured piece's value plus a promotion's gain
     /// (0 for a quiet move).

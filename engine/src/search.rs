@@ -1,13 +1,14 @@
 //! The search, written once for every variant: iterative deepening, principal variation search
-//! with aspiration windows, a transposition table, quiescence search, check extensions, null-move
-//! pruning, late-move reductions, futility pruning and razoring, killer/history/counter-move
-//! ordering, mate-distance scoring and MultiPV.
+//! with aspiration windows, a transposition table (read by quiescence too), quiescence search,
+//! check extensions, null-move pruning, late-move reductions, futility pruning, razoring and
+//! static-exchange pruning (tighter when the position is not improving), killer, counter-move,
+//! history and continuation-history ordering, mate-distance scoring and MultiPV.
 //!
 //! It is single-threaded and deterministic: with a node limit and a fresh (or cleared) table, the
 //! same position gives the same result. It reads the stop flag, the node count and the time
 //! every [`CHECK_EVERY`] nodes, and the node limit at every node.
 
-use crate::hooks::{EnginePosition, MOVE_SLOTS};
+use crate::hooks::{EnginePosition, MOVE_SLOTS, PIECE_TO_SLOTS};
 use crate::score::{
     INFINITE, MATE, MATE_BOUND, MAX_PLY, Reported, from_tt, is_mate, outcome_score, to_tt,
 };
@@ -137,8 +138,24 @@ struct RootMove<M> {
 pub struct Engine<P: EnginePosition> {
     tt: Table<P::Move>,
     history: Vec<i32>,
+    /// Continuation histories: a quiet move's record as the reply to the move one ply and two
+    /// plies before it (see [`cont_index`]).
+    continuation: Vec<i16>,
     counter: Vec<Option<P::Move>>,
 }
+
+/// Entries of the continuation histories: per side to move, per distance back (one or two
+/// plies), per earlier move's and this move's [`EnginePosition::piece_to`] slot.
+const CONTINUATION_LEN: usize = 2 * 2 * PIECE_TO_SLOTS * PIECE_TO_SLOTS;
+
+/// Where the continuation history of the move `now` after the move `earlier`, made `back + 1`
+/// plies before it, is kept.
+fn cont_index(side: usize, back: usize, earlier: usize, now: usize) -> usize {
+    ((side * 2 + back) * PIECE_TO_SLOTS + earlier) * PIECE_TO_SLOTS + now
+}
+
+/// No move (a null move, or before the root) in the stack of moves made.
+const NO_SLOT: usize = usize::MAX;
 
 impl<P: EnginePosition> Engine<P> {
     /// An engine with a transposition table of about `hash_mib` MiB.
@@ -146,6 +163,7 @@ impl<P: EnginePosition> Engine<P> {
         Engine {
             tt: Table::new(hash_mib),
             history: vec![0; 2 * MOVE_SLOTS],
+            continuation: vec![0; CONTINUATION_LEN],
             counter: vec![None; 2 * MOVE_SLOTS],
         }
     }
@@ -154,6 +172,7 @@ impl<P: EnginePosition> Engine<P> {
     pub fn clear(&mut self) {
         self.tt.clear();
         self.history.iter_mut().for_each(|h| *h = 0);
+        self.continuation.iter_mut().for_each(|h| *h = 0);
         self.counter.iter_mut().for_each(|c| *c = None);
     }
 
@@ -188,7 +207,10 @@ impl<P: EnginePosition> Engine<P> {
         let mut w = Worker {
             tt: &mut self.tt,
             history: &mut self.history,
+            continuation: &mut self.continuation,
             counter: &mut self.counter,
+            moved: vec![NO_SLOT; MAX_PLY + 2],
+            evals: vec![-INFINITE; MAX_PLY + 2],
             killers: vec![[None, None]; MAX_PLY + 2],
             pv: (0..MAX_PLY + 2)
                 .map(|_| Vec::with_capacity(MAX_PLY))
@@ -213,7 +235,14 @@ impl<P: EnginePosition> Engine<P> {
 struct Worker<'a, P: EnginePosition> {
     tt: &'a mut Table<P::Move>,
     history: &'a mut [i32],
+    continuation: &'a mut [i16],
     counter: &'a mut [Option<P::Move>],
+    /// The [`EnginePosition::piece_to`] slot of the move made at each ply of the current path
+    /// ([`NO_SLOT`] for a null move).
+    moved: Vec<usize>,
+    /// The static evaluation at each ply of the current path (`-INFINITE` in check), to tell
+    /// whether the side to move is improving on its position two plies earlier.
+    evals: Vec<i32>,
     killers: Vec<[Option<P::Move>; 2]>,
     pv: Vec<Vec<P::Move>>,
     order: Vec<Vec<(i32, P::Move)>>,
@@ -448,8 +477,14 @@ impl<P: EnginePosition> Worker<'_, P> {
         let mut best = -INFINITE;
         let window_low = alpha;
         self.pv[0].clear();
+        self.evals[0] = if pos.is_check() {
+            -INFINITE
+        } else {
+            pos.evaluate()
+        };
         for (i, rm) in root_moves.iter_mut().enumerate().skip(first) {
             let m = rm.mv;
+            self.moved[0] = pos.piece_to(m);
             let mut child = pos.clone();
             child.play_unchecked(m);
             self.keys.push(child.repetition_key());
@@ -554,13 +589,49 @@ impl<P: EnginePosition> Worker<'_, P> {
         if counter == Some(m) {
             return 3_000_000;
         }
-        self.history[Self::side(pos) * MOVE_SLOTS + pos.move_slot(m)]
+        self.quiet_history(pos, m, ply)
     }
 
-    fn update_history(&mut self, pos: &P, m: P::Move, bonus: i32) {
-        let i = Self::side(pos) * MOVE_SLOTS + pos.move_slot(m);
-        let h = &mut self.history[i];
+    /// The slots of the moves one and two plies before `ply` (each [`NO_SLOT`] when none).
+    fn earlier_moves(&self, ply: usize) -> [usize; 2] {
+        let back = |n: usize| {
+            if ply >= n {
+                self.moved[ply - n]
+            } else {
+                NO_SLOT
+            }
+        };
+        [back(1), back(2)]
+    }
+
+    /// A quiet move's history: the butterfly table plus the continuation histories after the
+    /// last two moves (each within ±[`HISTORY_MAX`]).
+    fn quiet_history(&self, pos: &P, m: P::Move, ply: usize) -> i32 {
+        let side = Self::side(pos);
+        let now = pos.piece_to(m);
+        let mut h = self.history[side * MOVE_SLOTS + pos.move_slot(m)];
+        for (back, earlier) in self.earlier_moves(ply).into_iter().enumerate() {
+            if earlier != NO_SLOT {
+                h += i32::from(self.continuation[cont_index(side, back, earlier, now)]);
+            }
+        }
+        h
+    }
+
+    fn update_history(&mut self, pos: &P, m: P::Move, bonus: i32, ply: usize) {
+        let side = Self::side(pos);
+        let h = &mut self.history[side * MOVE_SLOTS + pos.move_slot(m)];
         *h += bonus - *h * bonus.abs() / HISTORY_MAX;
+        let now = pos.piece_to(m);
+        for (back, e) in self.earlier_moves(ply).into_iter().enumerate() {
+            if e == NO_SLOT {
+                continue;
+            }
+            let c = &mut self.continuation[cont_index(side, back, e, now)];
+            let v = i32::from(*c);
+            // The same gravity keeps |v| within HISTORY_MAX, which fits an i16.
+            *c = (v + bonus - v * bonus.abs() / HISTORY_MAX) as i16;
+        }
     }
 
     fn set_pv(&mut self, ply: usize, m: P::Move) {
@@ -637,8 +708,12 @@ impl<P: EnginePosition> Worker<'_, P> {
         } else {
             entry.map_or_else(|| pos.evaluate(), |e| e.eval)
         };
+        self.evals[ply] = eval;
+        // Better than two plies ago (or unknown then: in check, or before the root)?
+        let improving = !in_check
+            && (ply < 2 || self.evals[ply - 2] == -INFINITE || eval > self.evals[ply - 2]);
         if !pv_node && !in_check {
-            if depth <= 6 && eval - 80 * depth >= beta && !is_mate(beta) {
+            if depth <= 6 && eval - 80 * (depth - i32::from(improving)) >= beta && !is_mate(beta) {
                 return eval;
             }
             if depth <= 2 && eval + 250 * depth <= alpha && !is_mate(alpha) {
@@ -649,7 +724,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             }
             // The reduced search after a pass keeps at least one ply: in quiescence alone it
             // could not see a quiet mate the pass allows.
-            let r = 3 + depth / 6;
+            let r = 3 + depth / 6 + ((eval - beta) / 200).clamp(0, 3);
             if null_ok
                 && depth - 1 - r >= 1
                 && eval >= beta
@@ -658,6 +733,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 && let Some(passed) = pos.null_move()
             {
                 self.keys.push(passed.repetition_key());
+                self.moved[ply] = NO_SLOT;
                 let floor = std::mem::replace(&mut self.null_floor, self.keys.len() - 1);
                 let s = -self.negamax(
                     &passed,
@@ -708,20 +784,30 @@ impl<P: EnginePosition> Worker<'_, P> {
             child.play_unchecked(m);
             let gives_check = child.is_check();
             let quiet = !tactical && !gives_check;
-            if !pv_node
-                && !in_check
-                && searched > 0
-                && quiet
-                && best > -MATE_BOUND
-                && !is_mate(alpha)
-            {
-                if depth <= 4 && quiets.len() >= (3 + depth * depth * 2) as usize {
-                    continue;
-                }
-                if depth <= 3 && eval + 100 + 120 * depth <= alpha {
+            if !pv_node && !in_check && searched > 0 && best > -MATE_BOUND && !is_mate(alpha) {
+                if quiet {
+                    // Late moves, when the position is not improving, are pruned sooner.
+                    let late = if improving {
+                        3 + 2 * depth * depth
+                    } else {
+                        2 + depth * depth
+                    };
+                    if depth <= 5 && quiets.len() >= late as usize {
+                        continue;
+                    }
+                    if depth <= 3 && eval + 100 + 120 * depth <= alpha {
+                        continue;
+                    }
+                    // A quiet move that loses material in the exchange on its square.
+                    if depth <= 7 && !pos.see_ge(m, -25 * depth * depth) {
+                        continue;
+                    }
+                } else if depth <= 6 && !pos.see_ge(m, -90 * depth) {
+                    // A capture or check that loses more than a pawn a ply of depth left.
                     continue;
                 }
             }
+            self.moved[ply] = pos.piece_to(m);
             self.keys.push(child.repetition_key());
             let new_depth = depth - 1;
             let score = if searched == 0 {
@@ -733,10 +819,19 @@ impl<P: EnginePosition> Worker<'_, P> {
                     if pv_node {
                         r -= 1;
                     }
-                    if order_score >= 3_000_000 {
-                        r -= 1;
+                    if !improving {
+                        r += 1;
                     }
-                    r -= order_score.clamp(-HISTORY_MAX, HISTORY_MAX) / 8_192;
+                    if order_score >= 3_000_000 {
+                        // Killers and the counter-move: reduced less, by their record too.
+                        r -= 1;
+                        r -= self
+                            .quiet_history(pos, m, ply)
+                            .clamp(-2 * HISTORY_MAX, 2 * HISTORY_MAX)
+                            / 16_384;
+                    } else {
+                        r -= order_score.clamp(-2 * HISTORY_MAX, 2 * HISTORY_MAX) / 16_384;
+                    }
                     r = r.clamp(0, new_depth - 1);
                 }
                 let mut s = -self.negamax(
@@ -780,9 +875,9 @@ impl<P: EnginePosition> Worker<'_, P> {
                     if score >= beta {
                         if !tactical {
                             let bonus = (depth * depth * 16).min(1600);
-                            self.update_history(pos, m, bonus);
+                            self.update_history(pos, m, bonus, ply);
                             for &q in &quiets {
-                                self.update_history(pos, q, -bonus);
+                                self.update_history(pos, q, -bonus, ply);
                             }
                             let k = &mut self.killers[ply];
                             if k[0] != Some(m) {
@@ -828,6 +923,17 @@ impl<P: EnginePosition> Worker<'_, P> {
         if ply >= MAX_PLY - 1 {
             return pos.evaluate();
         }
+        // A stored result of any depth bounds quiescence; the stored evaluation saves one.
+        let entry = self.tt.probe(pos.zobrist());
+        if let Some(e) = entry {
+            let s = from_tt(e.score, ply);
+            match e.bound {
+                Bound::Exact => return s,
+                Bound::Lower if s >= beta => return s,
+                Bound::Upper if s <= alpha => return s,
+                _ => {}
+            }
+        }
         let in_check = pos.is_check();
         let mut moves = P::MoveList::default();
         let mut best;
@@ -843,7 +949,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             best = -INFINITE;
             stand = -INFINITE;
         } else {
-            stand = pos.evaluate();
+            stand = entry.map_or_else(|| pos.evaluate(), |e| e.eval);
             if stand >= beta {
                 return stand;
             }

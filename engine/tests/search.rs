@@ -5,6 +5,7 @@
 use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant};
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{Byzantine, Chess, Color, Crazyhouse, Glinski, Position};
+use arbiter_engine::hooks::{MOVE_SLOTS, PIECE_TO_SLOTS};
 use arbiter_engine::score::{MATE_BOUND, Reported};
 use arbiter_engine::search::CHECK_EVERY;
 use arbiter_engine::{
@@ -362,6 +363,28 @@ fn never_an_illegal_move() {
     always_legal(&Glinski::new(), 14, 1_000);
     always_legal(&byzantine(ByzantineVariant::Plain), 15, 1_000);
     always_legal(&byzantine(ByzantineVariant::Citadel), 16, 1_000);
+}
+
+/// Every legal move of random positions of `start`'s variant fits the history tables: its
+/// butterfly slot below `MOVE_SLOTS`, its piece-and-destination slot below `PIECE_TO_SLOTS`
+/// (the search indexes its tables with them unchecked by anything else).
+fn slots_fit<P: EnginePosition>(start: &P, seed: u64, count: usize) {
+    for p in random_positions(start, seed, count) {
+        for &m in p.legal_moves().iter() {
+            assert!(p.move_slot(m) < MOVE_SLOTS, "{}", p.to_text());
+            assert!(p.piece_to(m) < PIECE_TO_SLOTS, "{}", p.to_text());
+        }
+    }
+}
+
+#[test]
+fn every_move_fits_the_history_tables() {
+    slots_fit(&Chess::new(), 21, 2_000);
+    slots_fit(&Crazyhouse::new(HouseRules::Crazyhouse), 22, 2_000);
+    slots_fit(&Crazyhouse::new(HouseRules::Bughouse), 23, 2_000);
+    slots_fit(&Glinski::new(), 24, 2_000);
+    slots_fit(&byzantine(ByzantineVariant::Plain), 25, 2_000);
+    slots_fit(&byzantine(ByzantineVariant::Citadel), 26, 2_000);
 }
 
 #[test]

@@ -100,6 +100,10 @@ impl EnginePosition for Byzantine {
         usize::from(m.from) * 68 + usize::from(m.to)
     }
 
+    fn piece_to(&self, m: ByzMove) -> usize {
+        self.piece_at(m.from).map_or(0, |(_, r, _)| r as usize) * 128 + usize::from(m.to)
+    }
+
     fn gain(&self, m: ByzMove) -> i32 {
         self.piece_at(m.to).map_or(0, |(_, r, _)| value(r))
     }

@@ -492,6 +492,12 @@ pub fn slot(m: Move) -> usize {
     }
 }
 
+/// The continuation-history slot of a move of the 8×8 board: the role that moves (or is
+/// dropped) and the destination.
+pub fn piece_to(board: &Board, m: Move) -> usize {
+    mover(board, m).index() * 128 + m.to().index()
+}
+
 impl EnginePosition for Chess {
     fn evaluate(&self) -> i32 {
         evaluate_with(self, &WEIGHTS)
@@ -499,6 +505,10 @@ impl EnginePosition for Chess {
 
     fn move_slot(&self, m: Move) -> usize {
         slot(m)
+    }
+
+    fn piece_to(&self, m: Move) -> usize {
+        piece_to(self.board(), m)
     }
 
     fn gain(&self, m: Move) -> i32 {

@@ -5,7 +5,7 @@
 //!
 //! A bughouse board is judged alone, with its current reserves: the partner's board is not seen.
 
-use super::chess::{Pair, Weights, board_score, gain_on, mover, see_ge, slot, taper};
+use super::chess::{Pair, Weights, board_score, gain_on, mover, piece_to, see_ge, slot, taper};
 use crate::hooks::EnginePosition;
 use arbiter_core::bitboard::{Bitboard, attacks};
 use arbiter_core::chess::Move;
@@ -130,6 +130,10 @@ impl EnginePosition for Crazyhouse {
 
     fn move_slot(&self, m: Move) -> usize {
         slot(m)
+    }
+
+    fn piece_to(&self, m: Move) -> usize {
+        piece_to(self.chess().board(), m)
     }
 
     fn gain(&self, m: Move) -> i32 {

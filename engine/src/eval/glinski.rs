@@ -273,6 +273,10 @@ impl EnginePosition for Glinski {
         usize::from(m.from) * INDEX_SPACE + usize::from(m.to)
     }
 
+    fn piece_to(&self, m: HexMove) -> usize {
+        self.piece_at(m.from).map_or(0, |p| p.role.index()) * 128 + usize::from(m.to)
+    }
+
     fn gain(&self, m: HexMove) -> i32 {
         let captured = match self.piece_at(m.to) {
             Some(p) => value(p.role),
