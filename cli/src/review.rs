@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_blunder_is_marked_and_every_move_gets_its_eval() {
-        // 2...Qh4 hangs nothing, but 3.g4?? allows mate in one; black mates.
+        // 2. g4?? allows mate in one, and black mates.
         let pgn = "[Event \"t\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n\n\
                    [Event \"u\"]\n[Variant \"Crazyhouse\"]\n\n1. e4 d5 2. exd5 *\n";
         let mut seen = Vec::new();
@@ -262,10 +262,11 @@ mod tests {
         assert_eq!(one, two, "the worker count changes nothing");
         assert_eq!(summaries, again);
         assert_eq!(seen, (1..=9).collect::<Vec<_>>());
-        assert!(one.contains("1. f3 {[%eval "), "{one}");
-        assert!(one.contains("2. g4 $4 {[%eval #-1] Blunder."), "{one}");
-        // No evaluation after the mate: the game is over.
-        assert!(one.contains("Qh4# 0-1"), "{one}");
+        // Whether 1. f3 counts as an inaccuracy depends on the search at 3000 nodes; that it
+        // carries an evaluation, and that 2. g4 is a blunder, do not.
+        // The writer wraps lines, so compare with the whitespace collapsed.
+        let flat = one.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("2. g4 $4 {[%eval #-1] Blunder."), "{one}");
         assert!(one.contains("[Annotator \"Arbiter\"]"));
         assert_eq!(summaries.len(), 2);
         assert_eq!(summaries[0].counts[0][2], 1, "{}", summaries[0]);
@@ -279,6 +280,18 @@ mod tests {
         let back = read_games_with(&one, &PgnLimits::default()).unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(back[0].moves.len(), 4);
+        for (game, plies) in [(&back[0], 3), (&back[1], 3)] {
+            for node in &game.moves[..plies] {
+                assert!(
+                    node.comments[0].starts_with("[%eval "),
+                    "{}: {one}",
+                    node.san
+                );
+            }
+        }
+        // No evaluation after the mate: the game is over.
+        assert!(back[0].moves[3].comments.is_empty(), "{one}");
+        assert!(back[0].moves[3].nags.is_empty(), "{one}");
     }
 
     #[test]
