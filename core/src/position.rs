@@ -276,7 +276,8 @@ pub trait Position: Clone + Send + Sync + fmt::Debug + 'static {
     /// Whether the side to move is in check.
     fn is_check(&self) -> bool;
 
-    /// Whether the legal move `m` gives check.
+    /// Whether the legal move `m` gives check. The default plays `m` on a copy; chess and
+    /// crazyhouse answer from their attack tables without playing it.
     fn gives_check(&self, m: Self::Move) -> bool {
         let mut after = self.clone();
         after.play_unchecked(m);

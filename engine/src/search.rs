@@ -780,33 +780,38 @@ impl<P: EnginePosition> Worker<'_, P> {
             order.swap(i, top);
             let (order_score, m) = order[i];
             let tactical = pos.is_tactical(m);
-            let mut child = pos.clone();
-            child.play_unchecked(m);
-            let gives_check = child.is_check();
-            let quiet = !tactical && !gives_check;
+            // Pruning is decided before the move is made: a pruned move costs no copy. Whether a
+            // non-tactical move gives check is asked only when the two rules disagree.
             if !pv_node && !in_check && searched > 0 && best > -MATE_BOUND && !is_mate(alpha) {
-                if quiet {
+                // A capture or check that loses more than a pawn a ply of depth left.
+                let loud_prune = || depth <= 6 && !pos.see_ge(m, -90 * depth);
+                let prune = if tactical {
+                    loud_prune()
+                } else {
                     // Late moves, when the position is not improving, are pruned sooner.
                     let late = if improving {
                         3 + 2 * depth * depth
                     } else {
                         2 + depth * depth
                     };
-                    if depth <= 5 && quiets.len() >= late as usize {
-                        continue;
+                    let quiet_prune = (depth <= 5 && quiets.len() >= late as usize)
+                        || (depth <= 3 && eval + 100 + 120 * depth <= alpha)
+                        // A quiet move that loses material in the exchange on its square.
+                        || (depth <= 7 && !pos.see_ge(m, -25 * depth * depth));
+                    if quiet_prune {
+                        !pos.gives_check(m) || loud_prune()
+                    } else {
+                        loud_prune() && pos.gives_check(m)
                     }
-                    if depth <= 3 && eval + 100 + 120 * depth <= alpha {
-                        continue;
-                    }
-                    // A quiet move that loses material in the exchange on its square.
-                    if depth <= 7 && !pos.see_ge(m, -25 * depth * depth) {
-                        continue;
-                    }
-                } else if depth <= 6 && !pos.see_ge(m, -90 * depth) {
-                    // A capture or check that loses more than a pawn a ply of depth left.
+                };
+                if prune {
                     continue;
                 }
             }
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let gives_check = child.is_check();
+            let quiet = !tactical && !gives_check;
             self.moved[ply] = pos.piece_to(m);
             self.keys.push(child.repetition_key());
             let new_depth = depth - 1;

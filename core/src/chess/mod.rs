@@ -317,6 +317,66 @@ impl Chess {
             .attackers_to(king, !self.turn, self.board.occupied())
     }
 
+    /// Whether the legal move `m` gives check, read from the attack tables without playing it:
+    /// a direct check by the piece on its destination (the promoted or dropped role for those
+    /// moves), or a discovered one by a slider of the mover's that the vacated origin uncovers.
+    /// En passant and castling, which move or remove a second piece, are played on a copy.
+    /// The search asks this of moves it may prune before making them.
+    pub fn gives_check(&self, m: Move) -> bool {
+        let us = self.turn;
+        let Some(king) = self.board.king_of(!us) else {
+            return false;
+        };
+        let (role, from) = match m.kind() {
+            MoveKind::Normal => (
+                self.board
+                    .role_at(m.from())
+                    .expect("a piece on the origin square"),
+                Some(m.from()),
+            ),
+            MoveKind::Promotion(role) => (role, Some(m.from())),
+            MoveKind::Drop(role) => (role, None),
+            MoveKind::EnPassant | MoveKind::Castle => {
+                let mut after = *self;
+                after.play_unchecked(m);
+                return after.checkers().any();
+            }
+        };
+        let to = m.to();
+        let mut occupied = self.board.occupied();
+        if let Some(from) = from {
+            occupied.discard(from);
+        }
+        occupied.add(to);
+        let direct = match role {
+            Role::Pawn => attacks::pawn(us, to),
+            Role::Knight => attacks::knight(to),
+            Role::Bishop => attacks::bishop(to, occupied),
+            Role::Rook => attacks::rook(to, occupied),
+            Role::Queen => attacks::queen(to, occupied),
+            Role::King => Bitboard::EMPTY,
+        };
+        if direct.contains(king) {
+            return true;
+        }
+        // A drop only adds a blocker. A move uncovers a line only when its origin is aligned
+        // with the king and its destination leaves that line.
+        let Some(from) = from else {
+            return false;
+        };
+        if !attacks::line(from, king).any() || attacks::aligned(from, king, to) {
+            return false;
+        }
+        // The position was legal, so none of the mover's other sliders attacked the king
+        // before: any that does now was uncovered.
+        let mut others = self.board.by_color(us);
+        others.discard(from);
+        (((attacks::rook(king, occupied) & self.board.rooks_and_queens())
+            | (attacks::bishop(king, occupied) & self.board.bishops_and_queens()))
+            & others)
+            .any()
+    }
+
     /// The Zobrist hash computed from scratch (for checks; play keeps it incrementally).
     pub fn compute_hash(&self) -> u64 {
         let mut h = 0;
@@ -615,6 +675,11 @@ impl Position for Chess {
     #[inline]
     fn is_check(&self) -> bool {
         self.checkers().any()
+    }
+
+    #[inline]
+    fn gives_check(&self, m: Move) -> bool {
+        Chess::gives_check(self, m)
     }
 
     #[inline]

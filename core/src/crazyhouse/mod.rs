@@ -442,6 +442,10 @@ impl Position for Crazyhouse {
         self.chess.is_check()
     }
 
+    fn gives_check(&self, m: Move) -> bool {
+        self.chess.gives_check(m)
+    }
+
     fn zobrist(&self) -> u64 {
         self.chess.zobrist() ^ self.extra_hash
     }

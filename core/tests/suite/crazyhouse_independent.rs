@@ -1,6 +1,7 @@
 //! Crazyhouse against an independent implementation (shakmaty's `variant::Crazyhouse`, a
-//! dev-dependency): legal move sets on thousands of positions from random games, and the FEN of
-//! every position read back into the same position (reserves and promoted pieces included).
+//! dev-dependency): legal move sets, and which moves give check, on thousands of positions from
+//! random games, and the FEN of every position read back into the same position (reserves and
+//! promoted pieces included).
 
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{Crazyhouse, Position};
@@ -28,22 +29,30 @@ fn agrees_with_shakmaty_on_random_crazyhouse_games() {
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     let mut positions = 0;
     let mut with_drops = 0;
+    let mut checking_drops = 0;
     for game in 0..60 {
         let mut pos =
             Crazyhouse::from_fen(STARTS[game % STARTS.len()], HouseRules::Crazyhouse).unwrap();
         for _ in 0..80 {
             let fen = pos.to_fen();
             let reference = theirs(&fen);
-            let mut ours: Vec<String> = pos
+            let mut ours: Vec<(String, bool)> = pos
                 .legal_moves()
                 .iter()
-                .map(|&m| pos.move_to_uci(m))
+                .map(|&m| (pos.move_to_uci(m), pos.gives_check(m)))
                 .collect();
             ours.sort();
-            let mut expected: Vec<String> = reference
+            let mut expected: Vec<(String, bool)> = reference
                 .legal_moves()
                 .iter()
-                .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+                .map(|m| {
+                    let mut after = reference.clone();
+                    after.play_unchecked(*m);
+                    (
+                        m.to_uci(CastlingMode::Standard).to_string(),
+                        after.is_check(),
+                    )
+                })
                 .collect();
             expected.sort();
             assert_eq!(ours, expected, "{fen}");
@@ -54,7 +63,11 @@ fn agrees_with_shakmaty_on_random_crazyhouse_games() {
                 "{fen} vs {their_fen}"
             );
             positions += 1;
-            with_drops += usize::from(ours.iter().any(|m| m.contains('@')));
+            with_drops += usize::from(ours.iter().any(|(m, _)| m.contains('@')));
+            checking_drops += ours
+                .iter()
+                .filter(|(m, check)| *check && m.contains('@'))
+                .count();
             let moves = pos.legal_moves();
             if moves.is_empty() {
                 break;
@@ -67,4 +80,5 @@ fn agrees_with_shakmaty_on_random_crazyhouse_games() {
     }
     assert!(positions >= 3000, "{positions}");
     assert!(with_drops >= 1000, "{with_drops}");
+    assert!(checking_drops >= 1000, "{checking_drops}");
 }

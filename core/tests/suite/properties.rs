@@ -214,16 +214,25 @@ proptest! {
     }
 }
 
-fn shakmaty_moves(fen: &str) -> Vec<String> {
+/// shakmaty's legal moves in coordinate notation, each with whether it gives check (found by
+/// playing it), sorted.
+fn shakmaty_moves(fen: &str) -> Vec<(String, bool)> {
     let pos: shakmaty::Chess = fen
         .parse::<Fen>()
         .unwrap()
         .into_position(CastlingMode::Standard)
         .unwrap();
-    let mut v: Vec<String> = pos
+    let mut v: Vec<(String, bool)> = pos
         .legal_moves()
         .iter()
-        .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+        .map(|m| {
+            let mut after = pos.clone();
+            after.play_unchecked(*m);
+            (
+                m.to_uci(CastlingMode::Standard).to_string(),
+                after.is_check(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -239,7 +248,8 @@ fn shakmaty_fen(fen: &str) -> String {
 }
 
 /// Thousands of random positions (random games from the perft suite's starts, with a seeded
-/// generator): the legal move sets and the FEN agree with shakmaty's.
+/// generator): the legal move sets, which of them give check, and the FEN agree with
+/// shakmaty's.
 #[test]
 fn agrees_with_an_independent_generator() {
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
@@ -250,16 +260,18 @@ fn agrees_with_an_independent_generator() {
         rng
     };
     let mut positions = 0;
+    let mut checks = 0;
     for game in 0..60 {
         let mut pos = Chess::from_fen(STARTS[game % STARTS.len()]).unwrap();
         for _ in 0..120 {
             let fen = pos.to_fen();
-            let mut ours: Vec<String> = pos
+            let mut ours: Vec<(String, bool)> = pos
                 .legal_moves()
                 .iter()
-                .map(|&m| pos.move_to_uci(m))
+                .map(|&m| (pos.move_to_uci(m), pos.gives_check(m)))
                 .collect();
             ours.sort();
+            checks += ours.iter().filter(|(_, check)| *check).count();
             assert_eq!(ours, shakmaty_moves(&fen), "{fen}");
             assert_eq!(fen, shakmaty_fen(&fen), "{fen}");
             positions += 1;
@@ -271,4 +283,5 @@ fn agrees_with_an_independent_generator() {
         }
     }
     assert!(positions >= 3000, "only {positions} positions");
+    assert!(checks >= 3000, "only {checks} checking moves");
 }
