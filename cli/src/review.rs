@@ -280,8 +280,8 @@ mod tests {
         let back = read_games_with(&one, &PgnLimits::default()).unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(back[0].moves.len(), 4);
-        for (game, plies) in [(&back[0], 3), (&back[1], 3)] {
-            for node in &game.moves[..plies] {
+        for game in &back {
+            for node in &game.moves[..3] {
                 assert!(
                     node.comments[0].starts_with("[%eval "),
                     "{}: {one}",
@@ -290,6 +290,7 @@ mod tests {
             }
         }
         // No evaluation after the mate: the game is over.
+        assert!(flat.contains("Qh4# 0-1"), "{one}");
         assert!(back[0].moves[3].comments.is_empty(), "{one}");
         assert!(back[0].moves[3].nags.is_empty(), "{one}");
     }

@@ -781,7 +781,8 @@ impl<P: EnginePosition> Worker<'_, P> {
             let (order_score, m) = order[i];
             let tactical = pos.is_tactical(m);
             // Pruning is decided before the move is made: a pruned move costs no copy. Whether a
-            // non-tactical move gives check is asked only when the two rules disagree.
+            // non-tactical move gives check is asked only when it decides: when the quiet rules
+            // would prune it, or the rule for captures and checks would.
             if !pv_node && !in_check && searched > 0 && best > -MATE_BOUND && !is_mate(alpha) {
                 // A capture or check that loses more than a pawn a ply of depth left.
                 let loud_prune = || depth <= 6 && !pos.see_ge(m, -90 * depth);

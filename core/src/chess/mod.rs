@@ -348,15 +348,8 @@ impl Chess {
             occupied.discard(from);
         }
         occupied.add(to);
-        let direct = match role {
-            Role::Pawn => attacks::pawn(us, to),
-            Role::Knight => attacks::knight(to),
-            Role::Bishop => attacks::bishop(to, occupied),
-            Role::Rook => attacks::rook(to, occupied),
-            Role::Queen => attacks::queen(to, occupied),
-            Role::King => Bitboard::EMPTY,
-        };
-        if direct.contains(king) {
+        // (A king never attacks the other: the position is legal.)
+        if attacks::piece(us, role, to, occupied).contains(king) {
             return true;
         }
         // A drop only adds a blocker. A move uncovers a line only when its origin is aligned
@@ -364,7 +357,8 @@ impl Chess {
         let Some(from) = from else {
             return false;
         };
-        if !attacks::line(from, king).any() || attacks::aligned(from, king, to) {
+        let line = attacks::line(from, king);
+        if line.is_empty() || line.contains(to) {
             return false;
         }
         // The position was legal, so none of the mover's other sliders attacked the king

@@ -84,14 +84,7 @@ fn drop_danger(pos: &Crazyhouse, color: Color) -> i32 {
     let mut guarded = Bitboard(0);
     for sq in board.by_color(color) & !board.by_role(Role::King) {
         let role = board.role_at(sq).unwrap_or(Role::Pawn);
-        guarded |= match role {
-            Role::Pawn => attacks::pawn(color, sq),
-            Role::Knight => attacks::knight(sq),
-            Role::Bishop => attacks::bishop(sq, occupied),
-            Role::Rook => attacks::rook(sq, occupied),
-            Role::Queen => attacks::queen(sq, occupied),
-            Role::King => Bitboard(0),
-        };
+        guarded |= attacks::piece(color, role, sq, occupied);
     }
     let holes = (attacks::king(king) & !occupied & !guarded).count() as i32;
     let r = pos.reserves();
