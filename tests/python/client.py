@@ -47,9 +47,10 @@ def main(addr):
     r = stub.ValidateMove(rules.ValidateMoveRequest(position=START, move="e7e5"))
     check(r.illegal.reason == rules.ILLEGAL_REASON_WRONG_SIDE, "ValidateMove illegal reason")
 
-    reqs = [rules.ValidateMoveRequest(position=START, move=m, request_id=str(i))
+    reqs = [rules.ValidateMoveStreamRequest(
+                request=rules.ValidateMoveRequest(position=START, move=m, request_id=str(i)))
             for i, m in enumerate(["e4", "Nf3", "Ke2"])]
-    answers = list(stub.ValidateMoveStream(iter(reqs)))
+    answers = [a.response for a in stub.ValidateMoveStream(iter(reqs))]
     check([a.request_id for a in answers] == ["0", "1", "2"], "ValidateMoveStream order")
     check(answers[2].WhichOneof("result") == "illegal", "ValidateMoveStream verdicts")
 
@@ -76,7 +77,7 @@ def main(addr):
     check(r.nodes == 8902, "Perft")
 
     stub.Ping(rules.PingRequest())
-    check(len(list(stub.PingStream(iter([rules.PingRequest()] * 3)))) == 3, "PingStream")
+    check(len(list(stub.PingStream(iter([rules.PingStreamRequest()] * 3)))) == 3, "PingStream")
 
     try:
         stub.ValidateMove(rules.ValidateMoveRequest(position=common.Position(variant=common.VARIANT_CHESS, text="8/8 w"), move="e4"))
@@ -110,26 +111,32 @@ def analysis(channel):
     result = updates[-1].result
     check(result.depth == 4 and len(result.lines) == 2 and result.best_move.san != "", "Analyze result")
     check(result.stop_reason == an.STOP_REASON_LIMIT, "Analyze stop reason")
+    check(result.bound == an.SCORE_BOUND_EXACT and all(l.bound == an.SCORE_BOUND_EXACT for l in result.lines),
+          "Analyze: a finished search's scores are exact (SCORE_BOUND_EXACT, not the unset value)")
 
     mate = common.Position(variant=common.VARIANT_CHESS,
                            text="r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 2 3")
-    r = a.BestMove(an.BestMoveRequest(position=mate, limits=an.SearchLimits(nodes=20000)))
+    r = a.BestMove(an.BestMoveRequest(position=mate, limits=an.SearchLimits(nodes=20000))).result
     check(r.best_move.san == "Qxf7#" and r.score.mate == 1 and r.nodes <= 20000, "BestMove mate in one")
     hexa = a.BestMove(an.BestMoveRequest(position=common.Position(variant=common.VARIANT_GLINSKI),
-                                         limits=an.SearchLimits(depth=2)))
+                                         limits=an.SearchLimits(depth=2))).result
     check(hexa.best_move.uci != "" and hexa.depth == 2, "BestMove Glinski")
     pgn = '[Event "fool"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n'
     job = a.SubmitJob(an.SubmitJobRequest(request_id="python-job-1", pgn=pgn,
                                           per_ply=an.PlyLimit(nodes=3000)))
+    check(not job.duplicate, "SubmitJob: a new job")
+    job = job.status
     check(job.games == 1 and job.positions == 5, "SubmitJob")
-    statuses = list(a.WatchJob(an.JobRef(job_id=job.job_id), timeout=60))
+    statuses = [w.status for w in a.WatchJob(an.WatchJobRequest(job_id=job.job_id), timeout=60)]
     check(statuses[-1].state == an.JOB_STATE_DONE and statuses[-1].positions_done == 5, "WatchJob to the end")
     again = a.SubmitJob(an.SubmitJobRequest(request_id="python-job-1", pgn=pgn,
                                             per_ply=an.PlyLimit(nodes=3000)))
-    check(again.duplicate and again.job_id == job.job_id, "SubmitJob idempotent by request_id")
+    check(again.duplicate and again.status.job_id == job.job_id, "SubmitJob idempotent by request_id")
     results = a.GetJobResults(an.GetJobResultsRequest(job_id=job.job_id))
     game = results.games[0]
     check([p.move.san for p in game.plies] == ["f3", "e5", "g4", "Qh4#"], "GetJobResults moves")
+    check(all(p.judgement != an.JUDGEMENT_UNSPECIFIED for p in game.plies),
+          "GetJobResults: every move of a chess game is judged")
     check(game.plies[2].judgement == an.JUDGEMENT_BLUNDER and game.white_blunders == 1
           and game.HasField("white_accuracy"), "GetJobResults verdicts and accuracy")
     try:

@@ -5,7 +5,7 @@
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::matches::v1::{self as matches, match_service_client::MatchServiceClient};
 use arbiter_proto::matchmaking::v1::{
-    self as pb, join_event::Event, matchmaking_service_client::MatchmakingServiceClient,
+    self as pb, join_response::Event, matchmaking_service_client::MatchmakingServiceClient,
 };
 use arbiter_server::{ServerConfig, StoreConfig, serve};
 use arbiter_testkit::grpc::TestServer;

@@ -214,7 +214,7 @@ impl MatchBackend for GrpcMatches {
         loop {
             match events.message().await {
                 Ok(Some(event)) => {
-                    if let Some(pb::match_event::Event::End(outcome)) = event.event {
+                    if let Some(pb::watch_match_response::Event::End(outcome)) = event.event {
                         // The end event does not carry the instant; the state does.
                         let at_ms = client
                             .get_match(self.request(

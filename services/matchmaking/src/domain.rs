@@ -351,7 +351,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     pub async fn hold(
         &self,
         ticket: Ticket,
-        tx: mpsc::Sender<Result<pb::JoinEvent, tonic::Status>>,
+        tx: mpsc::Sender<Result<pb::JoinResponse, tonic::Status>>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         let (player, pool, session, rating) = match ticket {
@@ -377,8 +377,8 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             match place {
                 Ok(Place::Waiting(standing)) if last != Some(standing) => {
                     last = Some(standing);
-                    let event = pb::JoinEvent {
-                        event: Some(pb::join_event::Event::Status(pb::QueueStatus {
+                    let event = pb::JoinResponse {
+                        event: Some(pb::join_response::Event::Status(pb::QueueStatus {
                             pool: pool.clone(),
                             position: standing.position,
                             waiting: standing.waiting,
@@ -862,13 +862,13 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
 
 /// Sends `found` on a join stream, unless the client goes away or the server stops first.
 async fn deliver(
-    tx: &mpsc::Sender<Result<pb::JoinEvent, tonic::Status>>,
+    tx: &mpsc::Sender<Result<pb::JoinResponse, tonic::Status>>,
     found: Vec<pb::MatchFound>,
     shutdown: &mut watch::Receiver<bool>,
 ) {
     for f in found {
-        let event = pb::JoinEvent {
-            event: Some(pb::join_event::Event::MatchFound(f)),
+        let event = pb::JoinResponse {
+            event: Some(pb::join_response::Event::MatchFound(f)),
         };
         tokio::select! {
             r = tx.send(Ok(event)) => if r.is_err() { return },

@@ -186,7 +186,7 @@ pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, ApiError> {
 
 #[tonic::async_trait]
 impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B> {
-    type JoinStream = Pin<Box<dyn Stream<Item = Result<pb::JoinEvent, Status>> + Send>>;
+    type JoinStream = Pin<Box<dyn Stream<Item = Result<pb::JoinResponse, Status>> + Send>>;
 
     async fn join(&self, request: Request<pb::JoinRequest>) -> Reply<Self::JoinStream> {
         self.platform.check(&request)?;

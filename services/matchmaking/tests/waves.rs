@@ -196,7 +196,7 @@ async fn disconnect_removes_the_player<S: PoolStore>(store: S) {
     let first = rx.recv().await.unwrap().unwrap();
     assert!(matches!(
         first.event,
-        Some(arbiter_proto::matchmaking::v1::join_event::Event::Status(ref s)) if s.waiting == 1 && s.position == 1
+        Some(arbiter_proto::matchmaking::v1::join_response::Event::Status(ref s)) if s.waiting == 1 && s.position == 1
     ));
     drop(rx);
     tokio::time::timeout(Duration::from_secs(5), held)

@@ -89,15 +89,25 @@ pub fn validate_move(
     })
 }
 
-/// ValidateMoveStream: like [`validate_move`], but a malformed request is answered in-band.
-pub fn validate_move_in_stream(req: &rules::ValidateMoveRequest) -> rules::ValidateMoveResponse {
-    validate_move(req).unwrap_or_else(|e| rules::ValidateMoveResponse {
+/// ValidateMoveStream: like [`validate_move`], but a malformed request is answered in-band
+/// (a stream message without its `request` is malformed on the field `request`).
+pub fn validate_move_in_stream(
+    req: &rules::ValidateMoveStreamRequest,
+) -> rules::ValidateMoveStreamResponse {
+    let answer = match &req.request {
+        Some(req) => validate_move(req).map_err(|e| (e, req.request_id.clone())),
+        None => Err((ApiError::invalid("request", "required"), String::new())),
+    };
+    let response = answer.unwrap_or_else(|(e, request_id)| rules::ValidateMoveResponse {
         result: Some(Verdict::Error(rules::RequestError {
             field: e.field().unwrap_or_default().to_owned(),
             message: e.description().to_owned(),
         })),
-        request_id: req.request_id.clone(),
-    })
+        request_id,
+    });
+    rules::ValidateMoveStreamResponse {
+        response: Some(response),
+    }
 }
 
 /// ListLegalMoves.

@@ -50,11 +50,11 @@ impl RulesService for Rules {
         reply(ops::validate_move(req.get_ref()))
     }
 
-    type ValidateMoveStreamStream = BoxStream<rules::ValidateMoveResponse>;
+    type ValidateMoveStreamStream = BoxStream<rules::ValidateMoveStreamResponse>;
 
     async fn validate_move_stream(
         &self,
-        req: Request<Streaming<rules::ValidateMoveRequest>>,
+        req: Request<Streaming<rules::ValidateMoveStreamRequest>>,
     ) -> Reply<Self::ValidateMoveStreamStream> {
         let out = req
             .into_inner()
@@ -124,15 +124,15 @@ impl RulesService for Rules {
         Ok(Response::new(rules::PingResponse {}))
     }
 
-    type PingStreamStream = BoxStream<rules::PingResponse>;
+    type PingStreamStream = BoxStream<rules::PingStreamResponse>;
 
     async fn ping_stream(
         &self,
-        req: Request<Streaming<rules::PingRequest>>,
+        req: Request<Streaming<rules::PingStreamRequest>>,
     ) -> Reply<Self::PingStreamStream> {
         let out = req
             .into_inner()
-            .map(|item| item.map(|_| rules::PingResponse {}));
+            .map(|item| item.map(|_| rules::PingStreamResponse {}));
         Ok(Response::new(Box::pin(out)))
     }
 }

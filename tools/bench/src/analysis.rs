@@ -74,7 +74,7 @@ async fn depth_one(client: &mut AnalysisServiceClient<Channel>) -> Result<f64, t
 /// Opens an endless analysis and returns the time to its first info, with the stream.
 async fn endless(
     client: &mut AnalysisServiceClient<Channel>,
-) -> Result<(f64, tonic::Streaming<pb::AnalyzeUpdate>), tonic::Status> {
+) -> Result<(f64, tonic::Streaming<pb::AnalyzeResponse>), tonic::Status> {
     let t = Instant::now();
     let mut stream = client
         .analyze(pb::AnalyzeRequest {
@@ -84,8 +84,8 @@ async fn endless(
         .await?
         .into_inner();
     match stream.message().await? {
-        Some(pb::AnalyzeUpdate {
-            update: Some(pb::analyze_update::Update::Info(_)),
+        Some(pb::AnalyzeResponse {
+            update: Some(pb::analyze_response::Update::Info(_)),
         }) => Ok((t.elapsed().as_secs_f64() * 1e3, stream)),
         other => Err(tonic::Status::internal(format!(
             "expected a first info, got {other:?}"

@@ -317,7 +317,7 @@ async fn flagging(channel: &Channel, cfg: &ClockBenchConfig) -> Result<Vec<Watch
                 .await?
                 .into_inner();
             while let Some(e) = tokio_stream::StreamExt::next(&mut stream).await {
-                if matches!(e?.event, Some(pb::match_event::Event::End(_))) {
+                if matches!(e?.event, Some(pb::watch_match_response::Event::End(_))) {
                     let received = unix_ms() - deadline as i64;
                     let state = w
                         .get_match(pb::GetMatchRequest {

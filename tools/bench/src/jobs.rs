@@ -129,16 +129,18 @@ pub async fn service(
             per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
         })
         .await?
-        .into_inner();
+        .into_inner()
+        .status
+        .ok_or_else(|| tonic::Status::internal("SubmitJob answered no status"))?;
     let mut watch = client
-        .watch_job(pb::JobRef {
+        .watch_job(pb::WatchJobRequest {
             job_id: job.job_id.clone(),
         })
         .await?
         .into_inner();
     let mut last = None;
     while let Some(s) = watch.message().await? {
-        last = Some(s);
+        last = s.status;
     }
     if last.as_ref().map(|s| s.state) != Some(pb::JobState::Done as i32) {
         return Err(tonic::Status::internal(format!(

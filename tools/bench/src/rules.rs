@@ -161,13 +161,17 @@ async fn streaming(
             let requests = ReceiverStream::new(rx);
             if validate {
                 let out = client
-                    .validate_move_stream(tokio_stream::StreamExt::map(requests, validate_request))
+                    .validate_move_stream(tokio_stream::StreamExt::map(requests, |i| {
+                        rules::ValidateMoveStreamRequest {
+                            request: Some(validate_request(i)),
+                        }
+                    }))
                     .await?;
                 drain(out.into_inner(), &stop, &received).await?;
             } else {
                 let out = client
                     .ping_stream(tokio_stream::StreamExt::map(requests, |_| {
-                        rules::PingRequest {}
+                        rules::PingStreamRequest {}
                     }))
                     .await?;
                 drain(out.into_inner(), &stop, &received).await?;

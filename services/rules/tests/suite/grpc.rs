@@ -179,7 +179,7 @@ async fn streaming_validation_answers_in_order_and_survives_bad_requests() {
         };
         let mut r = validate(pos, mv);
         r.request_id = format!("r{i}");
-        reqs.push(r);
+        reqs.push(rules::ValidateMoveStreamRequest { request: Some(r) });
     }
     let mut stream = s
         .client
@@ -189,6 +189,7 @@ async fn streaming_validation_answers_in_order_and_survives_bad_requests() {
         .into_inner();
     let mut i = 0;
     while let Some(resp) = stream.message().await.unwrap() {
+        let resp = resp.response.unwrap();
         assert_eq!(resp.request_id, format!("r{i}"));
         use rules::validate_move_response::Result as R;
         match (i % 4, resp.result.unwrap()) {
@@ -784,7 +785,7 @@ async fn glinski_through_every_rpc() {
     }
 
     // The stream: good, illegal and malformed requests, answered in order.
-    let reqs = vec![
+    let reqs = [
         rules::ValidateMoveRequest {
             position: glinski(""),
             r#move: "f5-f6".into(),
@@ -795,18 +796,17 @@ async fn glinski_through_every_rpc() {
             r#move: "f5-f6".into(),
             ..Default::default()
         },
-    ];
+    ]
+    .map(|r| rules::ValidateMoveStreamRequest { request: Some(r) });
     let mut stream = s
         .client
         .validate_move_stream(tokio_stream::iter(reqs))
         .await
         .unwrap()
         .into_inner();
-    assert!(matches!(
-        stream.message().await.unwrap().unwrap().result,
-        Some(V::Legal(_))
-    ));
-    match stream.message().await.unwrap().unwrap().result {
+    let mut next = async || stream.message().await.unwrap().unwrap().response.unwrap();
+    assert!(matches!(next().await.result, Some(V::Legal(_))));
+    match next().await.result {
         Some(V::Error(e)) => assert_eq!(e.field, "position.text"),
         other => panic!("{other:?}"),
     }
