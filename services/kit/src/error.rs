@@ -11,6 +11,7 @@
 //! | [`ApiError::FailedPrecondition`] | `FAILED_PRECONDITION` | `google.rpc.ErrorInfo` with a stable reason |
 //! | [`ApiError::NotFound`] | `NOT_FOUND` | |
 //! | [`ApiError::AlreadyExists`] | `ALREADY_EXISTS` | |
+//! | [`ApiError::KeyReused`] | `ALREADY_EXISTS` | `google.rpc.ResourceInfo`: type the field (`request_id`), name the key |
 //! | [`ApiError::Unauthenticated`] | `UNAUTHENTICATED` | |
 //! | [`ApiError::PermissionDenied`] | `PERMISSION_DENIED` | |
 //! | [`ApiError::Unavailable`] | `UNAVAILABLE` | |
@@ -55,6 +56,15 @@ pub enum ApiError {
     NotFound(String),
     /// A thing with that name exists already.
     AlreadyExists(String),
+    /// A key the client chose (an idempotency key) was used before for a different request.
+    KeyReused {
+        /// The request field that holds the key (`request_id`).
+        field: String,
+        /// The key.
+        key: String,
+        /// What happened (the status message).
+        description: String,
+    },
     /// The call needs a credential and carries none.
     Unauthenticated(String),
     /// The credential does not allow this call.
@@ -114,7 +124,8 @@ impl ApiError {
         match self {
             ApiError::InvalidArgument { description, .. }
             | ApiError::ResourceExhausted { description, .. }
-            | ApiError::FailedPrecondition { description, .. } => description,
+            | ApiError::FailedPrecondition { description, .. }
+            | ApiError::KeyReused { description, .. } => description,
             ApiError::NotFound(d)
             | ApiError::AlreadyExists(d)
             | ApiError::Unauthenticated(d)
@@ -132,7 +143,7 @@ impl ApiError {
             ApiError::ResourceExhausted { .. } => Code::ResourceExhausted,
             ApiError::FailedPrecondition { .. } => Code::FailedPrecondition,
             ApiError::NotFound(_) => Code::NotFound,
-            ApiError::AlreadyExists(_) => Code::AlreadyExists,
+            ApiError::AlreadyExists(_) | ApiError::KeyReused { .. } => Code::AlreadyExists,
             ApiError::Unauthenticated(_) => Code::Unauthenticated,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
             ApiError::Unavailable(_) => Code::Unavailable,
@@ -192,6 +203,20 @@ impl From<ApiError> for Status {
                 message,
                 ErrorDetails::with_error_info(*reason, *domain, []),
             ),
+            ApiError::KeyReused {
+                field,
+                key,
+                description,
+            } => Status::with_error_details(
+                e.code(),
+                message,
+                ErrorDetails::with_resource_info(
+                    cut(field, MAX_QUOTE_BYTES),
+                    cut(key, MAX_QUOTE_BYTES),
+                    "",
+                    cut(description, MAX_MESSAGE_BYTES),
+                ),
+            ),
             _ => Status::new(e.code(), message),
         }
     }
@@ -230,6 +255,22 @@ mod tests {
         );
         let s = Status::from(ApiError::exhausted("moves", "too many"));
         assert_eq!(s.code(), Code::ResourceExhausted);
+    }
+
+    #[test]
+    fn a_reused_key_names_its_field_and_key() {
+        let s = Status::from(ApiError::KeyReused {
+            field: "request_id".into(),
+            key: "r-1".into(),
+            description: "request_id 'r-1' was already used".into(),
+        });
+        assert_eq!(s.code(), Code::AlreadyExists);
+        assert_eq!(s.message(), "request_id 'r-1' was already used");
+        let info = s.get_error_details().resource_info().cloned().unwrap();
+        assert_eq!(
+            (info.resource_type.as_str(), info.resource_name.as_str()),
+            ("request_id", "r-1")
+        );
     }
 
     #[test]

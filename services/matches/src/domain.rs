@@ -8,11 +8,18 @@
 //! only on current data. A bughouse move commits reserve *deltas* (what left the mover's
 //! reserve, what went to the partner's), which the core's match returns, so a concurrent move on
 //! the other board, which can only add to this board's reserves, is never overwritten.
+//!
+//! Every change may carry a request id ([`RequestId`]: the seat's or the platform's, with the
+//! fingerprint of the request). The store answers a remembered id without applying anything;
+//! the same request again is a duplicate, another request under the id is refused
+//! ([`MatchError::RequestIdReused`]). Each seat and the platform have a window of the latest
+//! [`crate::record::REQUEST_WINDOW`] ids that changed the match.
 
 use crate::config::MatchLimits;
 use crate::error::{CLOCK_PAUSED, MatchError, NO_CLOCK, NOT_CLAIMABLE, NOT_YOUR_TURN, STALE_PLY};
 use crate::record::{
-    BoardRecord, Done, LastMove, Record, StoredEvent, done_key, encode_clock, pack,
+    BoardRecord, Done, LastMove, Record, Remembered, RequestId, RequestKind, StoredEvent,
+    encode_clock, pack,
 };
 use crate::seats::{SeatKey, random_hex};
 use crate::store::{
@@ -38,7 +45,7 @@ pub const MAX_TIME_CONTROL_BYTES: usize = 64;
 pub const MAX_MATCH_ID_BYTES: usize = 64;
 /// Longest creation request id, in bytes.
 pub const MAX_REQUEST_ID_BYTES: usize = 128;
-/// Longest move text, in bytes.
+/// Longest move text, in bytes (checked on the text as sent, before anything else).
 pub const MAX_MOVE_BYTES: usize = 32;
 /// Longest start position string, in bytes (a BFEN of two crowded boards is under 200).
 pub const MAX_START_BYTES: usize = 512;
@@ -126,9 +133,13 @@ pub struct MoveAnswer {
     pub status: Vec<BoardStatus>,
     /// True when the request repeated a move already applied.
     pub duplicate: bool,
+    /// Unix ms on the store's time base at which `record` held: when the move was accepted, or
+    /// for a duplicate, when the match was read.
+    pub at: u64,
 }
 
-/// What the rules say about a board beyond its record: check and the draws that can be claimed.
+/// What the rules say about a board beyond its record: check, the draws that can be claimed,
+/// and whether the side to move waits for a piece.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BoardStatus {
     /// The side to move.
@@ -137,6 +148,17 @@ pub struct BoardStatus {
     pub check: bool,
     /// Draws either player may claim now.
     pub claims: Vec<DrawClaim>,
+    /// True exactly when the match goes on and the side to move has no legal move without being
+    /// mated: a bughouse player who must wait for a piece from the partner's board (in every
+    /// other variant a side without a move has lost or drawn, so this is always false).
+    pub waiting_for_piece: bool,
+}
+
+/// Whether the side to move on a bughouse board `pos` of a match that goes on waits for a piece:
+/// no legal move, and not mated (under bughouse rules a player without a move who is not mated
+/// waits, and the core's [`Crazyhouse::terminal`] is `None`).
+fn waits_for_piece(pos: &Crazyhouse) -> bool {
+    pos.legal_moves().is_empty() && pos.terminal().is_none()
 }
 
 /// The seats of a match, in creation order.
@@ -150,6 +172,47 @@ pub fn seats_of(record: &Record) -> &'static [Seat] {
 
 fn printable(text: &str) -> bool {
     !text.chars().any(char::is_control)
+}
+
+/// Checks a move's text exactly as sent, before anything else reads it: 1 to
+/// [`MAX_MOVE_BYTES`] bytes, without whitespace or control characters. Nothing is trimmed, so
+/// padding never turns a malformed text into a move.
+fn check_move_text(text: &str) -> Result<(), MatchError> {
+    if text.is_empty() {
+        return Err(MatchError::invalid("move", "move is required"));
+    }
+    if text.len() > MAX_MOVE_BYTES {
+        return Err(MatchError::invalid(
+            "move",
+            format!("at most {MAX_MOVE_BYTES} bytes (found {})", text.len()),
+        ));
+    }
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(MatchError::invalid(
+            "move",
+            "whitespace and control characters are not allowed",
+        ));
+    }
+    Ok(())
+}
+
+/// A request id remembered under `request`'s field, judged against `request`: `Ok(Some)` with
+/// what it did when it is the same request (a retry), `Ok(None)` when the id is unknown, and
+/// [`MatchError::RequestIdReused`] (`ALREADY_EXISTS`) when another request used the id.
+fn recall(remembered: Option<Remembered>, request: &RequestId) -> Result<Option<Done>, MatchError> {
+    match remembered {
+        None => Ok(None),
+        Some(r) if r.is_same_request(request) => Ok(Some(r.done)),
+        Some(_) => Err(MatchError::RequestIdReused(request.id.clone())),
+    }
+}
+
+/// The stable name of a locale in a move's fingerprint.
+fn locale_name(locale: Locale) -> &'static str {
+    match locale {
+        Locale::English => "en",
+        Locale::Italian => "it",
+    }
 }
 
 fn check_text(field: &'static str, text: &str, max: usize) -> Result<(), MatchError> {
@@ -237,6 +300,7 @@ pub fn board_status(record: &Record) -> Result<Vec<BoardStatus>, MatchError> {
                     turn: pos.turn(),
                     check: pos.is_check(),
                     claims: Vec::new(),
+                    waiting_for_piece: record.outcome.is_none() && waits_for_piece(pos),
                 }
             })
             .collect())
@@ -250,6 +314,7 @@ pub fn board_status(record: &Record) -> Result<Vec<BoardStatus>, MatchError> {
             } else {
                 state.claimable_draws()
             },
+            waiting_for_piece: false,
         }])
     }
 }
@@ -417,6 +482,7 @@ fn plan_single(
         } else {
             state.claimable_draws()
         },
+        waiting_for_piece: false,
     }];
     Ok(Plan {
         commit: MoveCommit {
@@ -433,6 +499,7 @@ fn plan_single(
                 text: text.to_owned(),
                 uci: uci.clone(),
                 san: san.clone(),
+                at: 0,
             },
             move_event: move_event_prefix(BoardId::A, ply, seat.color, &uci, &san),
             side: seat.color,
@@ -500,6 +567,7 @@ fn plan_bughouse(
             turn: m.board(b).turn(),
             check: m.board(b).is_check(),
             claims: Vec::new(),
+            waiting_for_piece: played.outcome.is_none() && waits_for_piece(m.board(b)),
         })
         .collect();
     let other = seat.board.other();
@@ -533,6 +601,7 @@ fn plan_bughouse(
                 text: text.to_owned(),
                 uci: played.uci.clone(),
                 san: played.san.clone(),
+                at: 0,
             },
             move_event: move_event_prefix(
                 seat.board,
@@ -921,7 +990,10 @@ impl<S: MatchStore> Matches<S> {
 
     /// Plays `text` for the seat `seat_ref` (whose token is `token`) if its board is at
     /// `expected_ply`; with clocks, `lag_ms` is the lag the client reports (compensated within
-    /// its quota).
+    /// its quota). `text` is taken exactly as sent: 1 to [`MAX_MOVE_BYTES`] bytes without
+    /// whitespace or control characters, checked before anything else (nothing is trimmed).
+    /// With a `request_id`, a retry of the same request (text, ply, locale) is answered as a
+    /// duplicate, and the id sent with another request is [`MatchError::RequestIdReused`].
     #[allow(clippy::too_many_arguments)]
     pub async fn play(
         &self,
@@ -934,23 +1006,30 @@ impl<S: MatchStore> Matches<S> {
         request_id: Option<&str>,
         lag_ms: u64,
     ) -> Result<MoveAnswer, MatchError> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err(MatchError::invalid("move", "move is required"));
-        }
-        check_text("move", text, MAX_MOVE_BYTES)?;
+        check_move_text(text)?;
         check_request_id(request_id)?;
         let (mut record, mut seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
-        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
+        // What the request does: its text (as sent), the ply and the locale that reads it. The
+        // reported lag is a measurement, not part of the request: a retry may report another.
+        let ply_text = expected_ply.to_string();
+        let request = request_id.map(|r| {
+            RequestId::seat(
+                seat.board,
+                seat.color,
+                r,
+                RequestKind::Move,
+                &[text, &ply_text, locale_name(locale)],
+            )
+        });
         let refused = |e: MatchError, record: Arc<Record>| {
             let request = request.clone();
             async move {
-                match &request {
-                    Some(key) => match self.store.done(id, key).await? {
-                        Some(Done::Move { seq }) => self.replayed(id, seq, record).await,
-                        _ => Err(e),
-                    },
-                    None => Err(e),
+                let Some(request) = &request else {
+                    return Err(e);
+                };
+                match recall(self.store.done(id, &request.field).await?, request)? {
+                    Some(Done::Move { seq }) => self.replayed(id, seq, record).await,
+                    _ => Err(e),
                 }
             }
         };
@@ -994,7 +1073,10 @@ impl<S: MatchStore> Matches<S> {
                         expected_ply,
                         actual,
                     ) {
-                        Ok(answer) => Ok(answer),
+                        Ok(mut answer) => {
+                            answer.at = self.store.now().await?;
+                            Ok(answer)
+                        }
                         Err(e) => refused(e, record).await,
                     };
                 }
@@ -1015,11 +1097,16 @@ impl<S: MatchStore> Matches<S> {
                         Some((i, ply)) if after.boards[i].ply != ply => board_status(&after)?,
                         _ => plan.status,
                     };
+                    let at = after.boards[plan.played.board.index()]
+                        .last
+                        .as_ref()
+                        .map_or(0, |l| l.at);
                     return Ok(MoveAnswer {
                         played,
                         record: after,
                         status,
                         duplicate: false,
+                        at,
                     });
                 }
                 MoveResult::Stale(now) | MoveResult::Over(now) => {
@@ -1027,13 +1114,13 @@ impl<S: MatchStore> Matches<S> {
                     record = now;
                     fresh = true;
                 }
-                MoveResult::Done(done, now) => {
-                    return match done {
-                        Done::Move { seq } => self.replayed(id, seq, now).await,
-                        _ => Err(MatchError::invalid(
-                            "request_id",
-                            "this request id was used for another kind of action",
-                        )),
+                MoveResult::Done(remembered, now) => {
+                    let request = commit.request.as_ref().ok_or_else(|| {
+                        corrupt("the store answered a move without a request id as done")
+                    })?;
+                    return match recall(Some(remembered), request)? {
+                        Some(Done::Move { seq }) => self.replayed(id, seq, now).await,
+                        _ => Err(MatchError::RequestIdReused(request.id.clone())),
                     };
                 }
                 MoveResult::Late(_) => {
@@ -1089,6 +1176,7 @@ impl<S: MatchStore> Matches<S> {
             status: board_status(&record)?,
             record,
             duplicate: true,
+            at: self.store.now().await?,
         })
     }
 
@@ -1140,6 +1228,7 @@ impl<S: MatchStore> Matches<S> {
                 status: board_status(record)?,
                 record: Arc::clone(record),
                 duplicate: true,
+                at: 0, // the caller reads the time
             });
         }
         if record.outcome.is_some() {
@@ -1164,7 +1253,8 @@ impl<S: MatchStore> Matches<S> {
     ) -> Result<Changed, MatchError> {
         check_request_id(request_id)?;
         let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
-        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
+        let request = request_id
+            .map(|r| RequestId::seat(seat.board, seat.color, r, RequestKind::Resign, &[]));
         let loss = Outcome::win(!seat.color, EndReason::Resignation);
         let outcome = if record.is_bughouse() {
             MatchOutcome::from_board(seat.board, loss)
@@ -1179,7 +1269,7 @@ impl<S: MatchStore> Matches<S> {
             delays: delays_of(&record),
         };
         let result = self.store.commit_end(id, &commit).await?;
-        self.change(id, result, request.as_deref()).await
+        self.change(id, result, request.as_ref()).await
     }
 
     /// Records the seat's side's draw offer; the match is drawn once both sides offer.
@@ -1192,7 +1282,8 @@ impl<S: MatchStore> Matches<S> {
     ) -> Result<Changed, MatchError> {
         check_request_id(request_id)?;
         let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
-        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
+        let request = request_id
+            .map(|r| RequestId::seat(seat.board, seat.color, r, RequestKind::OfferDraw, &[]));
         let commit = OfferCommit {
             nonce: record.nonce.clone(),
             side: match_side(&record, seat),
@@ -1205,7 +1296,7 @@ impl<S: MatchStore> Matches<S> {
             delays: delays_of(&record),
         };
         let result = self.store.commit_offer(id, &commit).await?;
-        self.change(id, result, request.as_deref()).await
+        self.change(id, result, request.as_ref()).await
     }
 
     /// Ends the game with a draw the rules allow `seat_ref`'s side to claim now.
@@ -1219,7 +1310,15 @@ impl<S: MatchStore> Matches<S> {
     ) -> Result<Changed, MatchError> {
         check_request_id(request_id)?;
         let (mut record, seat, mut fresh) = self.authorized(id, seat_ref, token).await?;
-        let request = request_id.map(|r| done_key(seat.board, seat.color, r));
+        let request = request_id.map(|r| {
+            RequestId::seat(
+                seat.board,
+                seat.color,
+                r,
+                RequestKind::ClaimDraw,
+                &[claim.name()],
+            )
+        });
         for _ in 0..ATTEMPTS {
             let refusal = if record.is_bughouse() {
                 Some(MatchError::precondition(
@@ -1232,7 +1331,7 @@ impl<S: MatchStore> Matches<S> {
                 None
             };
             if let Some(e) = refusal {
-                return self.refused_change(id, e, record, request.as_deref()).await;
+                return self.refused_change(id, e, record, request.as_ref()).await;
             }
             let mut state = single_state(&record)?;
             let outcome = match state.claim_draw(claim) {
@@ -1246,7 +1345,7 @@ impl<S: MatchStore> Matches<S> {
                 }
                 Err(e) => {
                     return self
-                        .refused_change(id, game_error(e), record, request.as_deref())
+                        .refused_change(id, game_error(e), record, request.as_ref())
                         .await;
                 }
             };
@@ -1263,7 +1362,7 @@ impl<S: MatchStore> Matches<S> {
                     record = now;
                     fresh = true;
                 }
-                other => return self.change(id, other, request.as_deref()).await,
+                other => return self.change(id, other, request.as_ref()).await,
             }
         }
         Err(MatchError::precondition(
@@ -1276,7 +1375,7 @@ impl<S: MatchStore> Matches<S> {
         &self,
         id: &str,
         result: ChangeResult,
-        request: Option<&str>,
+        request: Option<&RequestId>,
     ) -> Result<Changed, MatchError> {
         match result {
             ChangeResult::Applied(record) => {
@@ -1286,10 +1385,16 @@ impl<S: MatchStore> Matches<S> {
                     duplicate: false,
                 })
             }
-            ChangeResult::Done(_, record) => Ok(Changed {
-                record,
-                duplicate: true,
-            }),
+            ChangeResult::Done(remembered, record) => {
+                let request = request.ok_or_else(|| {
+                    corrupt("the store answered a change without a request id as done")
+                })?;
+                recall(Some(remembered), request)?;
+                Ok(Changed {
+                    record,
+                    duplicate: true,
+                })
+            }
             ChangeResult::Over(record) => {
                 self.refused_change(id, MatchError::over(), record, request)
                     .await
@@ -1308,17 +1413,18 @@ impl<S: MatchStore> Matches<S> {
         }
     }
 
-    /// A change refused with `e` on `record`, unless its request id was applied before (then
-    /// the answer is that it was, with the match as it stands).
+    /// A change refused with `e` on `record`, unless its request id is remembered: applied
+    /// before by the same request (then the answer is that it was, with the match as it
+    /// stands), or used by another request ([`MatchError::RequestIdReused`]).
     async fn refused_change(
         &self,
         id: &str,
         e: MatchError,
         record: Arc<Record>,
-        request: Option<&str>,
+        request: Option<&RequestId>,
     ) -> Result<Changed, MatchError> {
-        if let Some(key) = request
-            && self.store.done(id, key).await?.is_some()
+        if let Some(request) = request
+            && recall(self.store.done(id, &request.field).await?, request)?.is_some()
         {
             return Ok(Changed {
                 record,
@@ -1468,8 +1574,10 @@ impl<S: MatchStore> Matches<S> {
         id: &str,
         request_id: Option<&str>,
     ) -> Result<Changed, MatchError> {
-        self.clock_action(id, request_id, |clock, now| clock.pause(now))
-            .await
+        self.clock_action(id, request_id, RequestKind::PauseClocks, |clock, now| {
+            clock.pause(now)
+        })
+        .await
     }
 
     /// Resumes the match's paused clocks (a platform action).
@@ -1478,8 +1586,10 @@ impl<S: MatchStore> Matches<S> {
         id: &str,
         request_id: Option<&str>,
     ) -> Result<Changed, MatchError> {
-        self.clock_action(id, request_id, |clock, now| clock.resume(now))
-            .await
+        self.clock_action(id, request_id, RequestKind::ResumeClocks, |clock, now| {
+            clock.resume(now)
+        })
+        .await
     }
 
     /// Gives `ms` more to the clock of `seat_ref` (a platform action).
@@ -1493,9 +1603,22 @@ impl<S: MatchStore> Matches<S> {
         if ms == 0 {
             return Err(MatchError::invalid("ms", "must be positive"));
         }
+        check_request_id(request_id)?;
         let record = self.get(id).await?;
         let seat = Self::seat(&record, seat_ref)?;
-        self.clock_action_on(id, request_id, Some(seat.board), |clock, now| {
+        let ms_text = ms.to_string();
+        let request = request_id.map(|r| {
+            RequestId::platform(
+                r,
+                RequestKind::AddTime,
+                &[
+                    crate::record::board_letter(seat.board),
+                    crate::record::side_letter(seat.color),
+                    &ms_text,
+                ],
+            )
+        });
+        self.clock_action_on(id, request, Some(seat.board), |clock, now| {
             clock.add_time(seat.color, ms, now)
         })
         .await
@@ -1505,9 +1628,12 @@ impl<S: MatchStore> Matches<S> {
         &self,
         id: &str,
         request_id: Option<&str>,
+        kind: RequestKind,
         f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
     ) -> Result<Changed, MatchError> {
-        self.clock_action_on(id, request_id, None, f).await
+        check_request_id(request_id)?;
+        let request = request_id.map(|r| RequestId::platform(r, kind, &[]));
+        self.clock_action_on(id, request, None, f).await
     }
 
     /// Applies `f` at the store's time to the clocks of `board` (every board if `None`), as one
@@ -1515,12 +1641,10 @@ impl<S: MatchStore> Matches<S> {
     async fn clock_action_on(
         &self,
         id: &str,
-        request_id: Option<&str>,
+        request: Option<RequestId>,
         board: Option<BoardId>,
         f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
     ) -> Result<Changed, MatchError> {
-        check_request_id(request_id)?;
-        let request = request_id.map(|r| format!("platform/{r}"));
         for _ in 0..ATTEMPTS {
             let record = self.get(id).await?;
             if record.control.is_none() {
@@ -1531,16 +1655,19 @@ impl<S: MatchStore> Matches<S> {
             }
             if record.outcome.is_some() {
                 return self
-                    .refused_change(id, MatchError::over(), record, request.as_deref())
+                    .refused_change(id, MatchError::over(), record, request.as_ref())
                     .await;
             }
             if record.last_seq >= MAX_EVENTS_FOR_CLOCK_ACTIONS {
-                return Err(MatchError::Exhausted {
+                let full = MatchError::Exhausted {
                     field: "",
                     description: format!(
                         "this match holds {MAX_EVENTS_FOR_CLOCK_ACTIONS} events: no more clock actions"
                     ),
-                });
+                };
+                return self
+                    .refused_change(id, full, record, request.as_ref())
+                    .await;
             }
             let now = self.store.now().await?;
             let mut clocks = Vec::new();
@@ -1558,16 +1685,20 @@ impl<S: MatchStore> Matches<S> {
                         self.end_on_time(id).await?;
                         let record = self.get(id).await?;
                         return self
-                            .refused_change(id, MatchError::over(), record, request.as_deref())
+                            .refused_change(id, MatchError::over(), record, request.as_ref())
                             .await;
                     }
                     Err(e) => {
                         let refusal = match e {
                             ClockError::Over => MatchError::over(),
+                            // AddTime beyond the most a side may hold (100 days).
+                            e @ ClockError::TooMuchTime { .. } => {
+                                MatchError::invalid("ms", e.to_string())
+                            }
                             other => MatchError::precondition(CLOCK_PAUSED, other.to_string()),
                         };
                         return self
-                            .refused_change(id, refusal, record, request.as_deref())
+                            .refused_change(id, refusal, record, request.as_ref())
                             .await;
                     }
                 }
@@ -1588,7 +1719,7 @@ impl<S: MatchStore> Matches<S> {
             };
             match self.store.commit_clock(id, &commit).await? {
                 ChangeResult::Stale(_) => continue,
-                other => return self.change(id, other, request.as_deref()).await,
+                other => return self.change(id, other, request.as_ref()).await,
             }
         }
         Err(MatchError::precondition(

@@ -36,6 +36,9 @@ pub enum MatchError {
     NotFound(String),
     /// The id is taken by a different creation.
     AlreadyExists(String),
+    /// The request id (held here) was used before, by this seat (or the platform) in this
+    /// match, for a different request (another call, or other content): nothing changed.
+    RequestIdReused(String),
     /// The request does not fit the match as it stands (see the reason constants).
     Precondition {
         /// [`STALE_PLY`], [`NOT_YOUR_TURN`], [`MATCH_OVER`] or [`NOT_CLAIMABLE`].
@@ -108,6 +111,12 @@ impl fmt::Display for MatchError {
                 "match '{}' exists with a different creation",
                 arbiter_kit::error::quote(id)
             ),
+            MatchError::RequestIdReused(id) => write!(
+                f,
+                "request_id '{}' was already used for a different request in this match; \
+                 send a new id",
+                arbiter_kit::error::quote(id)
+            ),
             MatchError::Exhausted { field, description } if !field.is_empty() => {
                 write!(f, "{field}: {description}")
             }
@@ -129,6 +138,11 @@ impl From<MatchError> for ApiError {
             MatchError::Invalid { field, description } => ApiError::invalid(field, description),
             MatchError::NotFound(_) => ApiError::NotFound(text),
             MatchError::AlreadyExists(_) => ApiError::AlreadyExists(text),
+            MatchError::RequestIdReused(id) => ApiError::KeyReused {
+                field: "request_id".into(),
+                key: id,
+                description: text,
+            },
             MatchError::Precondition {
                 reason,
                 description,

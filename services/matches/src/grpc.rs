@@ -185,6 +185,7 @@ fn state_to(record: &Record, status: &[BoardStatus], now: u64) -> pb::MatchState
                 claimable_draws: s.claims.iter().map(|&c| claim_to_proto(c)).collect(),
                 last_move: b.last.as_ref().map(|l| common_move(&l.uci, &l.san)),
                 clock: b.clock.as_ref().map(clock_to),
+                waiting_for_piece: s.waiting_for_piece,
             }
         })
         .collect();
@@ -236,8 +237,8 @@ fn played_to(m: &PlayedMove) -> pb::PlayedMove {
     }
 }
 
-fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::MatchEvent {
-    use pb::match_event::Event;
+fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::WatchMatchResponse {
+    use pb::watch_match_response::Event;
     let event = match e {
         StoredEvent::Move {
             board,
@@ -278,7 +279,7 @@ fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::MatchEvent {
             at_ms: *at,
         }),
     };
-    pb::MatchEvent {
+    pb::WatchMatchResponse {
         seq,
         event: Some(event),
     }
@@ -393,18 +394,11 @@ impl MatchService for MatchGrpc {
             )
             .await
             .map_err(fail)?;
-        // The move's own time: when the opponent's turn began.
-        let at = answer.record.boards[answer.played.board.index()]
-            .clock
-            .as_ref()
-            .map_or(0, |c| match c.phase() {
-                Phase::Running { since, .. } | Phase::Opening { since, .. } => since,
-                Phase::Stopped { at } => at,
-                _ => 0,
-            });
+        // The move's own time (when the store accepted it; with clocks, when the opponent's turn
+        // began), or for a duplicate when the match was read.
         reply(Ok::<_, ApiError>(pb::MakeMoveResponse {
             r#move: Some(played_to(&answer.played)),
-            state: Some(state_to(&answer.record, &answer.status, at)),
+            state: Some(state_to(&answer.record, &answer.status, answer.at)),
             duplicate: answer.duplicate,
         }))
     }
@@ -535,7 +529,8 @@ impl MatchService for MatchGrpc {
         }))
     }
 
-    type WatchMatchStream = Pin<Box<dyn Stream<Item = Result<pb::MatchEvent, Status>> + Send>>;
+    type WatchMatchStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchMatchResponse, Status>> + Send>>;
 
     async fn watch_match(
         &self,

@@ -25,7 +25,7 @@
 //! | `draw:w` `draw:b` | `1` while White (bughouse: team 1) / Black (team 2) offers a draw |
 //! | `pos:A` `pos:B` | the board's position string (bughouse: the FEN without the reserve) |
 //! | `ply:A` `ply:B` | moves played on the board |
-//! | `last:A` `last:B` | packed `ply, side, text as sent, uci, san` of the board's latest move |
+//! | `last:A` `last:B` | packed `ply, side, text as sent, uci, san, accepted (Unix ms)` of the board's latest move (records written before the time was kept lack the last item) |
 //! | `hist:A` | single board: repetition keys since the last irreversible move, 16 hex digits each |
 //! | `res:A:w` … `res:B:b` | bughouse: a reserve in FEN letters, `QRBNP` order |
 //! | `ck:A` `ck:B` | with a time control: the board clock's phase, packed ([`encode_phase`]) |
@@ -43,9 +43,17 @@
 //! travels from Redis as the hash's flat field/value array.
 //!
 //! ## Requests applied
-//! A third key, `…:done` (a hash), maps `board/side/request id` to what that request did
-//! ([`Done`]): `M<seq>` for a move (its event's sequence number), `E` for a resignation or a
-//! claim, `D` for a draw offer. A retry with the same request id is answered from it.
+//! A third key, `…:done` (a hash), remembers the requests applied under a request id, per
+//! scope: each seat (`A/w`, `A/b`, `B/w`, `B/b`) and the platform (`platform`). The field
+//! `<scope>/<request id>` holds a packed `what, fingerprint` ([`Remembered`]): what the request
+//! did ([`Done`]: `M<seq>` for a move, its event's sequence number; `E` for a resignation or a
+//! claim; `D` for a draw offer; `K` for a clock action) and the fingerprint of the request (its
+//! kind and content, [`RequestId`]). A retry with the same id and fingerprint is answered from
+//! it; the same id with another fingerprint is refused. Only the latest [`REQUEST_WINDOW`]
+//! requests of each scope are kept, in a ring: `<scope>#` counts the scope's requests and
+//! `<scope>#<n mod window>` names the field of its n-th, which the next request to take that
+//! slot deletes. A request that changed nothing (an offer while the side's offer stands) is not
+//! remembered.
 //!
 //! ## Events
 //! The event list holds packed lines: `M, board, ply, side, uci, san, position` (a move),
@@ -95,17 +103,28 @@ pub struct LastMove {
     pub ply: u32,
     /// Who moved.
     pub side: Color,
-    /// The move text as the client sent it (trimmed).
+    /// The move text exactly as the client sent it.
     pub text: String,
     /// The move in coordinate notation.
     pub uci: String,
     /// The move in SAN.
     pub san: String,
+    /// When the store accepted the move (Unix ms, the store's time base): set by the store as
+    /// it applies the move (a commit carries 0), and 0 in records written before it was kept.
+    pub at: u64,
 }
 
 impl LastMove {
     /// The stored form.
     pub fn encode(&self) -> String {
+        let mut out = self.encode_sent();
+        pack_into(&mut out, &[self.at.to_string().as_str()]);
+        out
+    }
+
+    /// The stored form without the acceptance time, which the Redis move script appends at its
+    /// own time.
+    pub fn encode_sent(&self) -> String {
         pack(&[
             self.ply.to_string().as_str(),
             side_letter(self.side),
@@ -116,13 +135,19 @@ impl LastMove {
     }
 
     fn decode(text: &str) -> Result<LastMove, Corrupt> {
-        match unpack(text)?.as_slice() {
+        let parts = unpack(text)?;
+        let (parts, at) = match parts.as_slice() {
+            [head @ .., at] if parts.len() == 6 => (head, parse_num(at, "move time")?),
+            _ => (parts.as_slice(), 0),
+        };
+        match parts {
             [ply, side, sent, uci, san] => Ok(LastMove {
                 ply: parse_num(ply, "ply")?,
                 side: parse_side(side)?,
                 text: (*sent).to_owned(),
                 uci: (*uci).to_owned(),
                 san: (*san).to_owned(),
+                at,
             }),
             _ => Err(corrupt("bad last move")),
         }
@@ -601,8 +626,20 @@ impl Record {
     }
 }
 
-/// What a match remembers of a change applied under a request id (an idempotency key), in the
-/// match's `done` hash: the key is the seat and the request id ([`done_key`]).
+/// How many request ids a match remembers per scope: per seat (the ids its player sent), and
+/// for the platform's clock actions (`PauseClocks`, `ResumeClocks`, `AddTime`). The latest
+/// requests that changed the match are kept; the oldest is forgotten when a new one is applied.
+///
+/// An id is only needed while its answer may have been lost, that is while the client may still
+/// retry it: a player has one move per turn in flight, and a retry follows within seconds. 64
+/// ids per seat cover 64 requests in flight or awaiting their retry, far more than any client
+/// pipelines, while bounding a match's memory of requests to 5 × 64 ids (about 100 KB with the
+/// longest ids, a few KB with usual ones) however many requests arrive. A request id older than
+/// its seat's latest 64 applied ids is not recognised any more: sent again, it is judged as a
+/// new request (a stale move is then `STALE_PLY`).
+pub const REQUEST_WINDOW: usize = 64;
+
+/// What a request applied under an id did, as its match remembers it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Done {
     /// A move: the sequence number of its move event.
@@ -619,7 +656,7 @@ pub enum Done {
 }
 
 impl Done {
-    /// The stored value (`M17`, `E`, `D`).
+    /// The stored value (`M17`, `E`, `D`, `K`).
     pub fn encode(&self) -> String {
         match self {
             Done::Move { seq } => format!("M{seq}"),
@@ -644,10 +681,171 @@ impl Done {
     }
 }
 
-/// The `done` hash key of `request_id` sent for the seat on `board` playing `side`: request ids
-/// are the clients' own, so each seat has its own.
-pub fn done_key(board: BoardId, side: Color, request_id: &str) -> String {
-    format!("{}/{}/{request_id}", board_letter(board), side_letter(side))
+/// The kind of a request that takes a request id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// `MakeMove`.
+    Move,
+    /// `Resign`.
+    Resign,
+    /// `OfferDraw`.
+    OfferDraw,
+    /// `ClaimDraw`.
+    ClaimDraw,
+    /// `PauseClocks`.
+    PauseClocks,
+    /// `ResumeClocks`.
+    ResumeClocks,
+    /// `AddTime`.
+    AddTime,
+}
+
+impl RequestKind {
+    /// The stable name fingerprints are made of.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RequestKind::Move => "move",
+            RequestKind::Resign => "resign",
+            RequestKind::OfferDraw => "offer-draw",
+            RequestKind::ClaimDraw => "claim-draw",
+            RequestKind::PauseClocks => "pause-clocks",
+            RequestKind::ResumeClocks => "resume-clocks",
+            RequestKind::AddTime => "add-time",
+        }
+    }
+
+    /// Whether a request of this kind can have done `done` (for entries stored without a
+    /// fingerprint).
+    fn could_have_done(self, done: Done) -> bool {
+        matches!(
+            (self, done),
+            (RequestKind::Move, Done::Move { .. })
+                | (RequestKind::Resign | RequestKind::ClaimDraw, Done::Ended)
+                | (RequestKind::OfferDraw, Done::Offered)
+                | (
+                    RequestKind::PauseClocks | RequestKind::ResumeClocks | RequestKind::AddTime,
+                    Done::Clock
+                )
+        )
+    }
+}
+
+/// A request id as a change carries it to the store: the window it belongs to, its `done` field,
+/// and the fingerprint of the request sent under it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestId {
+    /// The id as the client sent it.
+    pub id: String,
+    /// The window of ids it belongs to ([`REQUEST_WINDOW`]): the seat (`A/w`) or `platform`.
+    pub scope: String,
+    /// The field of the `done` hash: the scope, `/`, the id.
+    pub field: String,
+    /// The kind of the request.
+    pub kind: RequestKind,
+    /// 16 hex digits of SHA-256 over the kind and the content of the request: the same id sent
+    /// with a different request has another fingerprint.
+    pub fingerprint: String,
+}
+
+impl RequestId {
+    /// The id `id` of a request of `kind` with `content` (the request's fields that say what it
+    /// does, in a fixed order), sent by the seat on `board` playing `side`: request ids are the
+    /// clients' own, so each seat has its own.
+    pub fn seat(
+        board: BoardId,
+        side: Color,
+        id: &str,
+        kind: RequestKind,
+        content: &[&str],
+    ) -> RequestId {
+        RequestId::new(
+            format!("{}/{}", board_letter(board), side_letter(side)),
+            id,
+            kind,
+            content,
+        )
+    }
+
+    /// The id `id` of a platform's request of `kind` with `content`.
+    pub fn platform(id: &str, kind: RequestKind, content: &[&str]) -> RequestId {
+        RequestId::new("platform".into(), id, kind, content)
+    }
+
+    fn new(scope: String, id: &str, kind: RequestKind, content: &[&str]) -> RequestId {
+        use sha2::{Digest, Sha256};
+        let mut items = vec![kind.name()];
+        items.extend_from_slice(content);
+        let digest = Sha256::digest(pack(&items).as_bytes());
+        RequestId {
+            id: id.to_owned(),
+            field: format!("{scope}/{id}"),
+            scope,
+            kind,
+            fingerprint: digest[..8].iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+
+    /// The stored form a script takes: packed `scope, field, fingerprint`.
+    pub fn encode(&self) -> String {
+        pack(&[&self.scope, &self.field, &self.fingerprint])
+    }
+}
+
+/// What a match remembers of a request applied under an id, in its `done` hash under the
+/// request's field ([`RequestId::field`]): what it did, and its fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remembered {
+    /// What the request did.
+    pub done: Done,
+    /// The request's fingerprint (empty for entries stored before fingerprints were kept).
+    pub fingerprint: String,
+}
+
+impl Remembered {
+    /// The stored value: packed `what, fingerprint` (`3:M172:…`).
+    pub fn encode(&self) -> String {
+        pack(&[self.done.encode().as_str(), &self.fingerprint])
+    }
+
+    /// Reads a stored value; a bare `M17`, `E`, `D` or `K` (stored before fingerprints were
+    /// kept) reads with an empty fingerprint.
+    pub fn decode(text: &str) -> Result<Remembered, Corrupt> {
+        if !text.starts_with(|c: char| c.is_ascii_digit()) {
+            return Ok(Remembered {
+                done: Done::decode(text)?,
+                fingerprint: String::new(),
+            });
+        }
+        match unpack(text)?.as_slice() {
+            [done, fingerprint] => Ok(Remembered {
+                done: Done::decode(done)?,
+                fingerprint: (*fingerprint).to_owned(),
+            }),
+            _ => Err(corrupt(format!("bad request record '{text}'"))),
+        }
+    }
+
+    /// Whether `request` is the request remembered under its id (a retry), rather than another
+    /// request reusing the id. An entry without a fingerprint is taken as the same request when
+    /// the kinds agree.
+    pub fn is_same_request(&self, request: &RequestId) -> bool {
+        if self.fingerprint.is_empty() {
+            request.kind.could_have_done(self.done)
+        } else {
+            self.fingerprint == request.fingerprint
+        }
+    }
+}
+
+/// Whether a field of a `done` hash is window bookkeeping (a scope's counter `A/w#` or one of
+/// its slots `A/w#17`), not a remembered request (`A/w/<id>`).
+pub fn is_window_field(field: &str) -> bool {
+    let scope_end = if field.starts_with("platform") {
+        "platform".len()
+    } else {
+        3
+    };
+    field.as_bytes().get(scope_end) == Some(&b'#')
 }
 
 /// The stored form of a repetition history.
@@ -849,11 +1047,80 @@ mod tests {
 
     #[test]
     fn done_records_round_trip() {
-        for d in [Done::Move { seq: 17 }, Done::Ended, Done::Offered] {
+        for d in [
+            Done::Move { seq: 17 },
+            Done::Ended,
+            Done::Offered,
+            Done::Clock,
+        ] {
             assert_eq!(Done::decode(&d.encode()), Ok(d));
+            let r = Remembered {
+                done: d,
+                fingerprint: "0123456789abcdef".into(),
+            };
+            assert_eq!(Remembered::decode(&r.encode()), Ok(r));
         }
         assert!(Done::decode("Mx").is_err());
-        assert_eq!(done_key(BoardId::B, Color::Black, "r:1"), "B/b/r:1");
+        assert!(Remembered::decode("3:M1x").is_err());
+        // Entries stored before fingerprints were kept.
+        assert_eq!(
+            Remembered::decode("M5"),
+            Ok(Remembered {
+                done: Done::Move { seq: 5 },
+                fingerprint: String::new()
+            })
+        );
+        let r = RequestId::seat(BoardId::B, Color::Black, "r:1", RequestKind::Move, &["e4"]);
+        assert_eq!((r.scope.as_str(), r.field.as_str()), ("B/b", "B/b/r:1"));
+        assert_eq!(r.fingerprint.len(), 16);
+        assert_eq!(
+            RequestId::platform("p", RequestKind::AddTime, &[]).field,
+            "platform/p"
+        );
+    }
+
+    #[test]
+    fn fingerprints_tell_requests_apart() {
+        let seat =
+            |kind, content: &[&str]| RequestId::seat(BoardId::A, Color::White, "x", kind, content);
+        let mv = seat(RequestKind::Move, &["e4", "0", "en"]);
+        assert_eq!(mv, seat(RequestKind::Move, &["e4", "0", "en"]));
+        let others = [
+            seat(RequestKind::Move, &["e2e4", "0", "en"]),
+            seat(RequestKind::Move, &["e4", "2", "en"]),
+            seat(RequestKind::Move, &["e4", "0", "it"]),
+            seat(RequestKind::Resign, &[]),
+            seat(RequestKind::OfferDraw, &[]),
+            seat(RequestKind::ClaimDraw, &["threefold-repetition"]),
+            // Packed content: no two different field lists hash alike.
+            seat(RequestKind::Move, &["e40", "", "en"]),
+        ];
+        for other in &others {
+            assert_ne!(other.fingerprint, mv.fingerprint, "{other:?}");
+        }
+        let applied = Remembered {
+            done: Done::Move { seq: 3 },
+            fingerprint: mv.fingerprint.clone(),
+        };
+        assert!(applied.is_same_request(&mv));
+        assert!(others.iter().all(|o| !applied.is_same_request(o)));
+        // Without a fingerprint, only the kind can be compared.
+        let legacy = Remembered {
+            done: Done::Ended,
+            fingerprint: String::new(),
+        };
+        assert!(legacy.is_same_request(&seat(RequestKind::Resign, &[])));
+        assert!(!legacy.is_same_request(&mv));
+    }
+
+    #[test]
+    fn window_fields_are_told_from_requests() {
+        for f in ["A/w#", "A/w#63", "B/b#0", "platform#", "platform#12"] {
+            assert!(is_window_field(f), "{f}");
+        }
+        for f in ["A/w/#", "A/w/r#1", "B/b/x", "platform/#", "platform/p#1"] {
+            assert!(!is_window_field(f), "{f}");
+        }
     }
 
     #[test]
@@ -910,6 +1177,7 @@ mod tests {
                 text: "e4\u{1}odd".into(),
                 uci: "e2e4".into(),
                 san: "e4".into(),
+                at: 1_700_000_000_456,
             }),
             clock: Some({
                 let mut c = Clock::new(control.clone());
@@ -968,6 +1236,26 @@ mod tests {
         let mut event = StoredEvent::End(r.outcome.unwrap()).encode();
         event.push_str(&pack(&["5"]));
         assert!(StoredEvent::decode(&event).is_err());
+    }
+
+    #[test]
+    fn a_last_move_stored_before_its_time_was_kept_still_reads() {
+        let last = LastMove {
+            ply: 3,
+            side: Color::Black,
+            text: "Nf6".into(),
+            uci: "g8f6".into(),
+            san: "Nf6".into(),
+            at: 1_700_000_000_000,
+        };
+        assert_eq!(LastMove::decode(&last.encode()), Ok(last.clone()));
+        // The Redis move script appends the time to the form without it.
+        let mut stored = last.encode_sent();
+        assert_eq!(LastMove::decode(&stored).map(|l| l.at), Ok(0));
+        pack_into(&mut stored, &["1700000000000"]);
+        assert_eq!(LastMove::decode(&stored), Ok(last));
+        pack_into(&mut stored, &["x"]);
+        assert!(LastMove::decode(&stored).is_err());
     }
 
     #[test]

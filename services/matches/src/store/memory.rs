@@ -6,9 +6,12 @@ use super::{
     ChangeResult, ClockCommit, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit,
     MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
-use crate::record::{Done, Record, StoredEvent, encode_clock, pack_into};
+use crate::record::{
+    Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, encode_clock,
+    pack_into,
+};
 use arbiter_timekeeping::DeadlineIndex;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,9 +36,42 @@ fn stop_clocks(record: &mut Record, now: u64) {
 struct Stored {
     record: Arc<Record>,
     events: Vec<String>,
-    /// Requests applied under an id: `done` key → what they did.
-    done: HashMap<String, Done>,
+    /// Requests applied under an id.
+    done: Requests,
     expires: Instant,
+}
+
+/// The requests a match remembers: the latest [`REQUEST_WINDOW`] of each scope.
+#[derive(Debug, Default)]
+struct Requests {
+    /// `done` field → what the request did.
+    by_field: HashMap<String, Remembered>,
+    /// Per scope, its remembered fields, oldest first.
+    order: HashMap<String, VecDeque<String>>,
+}
+
+impl Requests {
+    fn get(&self, r: Option<&RequestId>) -> Option<&Remembered> {
+        self.by_field.get(&r?.field)
+    }
+
+    /// Remembers that `r` did `done`, forgetting its scope's oldest beyond the window.
+    fn remember(&mut self, r: &RequestId, done: Done) {
+        self.by_field.insert(
+            r.field.clone(),
+            Remembered {
+                done,
+                fingerprint: r.fingerprint.clone(),
+            },
+        );
+        let order = self.order.entry(r.scope.clone()).or_default();
+        order.push_back(r.field.clone());
+        while order.len() > REQUEST_WINDOW {
+            if let Some(oldest) = order.pop_front() {
+                self.by_field.remove(&oldest);
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -121,8 +157,8 @@ fn end(
 
 fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     let current = Arc::clone(&m.record);
-    if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
-        return MoveResult::Done(*done, current);
+    if let Some(done) = m.done.get(c.request.as_ref()) {
+        return MoveResult::Done(done.clone(), current);
     }
     if current.outcome.is_some() {
         return MoveResult::Over(current);
@@ -181,7 +217,10 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     let board = &mut record.boards[i];
     board.position = c.position.clone();
     board.ply += 1;
-    board.last = Some(c.last.clone());
+    board.last = Some(LastMove {
+        at: now,
+        ..c.last.clone()
+    });
     match c.history {
         Some(HistoryUpdate::Append(k)) => board.history.push(k),
         Some(HistoryUpdate::Reset(k)) => board.history = vec![k],
@@ -204,9 +243,9 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     let bughouse = record.is_bughouse();
     pack_into(&mut move_event, &[record.boards[i].full_position(bughouse)]);
     m.events.push(move_event);
-    if let Some(key) = &c.request {
+    if let Some(r) = &c.request {
         let seq = m.events.len() as u64;
-        m.done.insert(key.clone(), Done::Move { seq });
+        m.done.remember(r, Done::Move { seq });
     }
     m.events
         .extend(reserve_events.iter().map(StoredEvent::encode));
@@ -261,7 +300,7 @@ impl MatchStore for MemoryStore {
             Stored {
                 record: Arc::clone(&stored),
                 events: Vec::new(),
-                done: HashMap::new(),
+                done: Requests::default(),
                 expires: now + self.retention.ttl,
             },
         );
@@ -286,8 +325,8 @@ impl MatchStore for MemoryStore {
         Ok(self
             .change(id, |m, r| {
                 let current = Arc::clone(&m.record);
-                if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
-                    return ChangeResult::Done(*done, current);
+                if let Some(done) = m.done.get(c.request.as_ref()) {
+                    return ChangeResult::Done(done.clone(), current);
                 }
                 if current.outcome.is_some() {
                     return ChangeResult::Over(current);
@@ -305,8 +344,8 @@ impl MatchStore for MemoryStore {
                 let mut record = (*current).clone();
                 stop_clocks(&mut record, now);
                 end(m, &mut record, c.outcome, r);
-                if let Some(key) = &c.request {
-                    m.done.insert(key.clone(), Done::Ended);
+                if let Some(r) = &c.request {
+                    m.done.remember(r, Done::Ended);
                 }
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);
@@ -319,8 +358,8 @@ impl MatchStore for MemoryStore {
         Ok(self
             .change(id, |m, r| {
                 let current = Arc::clone(&m.record);
-                if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
-                    return ChangeResult::Done(*done, current);
+                if let Some(done) = m.done.get(c.request.as_ref()) {
+                    return ChangeResult::Done(done.clone(), current);
                 }
                 if current.outcome.is_some() {
                     return ChangeResult::Over(current);
@@ -332,12 +371,12 @@ impl MatchStore for MemoryStore {
                 if late(&current, now) {
                     return ChangeResult::Late(current);
                 }
-                if let Some(key) = &c.request {
-                    m.done.insert(key.clone(), Done::Offered);
-                }
                 if current.draw_offers[c.side.index()] {
-                    // Already offered: nothing new.
+                    // Already offered: nothing new, and nothing to remember.
                     return ChangeResult::Applied(current);
+                }
+                if let Some(r) = &c.request {
+                    m.done.remember(r, Done::Offered);
                 }
                 let mut record = (*current).clone();
                 record.draw_offers[c.side.index()] = true;
@@ -378,8 +417,14 @@ impl MatchStore for MemoryStore {
         Ok(())
     }
 
-    async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
-        Ok(self.with(id, |m, _| m.done.get(key).copied()).flatten())
+    async fn done(&self, id: &str, field: &str) -> Result<Option<Remembered>, StoreError> {
+        Ok(self
+            .with(id, |m, _| m.done.by_field.get(field).cloned())
+            .flatten())
+    }
+
+    async fn remembered(&self, id: &str) -> Result<usize, StoreError> {
+        Ok(self.with(id, |m, _| m.done.by_field.len()).unwrap_or(0))
     }
 
     async fn now(&self) -> Result<u64, StoreError> {
@@ -390,8 +435,8 @@ impl MatchStore for MemoryStore {
         Ok(self
             .change(id, |m, r| {
                 let current = Arc::clone(&m.record);
-                if let Some(done) = c.request.as_ref().and_then(|k| m.done.get(k)) {
-                    return ChangeResult::Done(*done, current);
+                if let Some(done) = m.done.get(c.request.as_ref()) {
+                    return ChangeResult::Done(done.clone(), current);
                 }
                 if current.outcome.is_some() {
                     return ChangeResult::Over(current);
@@ -417,8 +462,8 @@ impl MatchStore for MemoryStore {
                     record.boards[ch.board.index()].clock = Some(ch.clock.clone());
                 }
                 m.events.extend(c.events.iter().cloned());
-                if let Some(key) = &c.request {
-                    m.done.insert(key.clone(), Done::Clock);
+                if let Some(r) = &c.request {
+                    m.done.remember(r, Done::Clock);
                 }
                 match c.end {
                     Some(o) => end(m, &mut record, o, r),

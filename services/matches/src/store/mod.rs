@@ -11,7 +11,7 @@
 pub mod memory;
 pub mod redis;
 
-use crate::record::{Done, LastMove, Record};
+use crate::record::{LastMove, Record, Remembered, RequestId};
 use arbiter_core::Color;
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
 use arbiter_core::clock::{PressPlan, Side};
@@ -112,7 +112,7 @@ pub struct MoveCommit {
     pub take: Option<ReserveDelta>,
     /// Bughouse: the unit a capture sends to the partner's reserve.
     pub give: Option<ReserveDelta>,
-    /// The move, for the board's `last:` field.
+    /// The move, for the board's `last:` field (the store sets its acceptance time).
     pub last: LastMove,
     /// The mover's side of the match (in bughouse its team, White for team 1): the move declines
     /// the other side's standing draw offer.
@@ -122,9 +122,9 @@ pub struct MoveCommit {
     pub move_event: String,
     /// The outcome, when the move ends the match.
     pub end: Option<MatchOutcome>,
-    /// The `done` key of the request's id, if it has one: a commit whose key is known is not
-    /// applied again ([`MoveResult::Done`]); an applied one records it.
-    pub request: Option<String>,
+    /// The request's id, if it has one: a commit whose id is remembered is not applied
+    /// ([`MoveResult::Done`]); an applied one is remembered, in its scope's window.
+    pub request: Option<RequestId>,
     /// The clock press that goes with the move, when the match has clocks.
     pub clock: Option<ClockPress>,
 }
@@ -165,8 +165,8 @@ pub struct ClockCommit {
     pub events: Vec<String>,
     /// The end of the match (a flag or a no-show), if the change ends it.
     pub end: Option<MatchOutcome>,
-    /// The `done` key of the request's id, if any.
-    pub request: Option<String>,
+    /// The request's id, if any (remembered once applied).
+    pub request: Option<RequestId>,
 }
 
 /// One board clock replaced by a [`ClockCommit`].
@@ -199,8 +199,9 @@ pub enum MoveResult {
     Stale(Arc<Record>),
     /// The match is over: nothing changed.
     Over(Arc<Record>),
-    /// The request's id was applied before: nothing changed.
-    Done(Done, Arc<Record>),
+    /// The request's id is remembered (by this request, or reused by another): nothing
+    /// changed.
+    Done(Remembered, Arc<Record>),
     /// A deadline of the match passed before the move came (the mover's flag, or in bughouse
     /// any flag of the match): nothing changed; the match is to be ended on time.
     Late(Arc<Record>),
@@ -217,8 +218,8 @@ pub struct EndCommit {
     pub guard: Option<(BoardId, u32)>,
     /// The outcome.
     pub outcome: MatchOutcome,
-    /// The `done` key of the request's id, if it has one.
-    pub request: Option<String>,
+    /// The request's id, if it has one (remembered once applied).
+    pub request: Option<RequestId>,
     /// The simple delay of each stage of the match's time control (to stop running clocks).
     pub delays: Vec<u64>,
 }
@@ -232,8 +233,8 @@ pub struct OfferCommit {
     pub side: Color,
     /// The outcome if the other side's offer stands (a draw by agreement).
     pub agreed: MatchOutcome,
-    /// The `done` key of the request's id, if it has one.
-    pub request: Option<String>,
+    /// The request's id, if it has one (remembered once applied).
+    pub request: Option<RequestId>,
     /// The simple delay of each stage of the match's time control (to stop running clocks).
     pub delays: Vec<u64>,
 }
@@ -241,14 +242,16 @@ pub struct OfferCommit {
 /// What an end or offer commit did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChangeResult {
-    /// Applied (for an offer already standing: nothing new, answered the same).
+    /// Applied (for an offer already standing: nothing new, answered the same, and the
+    /// request's id is not remembered).
     Applied(Arc<Record>),
     /// A guard failed: nothing changed.
     Stale(Arc<Record>),
     /// The match is over: nothing changed.
     Over(Arc<Record>),
-    /// The request's id was applied before: nothing changed.
-    Done(Done, Arc<Record>),
+    /// The request's id is remembered (by this request, or reused by another): nothing
+    /// changed.
+    Done(Remembered, Arc<Record>),
     /// A deadline of the match had passed: nothing changed; the match is to be ended on time.
     Late(Arc<Record>),
     /// No such match.
@@ -321,12 +324,16 @@ pub trait MatchStore: Send + Sync + 'static {
     /// evict keys) for health reporting.
     fn probe(&self) -> impl Future<Output = Result<(), String>> + Send;
 
-    /// What the request with `done` key `key` did, if it was applied.
+    /// What the match remembers under `field` ([`RequestId::field`]), if anything.
     fn done(
         &self,
         id: &str,
-        key: &str,
-    ) -> impl Future<Output = Result<Option<Done>, StoreError>> + Send;
+        field: &str,
+    ) -> impl Future<Output = Result<Option<Remembered>, StoreError>> + Send;
+
+    /// How many request ids match `id` remembers (0 for no such match): at most
+    /// [`crate::record::REQUEST_WINDOW`] per seat and for the platform.
+    fn remembered(&self, id: &str) -> impl Future<Output = Result<usize, StoreError>> + Send;
 
     /// The store's time in Unix ms: the time base of every clock (Redis `TIME`, or this
     /// process's clock).
@@ -421,8 +428,12 @@ impl MatchStore for AnyStore {
         dispatch!(self, s => s.events(id, after, max).await)
     }
 
-    async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
-        dispatch!(self, s => s.done(id, key).await)
+    async fn done(&self, id: &str, field: &str) -> Result<Option<Remembered>, StoreError> {
+        dispatch!(self, s => s.done(id, field).await)
+    }
+
+    async fn remembered(&self, id: &str) -> Result<usize, StoreError> {
+        dispatch!(self, s => s.remembered(id).await)
     }
 
     async fn probe(&self) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! The Redis match store: the schema of [`crate::record`] in two keys per match, both in the
+//! The Redis match store: the schema of [`crate::record`] in three keys per match, all in the
 //! match's hash slot. Every change is one Lua script, atomic on the server: a move happens whole
 //! (guards, reserve take and give, board, history, events, draw offers, TTL) or not at all,
 //! whatever the clients do concurrently, and its reply carries the record after the step, so a
@@ -17,8 +17,8 @@ use super::{
     MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{
-    Done, MUTABLE_FIELDS, Record, StoredEvent, board_letter, encode_clock, encode_deadline,
-    encode_outcome, pack, side_letter,
+    MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, board_letter,
+    encode_clock, encode_deadline, encode_outcome, is_window_field, pack, side_letter,
 };
 use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
 use arbiter_timekeeping::lua;
@@ -52,6 +52,26 @@ local function state(S, E, status)
 end
 local function compact(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HMGET', S, unpack(MUTABLE)), 'compact'}
+end
+-- A request id as a script takes it (packed scope, field, fingerprint), or nil.
+local function request(arg)
+  if arg == '' then return nil end
+  return unpk(arg)
+end
+-- What the match remembers of the request's id (its packed what and fingerprint), if anything.
+local function recall(D, rq)
+  if not rq then return nil end
+  return redis.call('HGET', D, rq[2])
+end
+-- Remembers that the request did `what`, in its scope's ring of WINDOW slots: the slot's former
+-- request is forgotten.
+local function remember(D, rq, what)
+  if not rq then return end
+  local n = redis.call('HINCRBY', D, rq[1] .. '#', 1)
+  local slot = rq[1] .. '#' .. ((n - 1) % WINDOW)
+  local old = redis.call('HGET', D, slot)
+  if old then redis.call('HDEL', D, old) end
+  redis.call('HSET', D, slot, rq[2], rq[2], pack({what, rq[3]}))
 end
 
 ";
@@ -90,9 +110,9 @@ return state(S, E, 'ok')
 ///
 /// ARGV: 1 nonce, 2 board, 3 expected ply, 4 position, 5 history mode (`a`, `r` or empty),
 /// 6 history key, 7 take side, 8 take letter, 9 give board, 10 give side, 11 give letter,
-/// 12 last move, 13 the mover's side of the match (bughouse: team), 14 move event without the
+/// 12 last move without its time ([`LastMove::encode_sent`]: the script appends its own), 13 the mover's side of the match (bughouse: team), 14 move event without the
 /// position (appended here, with the reserves after the step), 15 end outcome, 16 end event,
-/// 17 TTL, 18 grace, 19 `compact` or `full`, 20 the request's `done` key (or empty);
+/// 17 TTL, 18 grace, 19 `compact` or `full`, 20 the request's id ([`RequestId::encode`], or empty);
 /// with clocks: 21 `p`, 22–24 the board clock's fields as judged, 25–37 the press plan
 /// ([`plan_args`]), 38 the mover's side letter, 39–41 the mover's moves, stage and moves in
 /// stage after the move, 42 the opponent's first-move window (empty: the clock runs),
@@ -100,10 +120,9 @@ return state(S, E, 'ok')
 const MOVE: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
-if ARGV[20] ~= '' then
-  local done = redis.call('HGET', D, ARGV[20])
-  if done then return state(S, E, 'done:' .. done) end
-end
+local rq = request(ARGV[20])
+local done = recall(D, rq)
+if done then return state(S, E, 'done:' .. done) end
 local b = ARGV[2]
 local clocked = ARGV[21] == 'p'
 local guard
@@ -160,8 +179,9 @@ if ARGV[9] ~= '' then
   redis.call('HSET', S, f, r)
   events[#events + 1] = pack({'R', ARGV[9], ARGV[10], r})
 end
+local at = now or tnow()
 local fields = {'pos:' .. b, ARGV[4], 'ply:' .. b, tostring(tonumber(ARGV[3]) + 1),
-  'last:' .. b, ARGV[12]}
+  'last:' .. b, ARGV[12] .. pack({fmt(at)})}
 if ARGV[5] == 'a' then
   redis.call('HSET', S, 'hist:' .. b, (redis.call('HGET', S, 'hist:' .. b) or '') .. ARGV[6])
 elseif ARGV[5] == 'r' then
@@ -178,9 +198,7 @@ if white then
   position = string.sub(position, 1, sp - 1) .. '[' .. white .. black .. ']' .. string.sub(position, sp)
 end
 events[1] = ARGV[14] .. pack({position})
-if ARGV[20] ~= '' then
-  redis.call('HSET', D, ARGV[20], 'M' .. (redis.call('LLEN', E) + 1))
-end
+remember(D, rq, 'M' .. (redis.call('LLEN', E) + 1))
 if clock then
   local mover, opp = ARGV[38], 'b'
   if mover == 'b' then opp = 'w' end
@@ -213,7 +231,7 @@ if clock then
 end
 local ttl = ARGV[17]
 if ARGV[15] ~= '' then
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15] .. pack({fmt(now or tnow())}))
+  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15] .. pack({fmt(at)}))
   events[#events + 1] = ARGV[16]
   ttl = ARGV[18]
 end
@@ -233,14 +251,14 @@ return reply(S, E, 'ok')
 ";
 
 /// ARGV: 1 nonce, 2 guard board (or empty), 3 guard ply, 4 outcome, 5 end event, 6 grace,
-/// 7 the request's `done` key (or empty), 8 the stages' simple delays, packed (clocks only).
+/// 7 the request's id ([`RequestId::encode`], or empty), 8 the stages' simple delays, packed
+/// (clocks only).
 const END: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
-if ARGV[7] ~= '' then
-  local done = redis.call('HGET', D, ARGV[7])
-  if done then return state(S, E, 'done:' .. done) end
-end
+local rq = request(ARGV[7])
+local done = recall(D, rq)
+if done then return state(S, E, 'done:' .. done) end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
 if ARGV[2] ~= '' and redis.call('HGET', S, 'ply:' .. ARGV[2]) ~= ARGV[3] then
@@ -254,30 +272,27 @@ stop_board(S, 'B', now, delays)
 index(S, ID)
 redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
 redis.call('RPUSH', E, ARGV[5])
-if ARGV[7] ~= '' then redis.call('HSET', D, ARGV[7], 'E') end
+remember(D, rq, 'E')
 expire(S, E, D, ARGV[6])
 announce()
 return state(S, E, 'ok')
 ";
 
 /// ARGV: 1 nonce, 2 side, 3 offer event, 4 agreed outcome, 5 end event, 6 TTL, 7 grace,
-/// 8 the request's `done` key (or empty), 9 the stages' simple delays, packed.
+/// 8 the request's id ([`RequestId::encode`], or empty), 9 the stages' simple delays, packed.
 const OFFER: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
-if ARGV[8] ~= '' then
-  local done = redis.call('HGET', D, ARGV[8])
-  if done then return state(S, E, 'done:' .. done) end
-end
+local rq = request(ARGV[8])
+local done = recall(D, rq)
+if done then return state(S, E, 'done:' .. done) end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
 local now = tnow()
 if is_late(S, now) then return state(S, E, 'late') end
-if ARGV[8] ~= '' then
-  redis.call('HSET', D, ARGV[8], 'D')
-  redis.call('PEXPIRE', D, redis.call('PTTL', S))
-end
+-- An offer already standing changes nothing, and is not remembered.
 if redis.call('HGET', S, 'draw:' .. ARGV[2]) == '1' then return state(S, E, 'ok') end
+remember(D, rq, 'D')
 redis.call('HSET', S, 'draw:' .. ARGV[2], '1')
 redis.call('RPUSH', E, ARGV[3])
 local other = 'w'
@@ -298,16 +313,16 @@ return state(S, E, 'ok')
 ";
 
 /// A change of clocks decided by the caller. ARGV: 1 nonce, 2 timing (`live`, or the deadline
-/// that must have passed), 3 the request's `done` key (or empty), 4 outcome (or empty), 5 end
+/// that must have passed), 3 the request's id ([`RequestId::encode`], or empty), 4 outcome (or
+/// empty), 5 end
 /// event, 6 TTL, 7 grace, 8 the number of clocks n, then per clock 8 values (board, the three
 /// fields as judged, the three new fields, the new deadline), then the events to append.
 const CLOCK: &str = r"
 local S, E, D = pick()
 if not S then return {'missing'} end
-if ARGV[3] ~= '' then
-  local done = redis.call('HGET', D, ARGV[3])
-  if done then return state(S, E, 'done:' .. done) end
-end
+local rq = request(ARGV[3])
+local done = recall(D, rq)
+if done then return state(S, E, 'done:' .. done) end
 if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
 if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
 local n = tonumber(ARGV[8])
@@ -333,7 +348,7 @@ for i = 0, n - 1 do
 end
 local first = 9 + n * 8
 if first <= #ARGV then redis.call('RPUSH', E, unpack(ARGV, first)) end
-if ARGV[3] ~= '' then redis.call('HSET', D, ARGV[3], 'K') end
+remember(D, rq, 'K')
 local ttl = ARGV[6]
 if ARGV[4] ~= '' then
   redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
@@ -353,6 +368,11 @@ pub const DEADLINES: &str = "arbiter:matches:deadlines";
 /// The channel on which a new earliest deadline is announced (its message: the deadline).
 pub const DEADLINE_CHANNEL: &str = "arbiter:matches:deadline";
 
+/// A request id as the scripts take it (empty without one).
+fn request_arg(request: Option<&RequestId>) -> String {
+    request.map_or_else(String::new, RequestId::encode)
+}
+
 fn delays_arg(delays: &[u64]) -> String {
     pack(&delays.iter().map(u64::to_string).collect::<Vec<_>>())
 }
@@ -360,7 +380,8 @@ fn delays_arg(delays: &[u64]) -> String {
 fn script(body: &str) -> Script {
     let mutable: Vec<String> = MUTABLE_FIELDS.iter().map(|f| format!("'{f}'")).collect();
     Script::new(&format!(
-        "local MUTABLE = {{{}}}\nlocal ID = string.match(KEYS[1] or '', '{{(.*)}}')\n{}{}{PRELUDE}{body}",
+        "local MUTABLE = {{{}}}\nlocal WINDOW = {REQUEST_WINDOW}\n\
+         local ID = string.match(KEYS[1] or '', '{{(.*)}}')\n{}{}{PRELUDE}{body}",
         mutable.join(", "),
         lua::header(DEADLINES, DEADLINE_CHANNEL, MAX_REMAINING_MS),
         lua::CLOCKS,
@@ -604,7 +625,7 @@ fn change_result(reply: Reply) -> Result<ChangeResult, StoreError> {
     }
     let (status, record) = with_record(reply)?;
     if let Some(done) = status.strip_prefix("done:") {
-        return Ok(ChangeResult::Done(Done::decode(done)?, record));
+        return Ok(ChangeResult::Done(Remembered::decode(done)?, record));
     }
     Ok(match status.as_str() {
         "ok" => ChangeResult::Applied(record),
@@ -684,7 +705,7 @@ impl MatchStore for RedisStore {
             .arg(give.0)
             .arg(give.1)
             .arg(give.2)
-            .arg(c.last.encode())
+            .arg(c.last.encode_sent())
             .arg(side_letter(c.side))
             .arg(&c.move_event)
             .arg(end_outcome)
@@ -692,7 +713,7 @@ impl MatchStore for RedisStore {
             .arg(millis(self.retention.ttl))
             .arg(millis(self.retention.grace))
             .arg(if base.is_some() { "compact" } else { "full" })
-            .arg(c.request.as_deref().unwrap_or(""));
+            .arg(request_arg(c.request.as_ref()));
         if let Some(p) = &c.clock {
             inv.arg("p");
             for f in &p.expected {
@@ -714,7 +735,7 @@ impl MatchStore for RedisStore {
         }
         let (status, record) = with_record(reply)?;
         if let Some(done) = status.strip_prefix("done:") {
-            return Ok(MoveResult::Done(Done::decode(done)?, record));
+            return Ok(MoveResult::Done(Remembered::decode(done)?, record));
         }
         Ok(match status.as_str() {
             "ok" => MoveResult::Applied(record),
@@ -736,7 +757,7 @@ impl MatchStore for RedisStore {
             .arg(encode_outcome(&c.outcome))
             .arg(StoredEvent::End(c.outcome).encode())
             .arg(millis(self.retention.grace))
-            .arg(c.request.as_deref().unwrap_or(""))
+            .arg(request_arg(c.request.as_ref()))
             .arg(delays_arg(&c.delays));
         change_result(self.run(id, &mut inv, None).await?)
     }
@@ -750,7 +771,7 @@ impl MatchStore for RedisStore {
             .arg(StoredEvent::End(c.agreed).encode())
             .arg(millis(self.retention.ttl))
             .arg(millis(self.retention.grace))
-            .arg(c.request.as_deref().unwrap_or(""))
+            .arg(request_arg(c.request.as_ref()))
             .arg(delays_arg(&c.delays));
         change_result(self.run(id, &mut inv, None).await?)
     }
@@ -827,7 +848,7 @@ impl MatchStore for RedisStore {
                 Timing::Live => "live".to_owned(),
                 Timing::Due(at) => at.to_string(),
             })
-            .arg(c.request.as_deref().unwrap_or(""))
+            .arg(request_arg(c.request.as_ref()))
             .arg(outcome)
             .arg(end_event)
             .arg(millis(self.retention.ttl))
@@ -891,19 +912,35 @@ impl MatchStore for RedisStore {
         Arc::clone(&self.deadline_changed)
     }
 
-    async fn done(&self, id: &str, key: &str) -> Result<Option<Done>, StoreError> {
+    async fn done(&self, id: &str, field: &str) -> Result<Option<Remembered>, StoreError> {
         let [_, _, bug_done, _, _, game_done] = keys(id);
         let mut conn = self.conn()?;
         let (bug, game): (Option<String>, Option<String>) = redis::pipe()
-            .hget(&bug_done, key)
-            .hget(&game_done, key)
+            .hget(&bug_done, field)
+            .hget(&game_done, field)
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
         bug.or(game)
-            .map(|d| Done::decode(&d))
+            .map(|d| Remembered::decode(&d))
             .transpose()
             .map_err(StoreError::from)
+    }
+
+    async fn remembered(&self, id: &str) -> Result<usize, StoreError> {
+        let [_, _, bug_done, _, _, game_done] = keys(id);
+        let mut conn = self.conn()?;
+        let (bug, game): (Vec<String>, Vec<String>) = redis::pipe()
+            .hkeys(&bug_done)
+            .hkeys(&game_done)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(bug
+            .iter()
+            .chain(&game)
+            .filter(|f| !is_window_field(f))
+            .count())
     }
 }
 

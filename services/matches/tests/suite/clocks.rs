@@ -60,7 +60,10 @@ fn game(variant: common::Variant, start: &str, time_control: &str) -> pb::Create
 }
 
 /// Every event of a match until its end (the stream ends there).
-async fn events_to_end(c: &mut MatchServiceClient<Channel>, id: &str) -> Vec<pb::MatchEvent> {
+async fn events_to_end(
+    c: &mut MatchServiceClient<Channel>,
+    id: &str,
+) -> Vec<pb::WatchMatchResponse> {
     let mut stream = c
         .watch_match(pb::WatchMatchRequest {
             match_id: id.into(),
@@ -79,18 +82,18 @@ async fn events_to_end(c: &mut MatchServiceClient<Channel>, id: &str) -> Vec<pb:
     out
 }
 
-fn end_of(events: &[pb::MatchEvent]) -> &pb::MatchOutcome {
+fn end_of(events: &[pb::WatchMatchResponse]) -> &pb::MatchOutcome {
     match &events.last().unwrap().event {
-        Some(pb::match_event::Event::End(o)) => o,
+        Some(pb::watch_match_response::Event::End(o)) => o,
         other => panic!("the last event is not the end: {other:?}"),
     }
 }
 
-fn snapshots(events: &[pb::MatchEvent]) -> Vec<&pb::ClockSnapshot> {
+fn snapshots(events: &[pb::WatchMatchResponse]) -> Vec<&pb::ClockSnapshot> {
     events
         .iter()
         .filter_map(|e| match &e.event {
-            Some(pb::match_event::Event::Clock(c)) => Some(c),
+            Some(pb::watch_match_response::Event::Clock(c)) => Some(c),
             _ => None,
         })
         .collect()

@@ -127,7 +127,7 @@ fn field(status: &Status) -> String {
 }
 
 /// Reads a watch stream to its end.
-async fn watch_all(c: &mut MatchServiceClient<Channel>, id: &str) -> Vec<pb::MatchEvent> {
+async fn watch_all(c: &mut MatchServiceClient<Channel>, id: &str) -> Vec<pb::WatchMatchResponse> {
     let mut stream = c
         .watch_match(pb::WatchMatchRequest {
             match_id: id.into(),
@@ -300,13 +300,13 @@ async fn every_variant_plays_to_its_automatic_endings() {
         // Each move is followed by a snapshot of the clocks (the games have a time control).
         let clocks = events
             .iter()
-            .filter(|e| matches!(e.event, Some(pb::match_event::Event::Clock(_))))
+            .filter(|e| matches!(e.event, Some(pb::watch_match_response::Event::Clock(_))))
             .count();
         assert_eq!(clocks, moves.len(), "{events:?}");
         assert_eq!(events.len(), 2 * moves.len() + 1, "{events:?}");
         assert!(matches!(
             events.last().unwrap().event,
-            Some(pb::match_event::Event::End(_))
+            Some(pb::watch_match_response::Event::End(_))
         ));
         // Nothing moves once the game is over, whatever the text.
         let b = &state.boards[0];
@@ -537,7 +537,7 @@ async fn resignation_and_agreed_draws_in_every_variant() {
         let events = watch_all(&mut c, &t.id).await;
         let offers = events
             .iter()
-            .filter(|e| matches!(e.event, Some(pb::match_event::Event::DrawOffer(_))))
+            .filter(|e| matches!(e.event, Some(pb::watch_match_response::Event::DrawOffer(_))))
             .count();
         assert_eq!(offers, 3, "{variant:?}: {events:?}");
     }
@@ -704,11 +704,11 @@ async fn bughouse_matches() {
         assert!(seen.windows(2).all(|p| p[1].seq == p[0].seq + 1));
         assert!(matches!(
             seen.last().unwrap().event,
-            Some(pb::match_event::Event::End(_))
+            Some(pb::watch_match_response::Event::End(_))
         ));
         let reserves = seen
             .iter()
-            .filter(|e| matches!(e.event, Some(pb::match_event::Event::Reserve(_))))
+            .filter(|e| matches!(e.event, Some(pb::watch_match_response::Event::Reserve(_))))
             .count();
         assert_eq!(reserves, 2, "the capture's and the drop's");
     }
@@ -750,7 +750,7 @@ async fn bughouse_matches() {
         }
         seen.iter()
             .filter_map(|e| match e.event {
-                Some(pb::match_event::Event::DrawDeclined(side)) => Some(side),
+                Some(pb::watch_match_response::Event::DrawDeclined(side)) => Some(side),
                 _ => None,
             })
             .collect::<Vec<_>>()

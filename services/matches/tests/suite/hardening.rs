@@ -62,7 +62,8 @@ fn chess_game(players: [&str; 2], time_control: &str) -> pb::CreateMatchRequest 
 
 /// Client strings that once broke a stored match (a move with a newline in a match whose player
 /// ids were long, a time control with a newline) are normalised or refused, never stored as
-/// they came; the match keeps working, in Redis as in process.
+/// they came; a move text is refused unless it is clean as sent (no trimming); the match keeps
+/// working, in Redis as in process.
 #[tokio::test]
 async fn hostile_strings_never_corrupt_a_match() {
     let redis = arbiter_testkit::redis().await;
@@ -77,13 +78,17 @@ async fn hostile_strings_never_corrupt_a_match() {
             .unwrap_err();
         assert_eq!(status.code(), Code::InvalidArgument);
         let t = create_from(&mut c, chess_game([&long, "bob\u{2028}"], "  3+2 ")).await;
-        let r = make_move(&mut c, &t, A, WHITE, "e4\n", 0).await.unwrap();
+        let status = make_move(&mut c, &t, A, WHITE, "e4\n", 0)
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument);
+        let r = make_move(&mut c, &t, A, WHITE, "e4", 0).await.unwrap();
         assert_eq!(r.r#move.unwrap().r#move.unwrap().uci, "e2e4");
-        for bad in ["e5\u{0}", "e5\r\nQh4", &"e".repeat(1000)] {
+        for bad in ["e5\u{0}", "e5\r\nQh4", &"e".repeat(1000), " e5 "] {
             let status = make_move(&mut c, &t, A, BLACK, bad, 1).await.unwrap_err();
             assert_eq!(status.code(), Code::InvalidArgument, "{bad:?}");
         }
-        make_move(&mut c, &t, A, BLACK, " e5 ", 1).await.unwrap();
+        make_move(&mut c, &t, A, BLACK, "e5", 1).await.unwrap();
         let state = c
             .get_match(pb::GetMatchRequest {
                 match_id: t.id.clone(),

@@ -1,10 +1,12 @@
 //! The match service's integration tests, in one test binary (one release link instead of four):
 //! hosted games with clocks (`clocks`), the service over real gRPC (`grpc`), hostile input and
-//! failures (`hardening`), and the store suite against both stores (`store`).
+//! failures (`hardening`), request ids, move text, move times and waiting boards on both stores
+//! (`requests`), and the store suite against both stores (`store`).
 
 mod support;
 
 mod clocks;
 mod grpc;
 mod hardening;
+mod requests;
 mod store;
