@@ -4,7 +4,7 @@ use super::control::{Bonus, TimeControl};
 use crate::types::Color;
 use std::fmt;
 
-/// The grace never exceeds this, whatever the unused quota (the spec's 2 s).
+/// The grace never exceeds this, whatever the unused quota: 2 s (`docs/clocks.md`).
 pub const MAX_GRACE_MS: u64 = 2_000;
 /// Remaining time never exceeds this (adding time saturates here): 100 days.
 pub const MAX_REMAINING_MS: u64 = 100 * 86_400_000;
@@ -109,6 +109,12 @@ pub enum ClockError {
     OutOfTime(Deadline),
     /// [`Clock::expire`] was called before the deadline.
     NotDue(Option<Deadline>),
+    /// [`Clock::add_time`] would leave the side with more than [`MAX_REMAINING_MS`]: time is
+    /// never capped silently.
+    TooMuchTime {
+        /// What the side has now, in ms.
+        remaining_ms: u64,
+    },
 }
 
 impl fmt::Display for ClockError {
@@ -125,6 +131,12 @@ impl fmt::Display for ClockError {
             }
             ClockError::OutOfTime(d) => write!(f, "{}'s time ran out", d.color),
             ClockError::NotDue(_) => f.write_str("no deadline has passed"),
+            ClockError::TooMuchTime { remaining_ms } => write!(
+                f,
+                "a side holds at most {MAX_REMAINING_MS} ms (100 days); it has {remaining_ms}, so \
+                 at most {} more can be added",
+                MAX_REMAINING_MS.saturating_sub(*remaining_ms)
+            ),
         }
     }
 }
@@ -607,8 +619,9 @@ impl Clock {
         Ok(())
     }
 
-    /// Gives `color` `ms` more time (a platform action). Refused once the clock is over or, for
-    /// the side to move, once its deadline has passed.
+    /// Gives `color` `ms` more time (a platform action). Refused once the clock is over, for
+    /// the side to move once its deadline has passed, and when the side would hold more than
+    /// [`MAX_REMAINING_MS`] ([`ClockError::TooMuchTime`]; nothing is added).
     pub fn add_time(&mut self, color: Color, ms: u64, now: u64) -> Result<(), ClockError> {
         if self.is_over() {
             return Err(ClockError::Over);
@@ -619,8 +632,15 @@ impl Clock {
             return Err(ClockError::OutOfTime(d));
         }
         let side = &mut self.sides[color.index()];
-        side.remaining_ms = side.remaining_ms.saturating_add(ms).min(MAX_REMAINING_MS);
-        Ok(())
+        match side.remaining_ms.checked_add(ms) {
+            Some(total) if total <= MAX_REMAINING_MS => {
+                side.remaining_ms = total;
+                Ok(())
+            }
+            _ => Err(ClockError::TooMuchTime {
+                remaining_ms: side.remaining_ms,
+            }),
+        }
     }
 
     /// Stops the clock at `now` because the game ended another way; the running side is charged

@@ -263,7 +263,23 @@ fn add_time_moves_the_deadline_and_is_refused_when_over() {
     let mut c = running("1+0");
     c.add_time(White, 15_000, 1_000).unwrap();
     assert_eq!(c.deadline().unwrap().at, 76_170);
-    c.add_time(Black, u64::MAX, 1_000).unwrap();
+    // Past the maximum: refused, nothing added (never capped).
+    let black = c.side(Black).remaining_ms;
+    assert_eq!(
+        c.add_time(Black, u64::MAX, 1_000),
+        Err(ClockError::TooMuchTime {
+            remaining_ms: black
+        })
+    );
+    assert_eq!(
+        c.add_time(Black, MAX_REMAINING_MS - black + 1, 1_000),
+        Err(ClockError::TooMuchTime {
+            remaining_ms: black
+        })
+    );
+    assert_eq!(c.side(Black).remaining_ms, black);
+    // Up to the maximum exactly: added.
+    c.add_time(Black, MAX_REMAINING_MS - black, 1_000).unwrap();
     assert_eq!(c.side(Black).remaining_ms, MAX_REMAINING_MS);
     assert!(matches!(
         c.add_time(White, 1, 76_170),

@@ -3,7 +3,7 @@
 //! committed by the store in one guarded step at the store's own time.
 
 use crate::record::{Board, ClockEvent, ClockRecord, Flag};
-use crate::store::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
+use crate::store::{ClockStore, Created, Outcome, PressCommit, Request, SetCommit, StoreError};
 use crate::watchers::Watchers;
 use arbiter_core::Color;
 use arbiter_core::clock::{Clock, ClockError, TimeControl};
@@ -32,6 +32,8 @@ pub const MAX_REQUEST_ID_BYTES: usize = 128;
 pub const MAX_PRESSES: u32 = 12_000;
 /// Events one clock may hold; further pauses, resumes and time added are `RESOURCE_EXHAUSTED`.
 pub const MAX_EVENTS: u64 = 100_000;
+/// Most time one `AddTime` gives, in ms (a day).
+pub const MAX_ADD_MS: u64 = 86_400_000;
 /// How often a change is judged again on fresh data.
 const ATTEMPTS: usize = 4;
 
@@ -40,8 +42,20 @@ const ATTEMPTS: usize = 4;
 pub struct Answer {
     /// The clock as it stands.
     pub record: Arc<ClockRecord>,
-    /// True for a retried creation or press: nothing changed.
+    /// True for a retried creation, press or platform action: nothing changed.
     pub duplicate: bool,
+}
+
+/// `ALREADY_EXISTS` naming `request_id`: the id was used on this clock for another request.
+fn reused(request_id: &str) -> ApiError {
+    ApiError::KeyReused {
+        field: "request_id".into(),
+        key: request_id.into(),
+        description: format!(
+            "request_id '{request_id}' was already used for a different request on this clock; \
+             nothing changed; send a new id"
+        ),
+    }
 }
 
 fn precondition(reason: &'static str, what: impl Into<String>) -> ApiError {
@@ -72,6 +86,8 @@ fn refusal(e: ClockError) -> ApiError {
         ClockError::NotYourTurn => precondition(NOT_YOUR_TURN, "the other side's clock runs"),
         ClockError::Paused => precondition(CLOCK_PAUSED, "the clock is paused"),
         ClockError::NotPaused => precondition(NOT_PAUSED, "the clock is not paused"),
+        // AddTime beyond the most a side may hold: the request's `ms` is at fault.
+        e @ ClockError::TooMuchTime { .. } => ApiError::invalid("ms", e.to_string()),
         other => precondition(CLOCK_OVER, other.to_string()),
     }
 }
@@ -96,8 +112,9 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Checks a request id (empty: none): printable ASCII, at most 128 bytes.
-fn request(id: &str) -> Result<Option<String>, ApiError> {
+/// Checks a request id (empty: none): printable ASCII, at most 128 bytes. `request` is the
+/// call and its arguments, canonical, which the id is remembered with.
+fn request(id: &str, request: impl FnOnce() -> String) -> Result<Option<Request>, ApiError> {
     if id.is_empty() {
         return Ok(None);
     }
@@ -107,7 +124,10 @@ fn request(id: &str) -> Result<Option<String>, ApiError> {
             format!("printable ASCII without spaces, at most {MAX_REQUEST_ID_BYTES} bytes"),
         ));
     }
-    Ok(Some(id.to_owned()))
+    Ok(Some(Request {
+        id: id.to_owned(),
+        request: request(),
+    }))
 }
 
 /// The clock service over a store.
@@ -296,7 +316,8 @@ impl<S: ClockStore> Clocks<S> {
                     return Err(over());
                 }
                 Outcome::Over(_) => return Err(over()),
-                Outcome::Stale(r) => record = r,
+                // A press carries no request id: never `Reused`.
+                Outcome::Stale(r) | Outcome::Reused(r) => record = r,
                 Outcome::Missing => return Err(ApiError::NotFound(format!("no clock '{id}'"))),
             }
         }
@@ -306,21 +327,28 @@ impl<S: ClockStore> Clocks<S> {
         ))
     }
 
-    /// Pauses the running boards; `request_id` makes a retry a duplicate.
+    /// Pauses the running boards. A `request_id` (optional, as for every platform action) makes
+    /// a retry of the same call a duplicate, and its reuse for another call or other content
+    /// `ALREADY_EXISTS`; a clock remembers the ids of its latest
+    /// [`REMEMBERED_REQUESTS`](crate::record::REMEMBERED_REQUESTS) applied actions.
     pub async fn pause(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
-        let rq = request(request_id)?;
+        let rq = request(request_id, || "pause".to_owned())?;
         self.change(id, None, |c, now| c.pause(now), false, rq)
             .await
     }
 
-    /// Resumes the paused boards.
+    /// Resumes the paused boards (see [`Clocks::pause`] for `request_id`).
     pub async fn resume(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
-        let rq = request(request_id)?;
+        let rq = request(request_id, || "resume".to_owned())?;
         self.change(id, None, |c, now| c.resume(now), false, rq)
             .await
     }
 
-    /// Gives `side` on `board` `ms` more, once per `request_id`.
+    /// Gives `side` on `board` (A when `None`) `ms` more (1 to [`MAX_ADD_MS`]), once per
+    /// `request_id` (see [`Clocks::pause`]). Refused with `INVALID_ARGUMENT` on `ms`, changing
+    /// nothing, when the side would hold more than
+    /// [`MAX_REMAINING_MS`](arbiter_core::clock::MAX_REMAINING_MS) (100 days): time is never
+    /// silently capped (the core's clock refuses it).
     pub async fn add_time(
         &self,
         id: &str,
@@ -329,20 +357,28 @@ impl<S: ClockStore> Clocks<S> {
         ms: u64,
         request_id: &str,
     ) -> Result<Answer, ApiError> {
-        if ms == 0 || ms > 86_400_000 {
-            return Err(ApiError::invalid("ms", "1 to 86,400,000"));
+        if ms == 0 || ms > MAX_ADD_MS {
+            return Err(ApiError::invalid("ms", "1 to 86,400,000 (a day)"));
         }
-        let rq = request(request_id)?;
         let record = self.get(id).await?;
         let b = Self::board(&record, board)?;
+        let rq = request(request_id, || {
+            crate::record::pack(&[
+                "add",
+                crate::record::board_letter(b),
+                crate::record::side_letter(side),
+                &ms.to_string(),
+            ])
+        })?;
         self.change(id, Some(b), |c, now| c.add_time(side, ms, now), false, rq)
             .await
     }
 
-    /// Stops the clock for good.
+    /// Stops the clock for good (see [`Clocks::pause`] for `request_id`).
     pub async fn stop(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
-        let rq = request(request_id)?;
-        self.change(id, None, |c, now| c.stop(now), true, rq).await
+        let rq = request(request_id, || "stop".to_owned())?;
+        self.change(id, None, |c, now| c.stop(now), true, rq)
+            .await
     }
 
     /// Applies `f` at the store's time to board `only` (every board if `None`) as one step.
@@ -352,18 +388,21 @@ impl<S: ClockStore> Clocks<S> {
         only: Option<usize>,
         f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
         ends: bool,
-        request: Option<String>,
+        request: Option<Request>,
     ) -> Result<Answer, ApiError> {
         for _ in 0..ATTEMPTS {
             let record = self.get(id).await?;
-            if request
-                .as_ref()
-                .is_some_and(|r| record.requests.contains(r))
-            {
-                return Ok(Answer {
-                    record,
-                    duplicate: true,
-                });
+            if let Some(r) = &request {
+                match record.requests.get(&r.id) {
+                    Some(Some(seen)) if seen == r.request => {
+                        return Ok(Answer {
+                            record,
+                            duplicate: true,
+                        });
+                    }
+                    Some(_) => return Err(reused(&r.id)),
+                    None => {}
+                }
             }
             if record.over {
                 return Err(over());
@@ -421,6 +460,9 @@ impl<S: ClockStore> Clocks<S> {
                         record: r,
                         duplicate: true,
                     });
+                }
+                Outcome::Reused(_) => {
+                    return Err(reused(request.as_ref().map_or("", |r| r.id.as_str())));
                 }
                 Outcome::Over(_) => return Err(over()),
                 Outcome::Stale(_) => {}

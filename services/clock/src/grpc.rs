@@ -51,12 +51,18 @@ impl ClockGrpc {
             .max_encoding_message_size(max)
     }
 
-    async fn answer(&self, a: Answer) -> Reply<pb::ClockResponse> {
+    /// Encodes an answer as the call's response: `wrap` gets the state (as of now on the
+    /// server's time base) and the duplicate flag.
+    async fn answer<R>(
+        &self,
+        a: Answer,
+        wrap: impl FnOnce(Option<pb::ClockState>, bool) -> R,
+    ) -> Reply<R> {
         let now = self.inner.now().await.map_err(Status::from)?;
-        reply(Ok::<_, ApiError>(pb::ClockResponse {
-            state: Some(state_to(&a.record, now)),
-            duplicate: a.duplicate,
-        }))
+        reply(Ok::<_, ApiError>(wrap(
+            Some(state_to(&a.record, now)),
+            a.duplicate,
+        )))
     }
 }
 
@@ -136,8 +142,8 @@ fn state_to(r: &ClockRecord, now: u64) -> pb::ClockState {
     }
 }
 
-fn event_to(seq: u64, e: &ClockEvent) -> pb::ClockEvent {
-    use pb::clock_event::Event;
+fn event_to(seq: u64, e: &ClockEvent) -> pb::WatchClockResponse {
+    use pb::watch_clock_response::Event;
     let event = match e {
         ClockEvent::Snapshot {
             board,
@@ -158,7 +164,7 @@ fn event_to(seq: u64, e: &ClockEvent) -> pb::ClockEvent {
         }),
         ClockEvent::Stopped => Event::Stopped(true),
     };
-    pb::ClockEvent {
+    pb::WatchClockResponse {
         seq,
         event: Some(event),
     }
@@ -181,7 +187,7 @@ impl ClockService for ClockGrpc {
     async fn create_clock(
         &self,
         request: Request<pb::CreateClockRequest>,
-    ) -> Reply<pb::ClockResponse> {
+    ) -> Reply<pb::CreateClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let first = match r.first {
@@ -194,20 +200,28 @@ impl ClockService for ClockGrpc {
             .create(&r.clock_id, &r.time_control, boards, first)
             .await
             .map_err(Status::from)?;
-        self.answer(a).await
-    }
-
-    async fn get_clock(&self, request: Request<pb::GetClockRequest>) -> Reply<pb::ClockResponse> {
-        let r = request.into_inner();
-        let record = self.inner.get(&r.clock_id).await.map_err(Status::from)?;
-        self.answer(Answer {
-            record,
-            duplicate: false,
+        self.answer(a, |state, duplicate| pb::CreateClockResponse {
+            state,
+            duplicate,
         })
         .await
     }
 
-    async fn press(&self, request: Request<pb::PressRequest>) -> Reply<pb::ClockResponse> {
+    async fn get_clock(
+        &self,
+        request: Request<pb::GetClockRequest>,
+    ) -> Reply<pb::GetClockResponse> {
+        let r = request.into_inner();
+        let record = self.inner.get(&r.clock_id).await.map_err(Status::from)?;
+        let answer = Answer {
+            record,
+            duplicate: false,
+        };
+        self.answer(answer, |state, _| pb::GetClockResponse { state })
+            .await
+    }
+
+    async fn press(&self, request: Request<pb::PressRequest>) -> Reply<pb::PressResponse> {
         self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let board = board_from(r.board).map_err(Status::from)?;
@@ -219,13 +233,14 @@ impl ClockService for ClockGrpc {
             .press(&r.clock_id, board, side, r.ply, lag)
             .await
             .map_err(Status::from)?;
-        self.answer(a).await
+        self.answer(a, |state, duplicate| pb::PressResponse { state, duplicate })
+            .await
     }
 
     async fn pause_clock(
         &self,
-        request: Request<pb::ClockActionRequest>,
-    ) -> Reply<pb::ClockResponse> {
+        request: Request<pb::PauseClockRequest>,
+    ) -> Reply<pb::PauseClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let a = self
@@ -233,13 +248,17 @@ impl ClockService for ClockGrpc {
             .pause(&r.clock_id, &r.request_id)
             .await
             .map_err(Status::from)?;
-        self.answer(a).await
+        self.answer(a, |state, duplicate| pb::PauseClockResponse {
+            state,
+            duplicate,
+        })
+        .await
     }
 
     async fn resume_clock(
         &self,
-        request: Request<pb::ClockActionRequest>,
-    ) -> Reply<pb::ClockResponse> {
+        request: Request<pb::ResumeClockRequest>,
+    ) -> Reply<pb::ResumeClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let a = self
@@ -247,10 +266,14 @@ impl ClockService for ClockGrpc {
             .resume(&r.clock_id, &r.request_id)
             .await
             .map_err(Status::from)?;
-        self.answer(a).await
+        self.answer(a, |state, duplicate| pb::ResumeClockResponse {
+            state,
+            duplicate,
+        })
+        .await
     }
 
-    async fn add_time(&self, request: Request<pb::AddTimeRequest>) -> Reply<pb::ClockResponse> {
+    async fn add_time(&self, request: Request<pb::AddTimeRequest>) -> Reply<pb::AddTimeResponse> {
         self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let board = board_from(r.board).map_err(Status::from)?;
@@ -260,13 +283,17 @@ impl ClockService for ClockGrpc {
             .add_time(&r.clock_id, board, side, r.ms, &r.request_id)
             .await
             .map_err(Status::from)?;
-        self.answer(a).await
+        self.answer(a, |state, duplicate| pb::AddTimeResponse {
+            state,
+            duplicate,
+        })
+        .await
     }
 
     async fn stop_clock(
         &self,
-        request: Request<pb::ClockActionRequest>,
-    ) -> Reply<pb::ClockResponse> {
+        request: Request<pb::StopClockRequest>,
+    ) -> Reply<pb::StopClockResponse> {
         self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let a = self
@@ -274,10 +301,15 @@ impl ClockService for ClockGrpc {
             .stop(&r.clock_id, &r.request_id)
             .await
             .map_err(Status::from)?;
-        self.answer(a).await
+        self.answer(a, |state, duplicate| pb::StopClockResponse {
+            state,
+            duplicate,
+        })
+        .await
     }
 
-    type WatchClockStream = Pin<Box<dyn Stream<Item = Result<pb::ClockEvent, Status>> + Send>>;
+    type WatchClockStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchClockResponse, Status>> + Send>>;
 
     async fn watch_clock(
         &self,

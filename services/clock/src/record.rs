@@ -16,7 +16,14 @@
 //! | `lp:A` `lp:B` | the side of the board's latest press (`w`, `b`, or empty) |
 //! | `over` | `1` once flagged or stopped |
 //! | `flag` | packed `board, side, at` once a flag fell |
-//! | `rq:<id>` | `1`: the platform action with that request id was applied |
+//! | `rqn` | platform actions applied with a request id so far (absent: none) |
+//! | `rq:<id>` | packed `n, request`: the `n`-th action applied with a request id, and the request it was (see [`Requests`]) |
+//! | `rs:<n>` | the request id of the `n`-th such action (to forget the oldest) |
+//!
+//! Only the latest [`REMEMBERED_REQUESTS`] request ids are kept: when the `n`-th is written,
+//! the `(n − REMEMBERED_REQUESTS)`-th one's `rq:` and `rs:` fields are deleted in the same step.
+//! A clock written before request contents were kept holds `rq:<id>` = `1` (content unknown;
+//! see [`Requests::get`]).
 //!
 //! Running clocks are in the sorted set `arbiter:clocks:deadlines` by earliest deadline.
 //!
@@ -28,6 +35,11 @@ use arbiter_core::Color;
 use arbiter_core::clock::{Clock, TimeControl};
 /// The schema version.
 pub const SCHEMA: &str = "1";
+
+/// Request ids remembered per clock: those of the latest this many platform actions applied
+/// with one. A retry within that many later actions on the clock answers `duplicate: true`;
+/// an older id is forgotten (its retry would apply again).
+pub const REMEMBERED_REQUESTS: u64 = 256;
 
 pub use arbiter_timekeeping::fields::{
     Corrupt, board_letter, encode_clock, encode_deadline, pack, side_letter, unpack,
@@ -78,6 +90,45 @@ impl Flag {
     }
 }
 
+/// The request ids a clock remembers: the latest [`REMEMBERED_REQUESTS`] platform actions
+/// applied with one, each with the request it was (a canonical text of the call and its
+/// arguments), so that a retry is recognised and another request under a used id refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// Actions applied with a request id so far (the number of the latest).
+    pub count: u64,
+    /// Request id → (its number, the request; `None` when stored without it).
+    pub by_id: std::collections::BTreeMap<String, (u64, Option<String>)>,
+}
+
+impl Requests {
+    /// What was remembered under `id`: `Some(Some(request))`, `Some(None)` for an id stored
+    /// without its request (written before contents were kept), `None` if not remembered.
+    pub fn get(&self, id: &str) -> Option<Option<&str>> {
+        self.by_id.get(id).map(|(_, r)| r.as_deref())
+    }
+
+    /// Remembers `id` for `request` as the next action, forgetting the one that falls out of
+    /// the window.
+    pub fn remember(&mut self, id: &str, request: &str) {
+        self.count += 1;
+        self.by_id
+            .insert(id.to_owned(), (self.count, Some(request.to_owned())));
+        let oldest = self.count.saturating_sub(REMEMBERED_REQUESTS);
+        self.by_id.retain(|_, (n, _)| *n == 0 || *n > oldest);
+    }
+
+    /// Ids remembered.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether none is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
 /// A standalone clock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClockRecord {
@@ -93,8 +144,8 @@ pub struct ClockRecord {
     pub over: bool,
     /// The flag, once one fell.
     pub flag: Option<Flag>,
-    /// Request ids of the platform actions applied (stored as fields `rq:<id>`).
-    pub requests: std::collections::BTreeSet<String>,
+    /// Request ids of the latest platform actions applied, with their requests.
+    pub requests: Requests,
     /// The number of events.
     pub last_seq: u64,
 }
@@ -124,8 +175,17 @@ impl ClockRecord {
         if let Some(flag) = &self.flag {
             f.push(("flag".to_owned(), flag.encode()));
         }
-        for r in &self.requests {
-            f.push((format!("rq:{r}"), "1".to_owned()));
+        if self.requests.count > 0 {
+            f.push(("rqn".to_owned(), self.requests.count.to_string()));
+        }
+        for (id, (n, request)) in &self.requests.by_id {
+            match request {
+                Some(r) => {
+                    f.push((format!("rq:{id}"), pack(&[n.to_string().as_str(), r])));
+                    f.push((format!("rs:{n}"), id.clone()));
+                }
+                None => f.push((format!("rq:{id}"), "1".to_owned())),
+            }
         }
         for (i, b) in self.boards.iter().enumerate() {
             let l = board_letter(i);
@@ -188,14 +248,32 @@ impl ClockRecord {
             boards,
             over: get("over")? == "1",
             flag: map.get("flag").map(|f| Flag::decode(f)).transpose()?,
-            requests: map
-                .keys()
-                .filter_map(|k| k.strip_prefix("rq:"))
-                .map(str::to_owned)
-                .collect(),
+            requests: decode_requests(&map)?,
             last_seq,
         })
     }
+}
+
+fn decode_requests(map: &std::collections::HashMap<String, String>) -> Result<Requests, Corrupt> {
+    let mut requests = Requests {
+        count: map.get("rqn").map_or(Ok(0), |n| num(n, "request count"))?,
+        by_id: Default::default(),
+    };
+    for (key, value) in map {
+        let Some(id) = key.strip_prefix("rq:") else {
+            continue;
+        };
+        let entry = if value == "1" {
+            (0, None)
+        } else {
+            match unpack(value)?.as_slice() {
+                [n, request] => (num(n, "request number")?, Some((*request).to_owned())),
+                _ => return Err(corrupt("bad remembered request")),
+            }
+        };
+        requests.by_id.insert(id.to_owned(), entry);
+    }
+    Ok(requests)
 }
 
 /// An event.
@@ -288,7 +366,7 @@ mod tests {
         let mut clock = Clock::new(control.clone());
         clock.start(Color::White, 1_000).unwrap();
         clock.press(Color::White, 2_000, 50).unwrap();
-        let r = ClockRecord {
+        let mut r = ClockRecord {
             id: "c1".into(),
             spec: "x".into(),
             control,
@@ -310,9 +388,12 @@ mod tests {
                 side: Color::Black,
                 at: 99,
             }),
-            requests: ["p1".to_owned()].into(),
+            requests: Requests::default(),
             last_seq: 4,
         };
+        r.requests.remember("p1", "pause");
+        r.requests.remember("p2", &pack(&["add", "A", "w", "1000"]));
+        r.requests.by_id.insert("old".into(), (0, None));
         assert_eq!(ClockRecord::from_pairs("c1", r.to_fields(), 4).unwrap(), r);
         for e in [
             ClockEvent::Snapshot {
@@ -334,5 +415,24 @@ mod tests {
         let mut fields = r.to_fields();
         fields.retain(|(k, _)| k != "ck:B");
         assert!(ClockRecord::from_pairs("c1", fields, 4).is_err());
+    }
+
+    #[test]
+    fn the_request_window_keeps_the_latest_ids() {
+        let mut q = Requests::default();
+        q.by_id.insert("legacy".into(), (0, None));
+        for i in 0..1_000 {
+            q.remember(&format!("r{i}"), "pause");
+        }
+        assert_eq!(q.count, 1_000);
+        // The window, and the id stored without its request (never evicted: not numbered).
+        assert_eq!(q.len() as u64, REMEMBERED_REQUESTS + 1);
+        assert_eq!(q.get("r999"), Some(Some("pause")));
+        assert_eq!(
+            q.get(&format!("r{}", 1_000 - REMEMBERED_REQUESTS)),
+            Some(Some("pause"))
+        );
+        assert_eq!(q.get(&format!("r{}", 999 - REMEMBERED_REQUESTS)), None);
+        assert_eq!(q.get("legacy"), Some(None));
     }
 }

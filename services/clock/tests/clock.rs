@@ -1,11 +1,19 @@
 //! The clock service over real gRPC (clocks in process), and its Redis store with replicas
 //! (testcontainers): standalone clocks pressed idempotently per ply, flags that fall with no
 //! press and reach the watchers, a two-board clock stopping at the other board's flag, platform
-//! actions, bad input refused by field; Sync over loopback with injected random delays; and,
-//! with Redis, a replica killed while the other ends the clocks on time.
+//! actions, bad input refused by field; Sync over loopback with injected random delays; with
+//! Redis, a replica killed while the other ends the clocks on time; and, over gRPC both in
+//! process and with Redis, AddTime past the 100-day limit refused, and request ids that are
+//! never a false duplicate, refused when reused for another request, and kept in a bounded
+//! window.
 
+use arbiter_clock::grpc::ClockGrpc;
+use arbiter_clock::record::REMEMBERED_REQUESTS;
+use arbiter_clock::store::memory::MemoryStore;
+use arbiter_clock::store::{AnyStore, ClockStore, Outcome, Request, SetCommit};
 use arbiter_clock::sync::{Estimator, exchange};
 use arbiter_clock::{ClockConfig, Clocks};
+use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_kit::ServeConfig;
 use arbiter_kit::auth::PlatformAuth;
 use arbiter_proto::clock::v1::{self as pb, clock_service_client::ClockServiceClient};
@@ -64,7 +72,10 @@ fn press(id: &str, board: i32, side: i32, ply: u32) -> pb::PressRequest {
     }
 }
 
-async fn events_to_end(c: &mut ClockServiceClient<Channel>, id: &str) -> Vec<pb::ClockEvent> {
+async fn events_to_end(
+    c: &mut ClockServiceClient<Channel>,
+    id: &str,
+) -> Vec<pb::WatchClockResponse> {
     let mut stream = c
         .watch_clock(pb::WatchClockRequest {
             clock_id: id.into(),
@@ -151,7 +162,7 @@ async fn a_standalone_clock_flags_with_no_press() {
 
     // Black never presses: the flag falls on the server.
     let events = events_to_end(&mut c, "g1").await;
-    let Some(pb::clock_event::Event::Flag(flag)) = &events.last().unwrap().event else {
+    let Some(pb::watch_clock_response::Event::Flag(flag)) = &events.last().unwrap().event else {
         panic!("{events:?}");
     };
     assert_eq!(flag.side, BLACK);
@@ -186,7 +197,7 @@ async fn a_flag_on_one_board_stops_the_other() {
     c.press(press("bug", b, WHITE, 0)).await.unwrap();
     c.press(press("bug", b, BLACK, 1)).await.unwrap();
     let events = events_to_end(&mut c, "bug").await;
-    let Some(pb::clock_event::Event::Flag(flag)) = &events.last().unwrap().event else {
+    let Some(pb::watch_clock_response::Event::Flag(flag)) = &events.last().unwrap().event else {
         panic!("{events:?}");
     };
     assert_eq!((flag.board, flag.side), (pb::Board::A as i32, WHITE));
@@ -209,12 +220,12 @@ async fn platform_actions_and_bad_input() {
     let s = start().await;
     let mut c = ClockServiceClient::new(s.channel());
     create(&mut c, "p", "5+0", 1).await;
-    let action = || pb::ClockActionRequest {
+    let pause = || pb::PauseClockRequest {
         clock_id: "p".into(),
         request_id: String::new(),
     };
     let paused = c
-        .pause_clock(action())
+        .pause_clock(pause())
         .await
         .unwrap()
         .into_inner()
@@ -227,10 +238,15 @@ async fn platform_actions_and_bad_input() {
         Code::FailedPrecondition
     );
     assert_eq!(
-        c.pause_clock(action()).await.unwrap_err().code(),
+        c.pause_clock(pause()).await.unwrap_err().code(),
         Code::FailedPrecondition
     );
-    c.resume_clock(action()).await.unwrap();
+    c.resume_clock(pb::ResumeClockRequest {
+        clock_id: "p".into(),
+        request_id: String::new(),
+    })
+    .await
+    .unwrap();
     let add = pb::AddTimeRequest {
         clock_id: "p".into(),
         board: 0,
@@ -246,7 +262,10 @@ async fn platform_actions_and_bad_input() {
     assert!(retried.duplicate);
     assert_eq!(retried.state.unwrap().boards[0].black_ms, 310_000);
     let stopped = c
-        .stop_clock(action())
+        .stop_clock(pb::StopClockRequest {
+            clock_id: "p".into(),
+            request_id: String::new(),
+        })
         .await
         .unwrap()
         .into_inner()
@@ -256,7 +275,7 @@ async fn platform_actions_and_bad_input() {
     let events = events_to_end(&mut c, "p").await;
     assert!(matches!(
         events.last().unwrap().event,
-        Some(pb::clock_event::Event::Stopped(true))
+        Some(pb::watch_clock_response::Event::Stopped(true))
     ));
     assert_eq!(
         events.len(),
@@ -352,12 +371,12 @@ async fn sync_estimates_the_offset_within_5_ms() {
     s.stop().await;
 }
 
-async fn redis_clocks(url: &str) -> Arc<Clocks<arbiter_clock::store::AnyStore>> {
+async fn redis_clocks(url: &str) -> Arc<Clocks<AnyStore>> {
     let store = arbiter_clock::store::redis::RedisStore::connect(url, Duration::from_secs(600))
         .await
         .unwrap();
     Arc::new(Clocks::new(
-        arbiter_clock::store::AnyStore::Redis(Box::new(store)),
+        AnyStore::Redis(Box::new(store)),
         Default::default(),
     ))
 }
@@ -412,4 +431,277 @@ async fn with_redis_flags_fall_after_a_replica_dies() {
     }
     tx.send(true).unwrap();
     worker.await.unwrap();
+}
+
+/// A gRPC server over `clocks`, which the test keeps to look at what the store remembers.
+async fn serve_clocks(clocks: Arc<Clocks<AnyStore>>) -> Server {
+    TestServer::start(move |listener, shutdown| {
+        let mut host = arbiter_kit::Host::new(ServeConfig::default());
+        let max = host.config().max_message_bytes;
+        let grpc = ClockGrpc::new(clocks, PlatformAuth::loopback_only(), host.shutting_down());
+        host.add_service(grpc.into_server(max));
+        host.serve(listener, shutdown)
+    })
+    .await
+}
+
+fn memory_clocks() -> Arc<Clocks<AnyStore>> {
+    Arc::new(Clocks::new(
+        AnyStore::Memory(MemoryStore::new(Duration::from_secs(600), 1_000)),
+        Default::default(),
+    ))
+}
+
+async fn get(c: &mut ClockServiceClient<Channel>, id: &str) -> pb::ClockState {
+    c.get_clock(pb::GetClockRequest {
+        clock_id: id.into(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .state
+    .unwrap()
+}
+
+fn add(id: &str, board: i32, side: i32, ms: u64, request_id: &str) -> pb::AddTimeRequest {
+    pb::AddTimeRequest {
+        clock_id: id.into(),
+        board,
+        side,
+        ms,
+        request_id: request_id.into(),
+    }
+}
+
+/// The remaining times, phases and event count: what a refused call must leave as it was.
+fn unchanged(st: &pb::ClockState) -> (Vec<(u64, u64, i32)>, u64, bool) {
+    let boards = st
+        .boards
+        .iter()
+        .map(|b| (b.white_ms, b.black_ms, b.phase))
+        .collect();
+    (boards, st.last_seq, st.over)
+}
+
+/// AddTime never caps silently: time that would leave a side with more than 100 days is
+/// `INVALID_ARGUMENT` on `ms`, naming the limit, and changes nothing; up to the limit it is added.
+async fn add_time_beyond_the_limit_is_refused(c: &mut ClockServiceClient<Channel>) {
+    const DAY: u64 = 86_400_000;
+    create(c, "cap", "5+0", 1).await;
+    // White's clock runs; Black is given time 99 days at a time.
+    for _ in 0..99 {
+        c.add_time(add("cap", 0, BLACK, DAY, "")).await.unwrap();
+    }
+    let before = get(c, "cap").await;
+    let held = 300_000 + 99 * DAY;
+    assert_eq!(before.boards[0].black_ms, held);
+    for (ms, request_id) in [(DAY, ""), (MAX_REMAINING_MS - held + 1, "too-much")] {
+        let err = c
+            .add_time(add("cap", 0, BLACK, ms, request_id))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(err.message().starts_with("ms: "), "{}", err.message());
+        assert!(
+            err.message().contains(&MAX_REMAINING_MS.to_string())
+                && err
+                    .message()
+                    .contains(&(MAX_REMAINING_MS - held).to_string()),
+            "the limit and what is left: {}",
+            err.message()
+        );
+        assert_eq!(unchanged(&get(c, "cap").await), unchanged(&before));
+    }
+    // The refused request id was not remembered: used now for what fits, it applies.
+    let fits = c
+        .add_time(add("cap", 0, BLACK, MAX_REMAINING_MS - held, "too-much"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!fits.duplicate);
+    assert_eq!(fits.state.unwrap().boards[0].black_ms, MAX_REMAINING_MS);
+    let err = c.add_time(add("cap", 0, BLACK, 1, "")).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert_eq!(get(c, "cap").await.boards[0].black_ms, MAX_REMAINING_MS);
+}
+
+#[tokio::test]
+async fn add_time_beyond_the_limit_is_refused_in_process() {
+    let s = serve_clocks(memory_clocks()).await;
+    add_time_beyond_the_limit_is_refused(&mut ClockServiceClient::new(s.channel())).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn add_time_beyond_the_limit_is_refused_with_redis() {
+    let redis = arbiter_testkit::redis().await;
+    let s = serve_clocks(redis_clocks(&redis.url).await).await;
+    add_time_beyond_the_limit_is_refused(&mut ClockServiceClient::new(s.channel())).await;
+    s.stop().await;
+}
+
+fn is_reused(err: &tonic::Status) -> bool {
+    err.code() == Code::AlreadyExists && err.message().contains("request_id 'x'")
+}
+
+/// Request ids of platform actions: a retry is a duplicate; the id reused for another request
+/// (another call, board, side or amount) is `ALREADY_EXISTS` and changes nothing; a refused call
+/// is not remembered; and however many ids are used, the clock keeps only the latest
+/// `REMEMBERED_REQUESTS`.
+async fn request_ids_are_checked_and_bounded(
+    c: &mut ClockServiceClient<Channel>,
+    clocks: &Clocks<AnyStore>,
+) {
+    create(c, "rq", "5+0", 2).await;
+    let first = c
+        .add_time(add("rq", pb::Board::A as i32, BLACK, 1_000, "x"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!first.duplicate);
+    let after = first.state.unwrap();
+    assert_eq!(after.boards[0].black_ms, 301_000);
+    // The same request again, with the board left unset (board A): a duplicate.
+    for board in [pb::Board::A as i32, 0] {
+        let retry = c
+            .add_time(add("rq", board, BLACK, 1_000, "x"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(retry.duplicate);
+        assert_eq!(unchanged(&retry.state.unwrap()), unchanged(&after));
+    }
+    // The id reused for anything else: refused, nothing changed.
+    for other in [
+        add("rq", pb::Board::A as i32, BLACK, 2_000, "x"),
+        add("rq", pb::Board::A as i32, WHITE, 1_000, "x"),
+        add("rq", pb::Board::B as i32, BLACK, 1_000, "x"),
+    ] {
+        let err = c.add_time(other).await.unwrap_err();
+        assert!(is_reused(&err), "{err:?}");
+    }
+    let pause = |id: &str| pb::PauseClockRequest {
+        clock_id: "rq".into(),
+        request_id: id.into(),
+    };
+    let resume = |id: &str| pb::ResumeClockRequest {
+        clock_id: "rq".into(),
+        request_id: id.into(),
+    };
+    assert!(is_reused(&c.pause_clock(pause("x")).await.unwrap_err()));
+    assert!(is_reused(&c.resume_clock(resume("x")).await.unwrap_err()));
+    let stop = c
+        .stop_clock(pb::StopClockRequest {
+            clock_id: "rq".into(),
+            request_id: "x".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(is_reused(&stop));
+    assert_eq!(unchanged(&get(c, "rq").await), unchanged(&after));
+
+    // Pause under an id, then the id for a resume: refused, still paused; a retried pause is
+    // a duplicate.
+    c.pause_clock(pause("p1")).await.unwrap();
+    let paused = get(c, "rq").await;
+    assert_eq!(paused.boards[0].phase, pb::Phase::Paused as i32);
+    let err = c.resume_clock(resume("p1")).await.unwrap_err();
+    assert_eq!(err.code(), Code::AlreadyExists);
+    assert!(
+        c.pause_clock(pause("p1"))
+            .await
+            .unwrap()
+            .into_inner()
+            .duplicate
+    );
+    assert_eq!(unchanged(&get(c, "rq").await), unchanged(&paused));
+    // Calls that change nothing are refused and not remembered, however many.
+    let before = clocks.get("rq").await.unwrap().requests.clone();
+    for i in 0..2_000 {
+        let err = c.pause_clock(pause(&format!("no-{i}"))).await.unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition);
+    }
+    assert_eq!(clocks.get("rq").await.unwrap().requests, before);
+    let resumed = c.resume_clock(resume("no-0")).await.unwrap().into_inner();
+    assert!(!resumed.duplicate, "a refused call's id was not remembered");
+
+    // Thousands of applied calls with new ids: the clock keeps the latest REMEMBERED_REQUESTS.
+    let applied = before.count + 1;
+    for i in 0..3_000 {
+        let a = c
+            .add_time(add("rq", pb::Board::B as i32, WHITE, 1, &format!("n-{i}")))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!a.duplicate);
+    }
+    let kept = clocks.get("rq").await.unwrap().requests.clone();
+    assert_eq!(kept.count, applied + 3_000);
+    assert_eq!(kept.len() as u64, REMEMBERED_REQUESTS);
+    let latest = 3_000 - REMEMBERED_REQUESTS;
+    assert!(kept.get(&format!("n-{latest}")).is_some());
+    assert!(kept.get(&format!("n-{}", latest - 1)).is_none());
+    assert!(kept.get("x").is_none());
+    let st = get(c, "rq").await;
+    assert_eq!(st.boards[1].white_ms, 303_000);
+    // A retry of a remembered one is still a duplicate.
+    let retry = c
+        .add_time(add("rq", pb::Board::B as i32, WHITE, 1, "n-2999"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(retry.duplicate);
+    assert_eq!(unchanged(&retry.state.unwrap()), unchanged(&st));
+    // The store checks the id itself, in the same step as the change (two replicas may judge
+    // one request at once): a reused id is `Reused`, a retry `Duplicate`, neither applied.
+    let commit = |request: String| SetCommit {
+        clocks: Vec::new(),
+        due: None,
+        events: Vec::new(),
+        flag: None,
+        over: true,
+        request: Some(Request {
+            id: "n-2999".into(),
+            request,
+        }),
+    };
+    let store = clocks.store();
+    let reused = store.set("rq", &commit("stop".into())).await.unwrap();
+    assert!(matches!(reused, Outcome::Reused(_)), "{reused:?}");
+    let same = arbiter_clock::record::pack(&["add", "B", "w", "1"]);
+    let retried = store.set("rq", &commit(same)).await.unwrap();
+    assert!(matches!(retried, Outcome::Duplicate(_)), "{retried:?}");
+    assert_eq!(unchanged(&get(c, "rq").await), unchanged(&st));
+}
+
+#[tokio::test]
+async fn request_ids_are_checked_and_bounded_in_process() {
+    let clocks = memory_clocks();
+    let s = serve_clocks(Arc::clone(&clocks)).await;
+    request_ids_are_checked_and_bounded(&mut ClockServiceClient::new(s.channel()), &clocks).await;
+    s.stop().await;
+}
+
+/// With Redis, and the hash holds the window's fields and no more.
+#[tokio::test]
+async fn request_ids_are_checked_and_bounded_with_redis() {
+    let redis = arbiter_testkit::redis().await;
+    let clocks = redis_clocks(&redis.url).await;
+    let s = serve_clocks(Arc::clone(&clocks)).await;
+    request_ids_are_checked_and_bounded(&mut ClockServiceClient::new(s.channel()), &clocks).await;
+    let mut conn = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let fields: Vec<String> = redis::cmd("HKEYS")
+        .arg("clock:{rq}:state")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for prefix in ["rq:", "rs:"] {
+        let n = fields.iter().filter(|f| f.starts_with(prefix)).count() as u64;
+        assert_eq!(n, REMEMBERED_REQUESTS, "{prefix}");
+    }
+    s.stop().await;
 }

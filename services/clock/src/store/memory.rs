@@ -148,11 +148,12 @@ impl ClockStore for MemoryStore {
     async fn set(&self, id: &str, c: &SetCommit) -> Result<Outcome, StoreError> {
         Ok(self.change(id, |e, now| {
             let current = Arc::clone(&e.record);
-            if c.request
-                .as_ref()
-                .is_some_and(|r| current.requests.contains(r))
-            {
-                return Outcome::Duplicate(current);
+            if let Some(r) = &c.request {
+                match current.requests.get(&r.id) {
+                    Some(Some(seen)) if seen == r.request => return Outcome::Duplicate(current),
+                    Some(_) => return Outcome::Reused(current),
+                    None => {}
+                }
             }
             if current.over {
                 return Outcome::Over(current);
@@ -176,7 +177,7 @@ impl ClockStore for MemoryStore {
             record.flag = c.flag.or(record.flag);
             record.over |= c.over;
             if let Some(r) = &c.request {
-                record.requests.insert(r.clone());
+                record.requests.remember(&r.id, &r.request);
             }
             e.events.extend(c.events.iter().cloned());
             record.last_seq = e.events.len() as u64;

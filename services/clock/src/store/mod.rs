@@ -67,9 +67,21 @@ pub struct SetCommit {
     pub flag: Option<Flag>,
     /// Whether the change ends the clock (a flag or a stop).
     pub over: bool,
-    /// The request id of a platform action, remembered with the clock: a change whose id was
-    /// applied before is answered [`Outcome::Duplicate`] and not applied again.
-    pub request: Option<String>,
+    /// The request id of a platform action, remembered with the clock (the latest
+    /// [`crate::record::REMEMBERED_REQUESTS`] only): a change whose id was applied before is not
+    /// applied again, but answered [`Outcome::Duplicate`] for the same request and
+    /// [`Outcome::Reused`] for another.
+    pub request: Option<Request>,
+}
+
+/// A platform action's request id and the request it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The caller's request id.
+    pub id: String,
+    /// The request: a canonical text of the call and its arguments (`pause`, `resume`, `stop`,
+    /// or the time added, board and side), compared with what the id was used for before.
+    pub request: String,
 }
 
 /// What a change did; every answer carries the record as it stands.
@@ -79,6 +91,8 @@ pub enum Outcome {
     Applied(Arc<ClockRecord>),
     /// The same press (or request id) was applied before (a retry): nothing changed.
     Duplicate(Arc<ClockRecord>),
+    /// The request id was used before for another request: nothing changed.
+    Reused(Arc<ClockRecord>),
     /// A guard failed (another ply, a changed clock): nothing changed.
     Stale(Arc<ClockRecord>),
     /// A deadline passed first: nothing changed; the flag is to be recorded.
