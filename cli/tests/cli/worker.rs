@@ -4,7 +4,7 @@
 
 use arbiter_analysis::Caps;
 use arbiter_analysis::batch::redis::{GROUP, RedisJobs, WORK};
-use arbiter_analysis::batch::{BatchConfig, decode_job};
+use arbiter_analysis::batch::{BatchConfig, Caller, decode_job};
 use arbiter_proto::analysis::v1 as pb;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,13 +59,17 @@ async fn submit(jobs: &RedisJobs, id: &str, games: usize, nodes: u64) -> pb::Job
     };
     let (rid, spec, fingerprint) =
         decode_job(&req, &Caps::default(), &BatchConfig::default()).unwrap();
-    jobs.submit(&rid, &spec, fingerprint).await.unwrap()
+    jobs.submit(&Caller::anonymous(), &rid, &spec, fingerprint)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
 }
 
 async fn until_done(jobs: &RedisJobs, id: &str) -> pb::JobStatus {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let s = jobs.status(id).await.unwrap();
+        let s = jobs.status(&Caller::anonymous(), id).await.unwrap();
         if s.state == pb::JobState::Done as i32 {
             return s;
         }
@@ -91,7 +95,10 @@ async fn worker_processes_share_a_job_and_survive_one_killed() {
     let a_tag = format!("-{}-", a.0.id());
     // SIGKILL A while it holds a game, once a game is done.
     let killed = loop {
-        let s = jobs.status(&status.job_id).await.unwrap();
+        let s = jobs
+            .status(&Caller::anonymous(), &status.job_id)
+            .await
+            .unwrap();
         let held = pending(&mut c).await;
         if let Some((item, _)) = held
             .iter()
@@ -111,7 +118,10 @@ async fn worker_processes_share_a_job_and_survive_one_killed() {
         end.positions_done, end.positions,
         "every position counted once"
     );
-    let (_, results) = jobs.results(&status.job_id, 0, 0).await.unwrap();
+    let (_, results) = jobs
+        .results(&Caller::anonymous(), &status.job_id, 0, 0)
+        .await
+        .unwrap();
     assert_eq!(
         results.iter().map(|r| r.index).collect::<Vec<_>>(),
         (0..6).collect::<Vec<_>>()
@@ -157,5 +167,8 @@ async fn worker_processes_share_a_job_and_survive_one_killed() {
         .await
         .unwrap();
     assert_eq!(left, 1, "the game is back in the queue");
-    let _ = jobs.cancel(&long.job_id).await.unwrap();
+    let _ = jobs
+        .cancel(&Caller::anonymous(), &long.job_id)
+        .await
+        .unwrap();
 }

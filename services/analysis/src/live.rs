@@ -5,9 +5,11 @@
 
 use crate::config::{Caps, MAX_DEPTH};
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
-use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze};
+use arbiter_engine::analyze::{Analysis, AnalysisLine, Progress, pv_text};
 use arbiter_engine::score::{Reported, outcome_score};
-use arbiter_engine::{Bound, Limits, SearchOptions, TimeSource};
+use arbiter_engine::{
+    Bound, Control, Engine, EnginePosition, Info, Limits, SearchOptions, TimeSource,
+};
 use arbiter_kit::ApiError;
 use arbiter_kit::convert::{locale, move_to_proto, notation, outcome_to_proto, position};
 use arbiter_proto::analysis::v1 as pb;
@@ -202,9 +204,117 @@ pub fn info_to_proto(pos: &AnyPosition, p: &Progress, locale: Locale) -> pb::Ana
     }
 }
 
-/// Runs `query` on this thread until its limits, `stop`, or `deadline_ms` (a time limit on
-/// `time`'s clock that the call's deadline imposes, if any) ends it; `on_info` gets each
-/// progress report as it comes. Returns the result.
+/// Time kept back from a call's deadline for sending the answer, in ms: a search under a
+/// deadline stops this long before it. Sending takes a millisecond or two once the search has
+/// stopped (docs/performance.md); the rest absorbs a loaded machine's scheduling delays.
+pub const DEADLINE_MARGIN_MS: u64 = 50;
+
+/// How long a search may think, in ms, when its answer is due at `deadline_ms` and the clock
+/// reads `now_ms` (both on the search's clock): what is left, less `margin_ms` for sending the
+/// answer. `None` when that leaves nothing.
+pub fn thinking_time(deadline_ms: u64, now_ms: u64, margin_ms: u64) -> Option<u64> {
+    deadline_ms
+        .checked_sub(now_ms)?
+        .checked_sub(margin_ms)
+        .filter(|&t| t > 0)
+}
+
+/// `limits` under a call's deadline that leaves `left` ms to think: the time limit becomes
+/// `left` when that is sooner than the limits' own. Returns the limits and whether the
+/// deadline cut them.
+fn under_deadline(mut limits: Limits, left: Option<u64>) -> (Limits, bool) {
+    let cut = left.is_some_and(|d| limits.movetime_ms.is_none_or(|t| d < t));
+    if cut {
+        limits.movetime_ms = left;
+    }
+    (limits, cut)
+}
+
+/// A search as [`run`] ran it: what it found, the limits it ran under, and whether the call's
+/// deadline cut them.
+struct Searched {
+    analysis: Analysis,
+    limits: Limits,
+    cut_by_deadline: bool,
+}
+
+/// Searches `root` with a fresh engine (so that a node-limited analysis is reproducible). The
+/// call's deadline (`deadline_ms` on `time`'s clock) becomes a time limit only once the
+/// engine's tables are allocated, so that their allocation counts against it: on a cold
+/// process or a loaded machine it takes from a millisecond to tens of them. A deadline that
+/// leaves nothing still gets a 1 ms search, whose move is sent at once.
+fn search<P: EnginePosition>(
+    root: &P,
+    query: &Query,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    deadline_ms: Option<u64>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Searched {
+    let mut engine = Engine::<P>::new(query.hash_mib);
+    let left =
+        deadline_ms.map(|d| thinking_time(d, time.now_ms(), DEADLINE_MARGIN_MS).unwrap_or(1));
+    let (limits, cut_by_deadline) = under_deadline(query.limits, left);
+    let options = SearchOptions {
+        multipv: query.multipv,
+        move_overhead_ms: 0,
+    };
+    let mut on_info = |i: &Info<'_, P::Move>| {
+        progress(&Progress {
+            depth: i.depth,
+            seldepth: i.seldepth,
+            multipv: i.multipv,
+            score: i.reported(),
+            nodes: i.nodes,
+            nps: i.nps(),
+            hashfull: i.hashfull,
+            time_ms: i.time_ms,
+            pv: pv_text(root, i.pv),
+        });
+    };
+    let r = engine.search(
+        root,
+        &query.history,
+        &limits,
+        &options,
+        Control { stop, time },
+        &mut on_info,
+    );
+    let analysis = Analysis {
+        best: r.best.map(|m| root.move_to_uci(m)),
+        ponder: r.ponder.map(|m| {
+            let mut p = root.clone();
+            if let Some(b) = r.best {
+                p.play_unchecked(b);
+            }
+            p.move_to_uci(m)
+        }),
+        lines: r
+            .lines
+            .iter()
+            .map(|l| AnalysisLine {
+                score: Reported::of(l.score),
+                bound: l.bound,
+                pv: pv_text(root, &l.pv),
+            })
+            .collect(),
+        score: Reported::of(r.score),
+        bound: r.lines.first().map_or(Bound::Exact, |l| l.bound),
+        depth: r.depth,
+        nodes: r.nodes,
+        time_ms: r.time_ms,
+    };
+    Searched {
+        analysis,
+        limits,
+        cut_by_deadline,
+    }
+}
+
+/// Runs `query` on this thread until its limits, `stop`, or the call's deadline (`deadline_ms`,
+/// a time on `time`'s clock, if any) ends it; `on_info` gets each progress report as it comes.
+/// Under a deadline the search stops [`DEADLINE_MARGIN_MS`] before it, counting the time its
+/// tables take to allocate. Returns the result.
 pub fn run(
     query: &Query,
     stop: &AtomicBool,
@@ -222,29 +332,27 @@ pub fn run(
             )))),
             outcome: Some(outcome_to_proto(o)),
             stop_reason: pb::StopReason::NoMove as i32,
+            // The ending's score is known exactly.
+            bound: pb::ScoreBound::Exact as i32,
             ..pb::AnalysisResult::default()
         };
     }
-    let mut limits = query.limits;
-    let cut_by_deadline = deadline_ms.is_some_and(|d| limits.movetime_ms.is_none_or(|t| d < t));
-    if cut_by_deadline {
-        limits.movetime_ms = deadline_ms;
-    }
-    let settings = AnalysisSettings {
+    let mut progress = |p: &Progress| on_info(info_to_proto(pos, p, query.locale));
+    let Searched {
+        analysis: a,
         limits,
-        options: SearchOptions {
-            multipv: query.multipv,
-            move_overhead_ms: 0,
-        },
-        hash_mib: query.hash_mib,
+        cut_by_deadline,
+    } = match pos {
+        AnyPosition::Chess(p) => search(p, query, stop, time, deadline_ms, &mut progress),
+        AnyPosition::Crazyhouse(p) => search(p, query, stop, time, deadline_ms, &mut progress),
+        AnyPosition::Glinski(p) => search(p, query, stop, time, deadline_ms, &mut progress),
+        AnyPosition::Byzantine(p) => search(p, query, stop, time, deadline_ms, &mut progress),
     };
-    let a = analyze(pos, &query.history, &settings, stop, time, &mut |p| {
-        on_info(info_to_proto(pos, p, query.locale));
-    });
     let Some(best) = a.best.as_deref() else {
         return pb::AnalysisResult {
             score: Some(score_to_proto(a.score)),
             stop_reason: pb::StopReason::NoMove as i32,
+            bound: bound_to_proto(a.bound) as i32,
             ..pb::AnalysisResult::default()
         };
     };
@@ -504,6 +612,98 @@ mod tests {
         assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
         assert!(!infos.is_empty());
         assert_eq!(infos.last().unwrap().pv[0].san, "Qxf7#");
+    }
+
+    #[test]
+    fn thinking_time_is_what_the_deadline_leaves_less_the_margin() {
+        assert_eq!(thinking_time(1_000, 0, 50), Some(950));
+        assert_eq!(thinking_time(1_000, 400, 50), Some(550));
+        assert_eq!(thinking_time(1_000, 949, 50), Some(1));
+        // Within the margin, at or past the deadline: nothing left.
+        assert_eq!(thinking_time(1_000, 950, 50), None);
+        assert_eq!(thinking_time(1_000, 990, 50), None);
+        assert_eq!(thinking_time(1_000, 1_000, 50), None);
+        assert_eq!(thinking_time(1_000, 5_000, 50), None);
+        assert_eq!(thinking_time(u64::MAX, 0, 0), Some(u64::MAX));
+        assert_eq!(thinking_time(0, u64::MAX, 50), None);
+    }
+
+    #[test]
+    fn a_deadline_cuts_only_a_later_time_limit() {
+        let own = Limits {
+            movetime_ms: Some(300),
+            ..Limits::depth(9)
+        };
+        assert_eq!(under_deadline(own, None), (own, false));
+        assert_eq!(under_deadline(own, Some(500)), (own, false));
+        let (cut, by_deadline) = under_deadline(own, Some(200));
+        assert_eq!(
+            (cut.movetime_ms, cut.depth, by_deadline),
+            (Some(200), Some(9), true)
+        );
+        let (cut, by_deadline) = under_deadline(Limits::depth(9), Some(700));
+        assert_eq!((cut.movetime_ms, by_deadline), (Some(700), true));
+    }
+
+    /// Moves on 1 ms at every reading, from `start`.
+    struct Ticking(std::sync::atomic::AtomicU64);
+
+    impl TimeSource for Ticking {
+        fn now_ms(&self) -> u64 {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    /// Time already gone when the search starts (the wait for an engine, its tables'
+    /// allocation) is taken off what the deadline leaves: the search ends the margin before
+    /// the deadline on its clock.
+    #[test]
+    fn a_search_under_a_deadline_stops_the_margin_before_it() {
+        let caps = Caps {
+            max_time_ms: 600_000,
+            max_nodes: u64::MAX,
+            ..Caps::default()
+        };
+        let q = decode(
+            (&request("", &[], pb::SearchLimits::default())).into(),
+            &caps,
+        )
+        .unwrap();
+        for (started, deadline) in [(0, 200), (700, 1_000), (1_000, 1_300)] {
+            let clock = Ticking(std::sync::atomic::AtomicU64::new(started));
+            let r = run(
+                &q,
+                &AtomicBool::new(false),
+                &clock,
+                Some(deadline),
+                &mut |_| {},
+            );
+            let stopped = clock.0.load(std::sync::atomic::Ordering::Relaxed);
+            assert!(
+                stopped <= deadline - DEADLINE_MARGIN_MS + 3,
+                "from {started}, due {deadline}: the clock read {stopped} at the end"
+            );
+            // Stopped at the first reading past the limit, one more dating the result.
+            assert!(r.time_ms <= deadline - started - DEADLINE_MARGIN_MS + 2);
+            assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+            assert!(r.best_move.is_some());
+        }
+        // Nothing left: a 1 ms search, stopped at its first look at the clock, still moves.
+        let clock = Ticking(std::sync::atomic::AtomicU64::new(990));
+        let r = run(
+            &q,
+            &AtomicBool::new(false),
+            &clock,
+            Some(1_000),
+            &mut |_| {},
+        );
+        assert!(r.best_move.is_some());
+        assert!(
+            r.nodes <= arbiter_engine::search::CHECK_EVERY,
+            "{}",
+            r.nodes
+        );
+        assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
     }
 
     #[test]

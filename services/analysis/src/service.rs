@@ -5,7 +5,7 @@
 //! [`CHECK_EVERY`](arbiter_engine::search::CHECK_EVERY) nodes, or drops it unrun if it is still
 //! waiting.
 
-use crate::batch::{BatchConfig, JobQueue, decode_job, ended};
+use crate::batch::{BatchConfig, Caller, JobQueue, decode_job, ended};
 use crate::config::Caps;
 use crate::live::{self, Query};
 use crate::pool::{Job, SearchPool, Turn};
@@ -28,14 +28,12 @@ use tonic::{Request, Response, Status};
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-/// The metadata key naming the client, for taking turns in the queue.
+/// The metadata key naming the client: its turn in the live queue, and the caller of batch
+/// calls (whose request ids and jobs are its own, see [`Caller`]).
 pub const CLIENT_ID_KEY: &str = "x-client-id";
 
 /// The longest client name kept; a longer `x-client-id` is cut (it only names a queue).
 pub const MAX_CLIENT_ID_BYTES: usize = 128;
-
-/// Time kept back from a call's deadline, so that the result is sent before it passes.
-pub const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 
 /// What the service runs its work on.
 #[derive(Clone, Debug)]
@@ -97,14 +95,15 @@ impl Analysis {
             .max_encoding_message_size(max)
     }
 
-    /// Queues `query` for `client`. On an engine thread, `on_info` gets each progress report
-    /// (returning false when nobody listens any more, which stops the search) and `done` the
-    /// result or the refusal. Returns the request's stop flag.
+    /// Queues `query` for `client`, to be answered by `deadline` (a time on the service's
+    /// clock, if any). On an engine thread, `on_info` gets each progress report (returning
+    /// false when nobody listens any more, which stops the search) and `done` the result or the
+    /// refusal. Returns the request's stop flag.
     fn submit(
         &self,
         client: &str,
         query: Query,
-        deadline: Option<Instant>,
+        deadline: Option<u64>,
         mut on_info: Option<Box<dyn FnMut(pb::AnalysisInfo) -> bool + Send>>,
         done: Box<dyn FnOnce(Result<pb::AnalysisResult, Status>) + Send>,
     ) -> Result<Arc<AtomicBool>, Status> {
@@ -113,24 +112,14 @@ impl Analysis {
         let job: Job = Box::new(move |turn| match turn {
             Turn::Refused(e) => done(Err(e.into())),
             Turn::Run(stop) => {
-                let deadline_ms = match deadline {
-                    None => None,
-                    Some(d) => {
-                        let left = d.saturating_duration_since(Instant::now());
-                        match left.checked_sub(DEADLINE_MARGIN) {
-                            Some(t) if t.as_millis() > 0 => Some(t.as_millis() as u64),
-                            _ => {
-                                return done(Err(ApiError::DeadlineExceeded(
-                                    "the call's deadline passed while it waited for an engine"
-                                        .into(),
-                                )
-                                .into()));
-                            }
-                        }
-                    }
-                };
+                if deadline.is_some_and(|d| time.now_ms() >= d) {
+                    return done(Err(ApiError::DeadlineExceeded(
+                        "the call's deadline passed while it waited for an engine".into(),
+                    )
+                    .into()));
+                }
                 let started = Instant::now();
-                let result = live::run(&query, stop, &*time, deadline_ms, &mut |info| {
+                let result = live::run(&query, stop, &*time, deadline, &mut |info| {
                     if let Some(f) = on_info.as_mut()
                         && !f(info)
                     {
@@ -198,8 +187,16 @@ pub fn client_name<T>(req: &Request<T>) -> String {
     }
 }
 
-/// The call's deadline from its `grpc-timeout` header, and at most `cap` from now.
-fn deadline<T>(req: &Request<T>, cap: Option<Duration>) -> Option<Instant> {
+/// The caller of a batch call: its `x-client-id` (all of it), else the anonymous caller. Not
+/// the peer's address, which changes with every connection: a client that reconnected would
+/// lose its jobs.
+pub fn caller<T>(req: &Request<T>) -> Caller {
+    Caller::new(req.metadata().get(CLIENT_ID_KEY).map(|v| v.as_bytes()))
+}
+
+/// The call's deadline from its `grpc-timeout` header, and at most `cap` from now: a time on
+/// `time`'s clock (whose reading is `now_ms`).
+fn deadline<T>(req: &Request<T>, cap: Option<Duration>, now_ms: u64) -> Option<u64> {
     let asked = req
         .metadata()
         .get("grpc-timeout")
@@ -209,7 +206,7 @@ fn deadline<T>(req: &Request<T>, cap: Option<Duration>) -> Option<Instant> {
         (Some(a), Some(c)) => Some(a.min(c)),
         (a, c) => a.or(c),
     };
-    timeout.map(|t| Instant::now() + t)
+    timeout.map(|t| now_ms.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)))
 }
 
 /// A `grpc-timeout` value: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).
@@ -235,14 +232,14 @@ fn parse_grpc_timeout(v: &str) -> Option<Duration> {
 
 #[tonic::async_trait]
 impl AnalysisService for Analysis {
-    type AnalyzeStream = BoxStream<pb::AnalyzeUpdate>;
+    type AnalyzeStream = BoxStream<pb::AnalyzeResponse>;
 
     async fn analyze(
         &self,
         req: Request<pb::AnalyzeRequest>,
     ) -> Result<Response<Self::AnalyzeStream>, Status> {
         let client = client_name(&req);
-        let deadline = deadline(&req, None);
+        let deadline = deadline(&req, None, self.time.now_ms());
         let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let unread = Unread::default();
@@ -252,15 +249,15 @@ impl AnalysisService for Analysis {
                 return false;
             }
             if gate.admit() {
-                let _ = info_tx.send(Ok(pb::AnalyzeUpdate {
-                    update: Some(pb::analyze_update::Update::Info(info)),
+                let _ = info_tx.send(Ok(pb::AnalyzeResponse {
+                    update: Some(pb::analyze_response::Update::Info(info)),
                 }));
             }
             true
         });
         let done = Box::new(move |r: Result<pb::AnalysisResult, Status>| {
-            let _ = tx.send(r.map(|result| pb::AnalyzeUpdate {
-                update: Some(pb::analyze_update::Update::Result(result)),
+            let _ = tx.send(r.map(|result| pb::AnalyzeResponse {
+                update: Some(pb::analyze_response::Update::Result(result)),
             }));
         });
         let stop = self.submit(&client, query, deadline, Some(on_info), done)?;
@@ -268,8 +265,8 @@ impl AnalysisService for Analysis {
         let guard = RaiseOnDrop(stop);
         let out = UnboundedReceiverStream::new(rx).map(move |update| {
             let _ = &guard;
-            if let Ok(pb::AnalyzeUpdate {
-                update: Some(pb::analyze_update::Update::Info(_)),
+            if let Ok(pb::AnalyzeResponse {
+                update: Some(pb::analyze_response::Update::Info(_)),
             }) = &update
             {
                 unread.taken();
@@ -282,9 +279,9 @@ impl AnalysisService for Analysis {
     async fn best_move(
         &self,
         req: Request<pb::BestMoveRequest>,
-    ) -> Result<Response<pb::AnalysisResult>, Status> {
+    ) -> Result<Response<pb::BestMoveResponse>, Status> {
         let client = client_name(&req);
-        let deadline = deadline(&req, Some(self.unary_timeout));
+        let deadline = deadline(&req, Some(self.unary_timeout), self.time.now_ms());
         let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
         let (tx, rx) = oneshot::channel();
         let done = Box::new(move |r| {
@@ -294,7 +291,11 @@ impl AnalysisService for Analysis {
         // Dropped with this future: when the call is cancelled or times out.
         let _guard = RaiseOnDrop(stop);
         match rx.await {
-            Ok(r) => r.map(Response::new),
+            Ok(r) => r.map(|result| {
+                Response::new(pb::BestMoveResponse {
+                    result: Some(result),
+                })
+            }),
             Err(_) => Err(Status::from(ApiError::Unavailable(
                 "the search ended without a result".into(),
             ))),
@@ -304,7 +305,8 @@ impl AnalysisService for Analysis {
     async fn submit_job(
         &self,
         req: Request<pb::SubmitJobRequest>,
-    ) -> Result<Response<pb::JobStatus>, Status> {
+    ) -> Result<Response<pb::SubmitJobResponse>, Status> {
+        let caller = caller(&req);
         let req = req.into_inner();
         let (caps, batch) = (Arc::clone(&self.caps), Arc::clone(&self.batch));
         // Reading and checking the games (up to the message size of PGN) is CPU work.
@@ -317,22 +319,36 @@ impl AnalysisService for Analysis {
         reply(
             self.backends
                 .jobs
-                .submit(request_id, spec, fingerprint)
+                .submit(&caller, request_id, spec, fingerprint)
                 .await,
         )
     }
 
-    async fn get_job(&self, req: Request<pb::JobRef>) -> Result<Response<pb::JobStatus>, Status> {
-        reply(self.backends.jobs.status(&req.get_ref().job_id).await)
+    async fn get_job(
+        &self,
+        req: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::GetJobResponse>, Status> {
+        let status = self
+            .backends
+            .jobs
+            .status(&caller(&req), &req.get_ref().job_id)
+            .await?;
+        Ok(Response::new(pb::GetJobResponse {
+            status: Some(status),
+        }))
     }
 
-    type WatchJobStream = BoxStream<pb::JobStatus>;
+    type WatchJobStream = BoxStream<pb::WatchJobResponse>;
 
     async fn watch_job(
         &self,
-        req: Request<pb::JobRef>,
+        req: Request<pb::WatchJobRequest>,
     ) -> Result<Response<Self::WatchJobStream>, Status> {
-        let mut status = self.backends.jobs.watch(&req.get_ref().job_id).await?;
+        let mut status = self
+            .backends
+            .jobs
+            .watch(&caller(&req), &req.get_ref().job_id)
+            .await?;
         let mut shutting_down = self.backends.shutting_down.clone();
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
@@ -340,7 +356,8 @@ impl AnalysisService for Analysis {
                 // The borrow (a lock guard) must end before the await below.
                 let now = { status.borrow_and_update().clone() };
                 let end = ended(now.state);
-                if tx.send(Ok(now)).await.is_err() || end {
+                let message = pb::WatchJobResponse { status: Some(now) };
+                if tx.send(Ok(message)).await.is_err() || end {
                     return;
                 }
                 tokio::select! {
@@ -379,7 +396,12 @@ impl AnalysisService for Analysis {
         let (status, games) = self
             .backends
             .jobs
-            .results(&r.job_id, r.offset as usize, r.limit as usize)
+            .results(
+                &caller(&req),
+                &r.job_id,
+                r.offset as usize,
+                r.limit as usize,
+            )
             .await?;
         Ok(Response::new(pb::GetJobResultsResponse {
             status: Some(status),
@@ -389,9 +411,16 @@ impl AnalysisService for Analysis {
 
     async fn cancel_job(
         &self,
-        req: Request<pb::JobRef>,
-    ) -> Result<Response<pb::JobStatus>, Status> {
-        reply(self.backends.jobs.cancel(&req.get_ref().job_id).await)
+        req: Request<pb::CancelJobRequest>,
+    ) -> Result<Response<pb::CancelJobResponse>, Status> {
+        let status = self
+            .backends
+            .jobs
+            .cancel(&caller(&req), &req.get_ref().job_id)
+            .await?;
+        Ok(Response::new(pb::CancelJobResponse {
+            status: Some(status),
+        }))
     }
 }
 
@@ -421,6 +450,24 @@ mod tests {
         unread.taken();
         assert!(unread.admit(), "room again once it reads one");
         assert!(!unread.admit());
+    }
+
+    #[test]
+    fn batch_callers_are_their_whole_client_id_else_anonymous() {
+        let mut req = Request::new(());
+        assert_eq!(caller(&req), Caller::anonymous());
+        req.metadata_mut()
+            .insert(CLIENT_ID_KEY, "platform-7".parse().unwrap());
+        assert_eq!(caller(&req), Caller::new(Some(b"platform-7")));
+        // Not cut as the queue's name is: ids sharing their first 128 bytes are two callers.
+        let long = |tail: &str| {
+            let mut r = Request::new(());
+            let id = format!("{}{tail}", "x".repeat(MAX_CLIENT_ID_BYTES));
+            r.metadata_mut().insert(CLIENT_ID_KEY, id.parse().unwrap());
+            r
+        };
+        assert_eq!(client_name(&long("a")), client_name(&long("b")));
+        assert_ne!(caller(&long("a")), caller(&long("b")));
     }
 
     #[test]

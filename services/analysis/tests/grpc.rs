@@ -5,6 +5,7 @@
 #[path = "grpc/redis_jobs.rs"]
 mod redis_jobs;
 
+use arbiter_analysis::live::DEADLINE_MARGIN_MS;
 use arbiter_analysis::{AnalysisConfig, Caps, PoolConfig, serve};
 use arbiter_core::{AnyPosition, Notation, Position, Variant as CoreVariant};
 use arbiter_engine::TimeSource;
@@ -13,7 +14,7 @@ use arbiter_proto::analysis::v1 as pb;
 use arbiter_proto::analysis::v1::analysis_service_client::AnalysisServiceClient;
 use arbiter_proto::common::v1::{self as common, Variant};
 use arbiter_testkit::grpc::TestServer;
-use pb::analyze_update::Update;
+use pb::analyze_response::Update;
 use pb::engine_score::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,7 +97,9 @@ fn with_client<T>(message: T, client: &str) -> Request<T> {
 }
 
 /// Every message of a stream, the last being the result.
-async fn drain(mut s: Streaming<pb::AnalyzeUpdate>) -> (Vec<pb::AnalysisInfo>, pb::AnalysisResult) {
+async fn drain(
+    mut s: Streaming<pb::AnalyzeResponse>,
+) -> (Vec<pb::AnalysisInfo>, pb::AnalysisResult) {
     let mut infos = Vec::new();
     let mut result = None;
     while let Some(u) = tokio::time::timeout(Duration::from_secs(60), s.message())
@@ -174,7 +177,9 @@ async fn best_move_in_every_variant() {
         ))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .result
+        .unwrap();
     let m = r.best_move.unwrap();
     assert_eq!((m.uci.as_str(), m.san.as_str()), ("f3f7", "Qxf7#"));
     assert_eq!(r.score.unwrap().value, Some(Value::Mate(1)));
@@ -191,7 +196,9 @@ async fn best_move_in_every_variant() {
             .best_move(best(v, "", limits(3, 0, 0)))
             .await
             .unwrap_or_else(|e| panic!("{v:?}: {e}"))
-            .into_inner();
+            .into_inner()
+            .result
+            .unwrap();
         let m = r.best_move.unwrap_or_else(|| panic!("{v:?}: a move"));
         let core = arbiter_kit::convert::variant(v as i32, "v").unwrap();
         let start = AnyPosition::start(core).unwrap();
@@ -231,7 +238,9 @@ async fn limits_are_kept() {
             .best_move(best(Variant::Chess, "", limits(0, nodes, 0)))
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .result
+            .unwrap();
         assert_eq!(r.nodes, nodes);
         assert!(r.best_move.is_some());
         assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
@@ -255,7 +264,9 @@ async fn limits_are_kept() {
             .best_move(best(Variant::Byzantine, "", limits(0, 0, movetime)))
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .result
+            .unwrap();
         assert!(
             r.time_ms >= movetime && r.time_ms <= movetime + 2,
             "{movetime}: {}",
@@ -281,7 +292,9 @@ async fn the_server_caps_fill_unset_limits_and_refuse_larger_ones() {
         .best_move(best(Variant::Chess, "", None))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .result
+        .unwrap();
     assert_eq!(r.nodes, 3000);
     assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
     let e = s
@@ -301,14 +314,95 @@ async fn the_server_caps_fill_unset_limits_and_refuse_larger_ones() {
     s.server.stop().await;
 }
 
+/// Moves on `step` ms at every reading.
+#[derive(Debug)]
+struct Stepping {
+    now: AtomicU64,
+    step: u64,
+}
+
+impl TimeSource for Stepping {
+    fn now_ms(&self) -> u64 {
+        self.now.fetch_add(self.step, Ordering::Relaxed)
+    }
+}
+
+/// One engine thread searching on a clock that moves on `step` ms at every reading: a call's
+/// deadline is read on it, so the search ends after (deadline − margin) / `step` readings, one
+/// per node-check interval, however fast or loaded the machine is.
+fn stepping(step: u64) -> AnalysisConfig {
+    AnalysisConfig {
+        time: Arc::new(Stepping {
+            now: AtomicU64::new(0),
+            step,
+        }),
+        ..one_thread(4, 4)
+    }
+}
+
+/// The call's deadline (5 s: far beyond what the ~200 readings take in real time) ends the
+/// search with its result, not with an error, and the search stops the margin before the
+/// deadline on the service's clock.
 #[tokio::test]
 async fn a_deadline_ends_the_search_with_a_result_in_time() {
-    let mut s = start(one_thread(4, 4)).await;
+    const DEADLINE_MS: u64 = 5_000;
+    let mut s = start(stepping(25)).await;
     let mut req = Request::new(best(Variant::Chess, "", None));
-    req.set_timeout(Duration::from_secs(2));
-    let r = s.client.best_move(req).await.unwrap().into_inner();
+    req.set_timeout(Duration::from_millis(DEADLINE_MS));
+    let r = s
+        .client
+        .best_move(req)
+        .await
+        .expect("a result, not an error")
+        .into_inner()
+        .result
+        .unwrap();
     assert!(r.best_move.is_some());
     assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+    assert!(
+        r.time_ms <= DEADLINE_MS - DEADLINE_MARGIN_MS,
+        "stopped at {} ms",
+        r.time_ms
+    );
+    // The stream too: its last message is the result, and it ends without an error.
+    let mut req = Request::new(analyze(Variant::Crazyhouse, "", None));
+    req.set_timeout(Duration::from_millis(DEADLINE_MS));
+    let stream = s.client.analyze(req).await.unwrap().into_inner();
+    let (infos, r) = drain(stream).await;
+    assert!(!infos.is_empty());
+    assert!(r.best_move.is_some());
+    assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+    assert!(
+        r.time_ms <= DEADLINE_MS - DEADLINE_MARGIN_MS,
+        "stopped at {} ms",
+        r.time_ms
+    );
+    s.server.stop().await;
+}
+
+/// A deadline used up before the search starts (by the wait for an engine, or the allocation
+/// of its tables: here the clock moves on 2.5 s at each reading) still gets a move: the search
+/// stops at its first look at the clock, and its move is sent at once.
+#[tokio::test]
+async fn a_deadline_used_up_before_the_search_starts_still_gets_a_move() {
+    let mut s = start(stepping(2_500)).await;
+    let mut req = Request::new(best(Variant::Glinski, "", None));
+    req.set_timeout(Duration::from_secs(5));
+    let r = s
+        .client
+        .best_move(req)
+        .await
+        .expect("a result, not an error")
+        .into_inner()
+        .result
+        .unwrap();
+    assert!(r.best_move.is_some());
+    assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+    assert!(
+        r.nodes <= arbiter_engine::search::CHECK_EVERY,
+        "{} nodes",
+        r.nodes
+    );
     s.server.stop().await;
 }
 
@@ -416,7 +510,7 @@ async fn bad_requests_name_the_field() {
 async fn endless(
     client: &mut AnalysisServiceClient<Channel>,
     id: &str,
-) -> Streaming<pb::AnalyzeUpdate> {
+) -> Streaming<pb::AnalyzeResponse> {
     let mut stream = client
         .analyze(with_client(analyze(Variant::Chess, "", None), id))
         .await
@@ -446,7 +540,9 @@ async fn cancelling_the_call_stops_the_search() {
         .await
         .expect("the cancelled search gave its thread back")
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .result
+        .unwrap();
         assert!(r.best_move.is_some());
     }
     s.server.stop().await;
@@ -488,7 +584,7 @@ async fn a_full_queue_refuses_with_resource_exhausted() {
     for _ in 0..2 {
         let (n, r) = next().await;
         assert!(!refused.contains(&n));
-        assert!(r.unwrap().best_move.is_some());
+        assert!(r.unwrap().result.unwrap().best_move.is_some());
     }
     s.server.stop().await;
 }
@@ -522,7 +618,9 @@ async fn the_moves_before_are_played_and_a_finished_game_is_reported() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .result
+        .unwrap();
     assert_eq!(r.best_move.unwrap().san, "Qh4#");
     let r = s
         .client
@@ -532,7 +630,9 @@ async fn the_moves_before_are_played_and_a_finished_game_is_reported() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .result
+        .unwrap();
     assert!(r.best_move.is_none());
     assert_eq!(r.stop_reason, pb::StopReason::NoMove as i32);
     assert_eq!(
@@ -572,7 +672,9 @@ async fn a_bpgn_job_evaluates_every_move_on_its_board_without_verdicts() {
         .submit_job(bpgn_job("zh", BUGHOUSE, 2000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     assert_eq!(status.positions, 16, "before and after each of 8 moves");
     let last = watch_to_end(&mut s.client, &status.job_id)
         .await
@@ -609,7 +711,7 @@ async fn a_bpgn_job_evaluates_every_move_on_its_board_without_verdicts() {
     assert!(
         game.plies
             .iter()
-            .all(|p| p.eval_after.is_some() && p.judgement == pb::Judgement::None as i32)
+            .all(|p| p.eval_after.is_some() && p.judgement == pb::Judgement::Unspecified as i32)
     );
     assert!(
         game.plies.iter().any(|p| p.better.is_some()),
@@ -628,7 +730,7 @@ async fn a_bpgn_job_evaluates_every_move_on_its_board_without_verdicts() {
 /// Watches a job to its end; every status, in order.
 async fn watch_to_end(client: &mut AnalysisServiceClient<Channel>, id: &str) -> Vec<pb::JobStatus> {
     let mut stream = client
-        .watch_job(pb::JobRef {
+        .watch_job(pb::WatchJobRequest {
             job_id: id.to_owned(),
         })
         .await
@@ -640,7 +742,7 @@ async fn watch_to_end(client: &mut AnalysisServiceClient<Channel>, id: &str) -> 
         .expect("the job moves on")
         .unwrap()
     {
-        seen.push(s);
+        seen.push(s.status.expect("every message carries the status"));
     }
     seen
 }
@@ -657,8 +759,9 @@ async fn a_pgn_job_runs_to_the_end_with_verdicts_and_accuracy() {
         .await
         .unwrap()
         .into_inner();
+    let (status, status_duplicate) = (status.status.unwrap(), status.duplicate);
     assert_eq!((status.games, status.positions), (2, 9));
-    assert!(!status.duplicate);
+    assert!(!status_duplicate);
     let seen = watch_to_end(&mut s.client, &status.job_id).await;
     let last = seen.last().unwrap();
     assert_eq!(last.state, pb::JobState::Done as i32);
@@ -691,7 +794,7 @@ async fn a_pgn_job_runs_to_the_end_with_verdicts_and_accuracy() {
         Some(Value::Mate(-1))
     );
     assert!(fool.plies[2].better.is_some());
-    assert_eq!(fool.plies[3].judgement, pb::Judgement::None as i32);
+    assert_eq!(fool.plies[3].judgement, pb::Judgement::Good as i32);
     assert!(
         fool.plies[3].eval_after.is_none(),
         "the game is over after the mate"
@@ -724,15 +827,18 @@ async fn submissions_are_idempotent_by_request_id() {
         .submit_job(job("same", TWO_GAMES, 1000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let again = s
         .client
         .submit_job(job("same", TWO_GAMES, 1000))
         .await
         .unwrap()
         .into_inner();
+    let (again, again_duplicate) = (again.status.unwrap(), again.duplicate);
     assert_eq!(again.job_id, first.job_id);
-    assert!(again.duplicate);
+    assert!(again_duplicate);
     let other = s
         .client
         .submit_job(job("same", TWO_GAMES, 2000))
@@ -740,6 +846,179 @@ async fn submissions_are_idempotent_by_request_id() {
         .unwrap_err();
     assert_eq!(other.code(), Code::AlreadyExists);
     watch_to_end(&mut s.client, &first.job_id).await;
+    s.server.stop().await;
+}
+
+/// Watches a job to its end as `client` (its `x-client-id`).
+async fn watch_as(
+    client: &mut AnalysisServiceClient<Channel>,
+    id: &str,
+    caller: &str,
+) -> pb::JobStatus {
+    let mut stream = client
+        .watch_job(with_client(
+            pb::WatchJobRequest {
+                job_id: id.to_owned(),
+            },
+            caller,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut last = None;
+    while let Some(s) = tokio::time::timeout(Duration::from_secs(120), stream.message())
+        .await
+        .expect("the job moves on")
+        .unwrap()
+    {
+        last = s.status;
+    }
+    last.expect("at least one status")
+}
+
+/// Every job call on `id` as `caller` (`None`: no `x-client-id`), each answering `NOT_FOUND`
+/// with the very status an unknown id gets.
+async fn nothing_to_see(
+    client: &mut AnalysisServiceClient<Channel>,
+    id: &str,
+    caller: Option<&str>,
+) {
+    fn ask<T>(m: T, caller: Option<&str>) -> Request<T> {
+        match caller {
+            Some(c) => with_client(m, c),
+            None => Request::new(m),
+        }
+    }
+    let job_id = id.to_owned();
+    let unknown = "job-0000000000000000-999999";
+    let unknown_message = client
+        .get_job(ask(
+            pb::GetJobRequest {
+                job_id: unknown.into(),
+            },
+            caller,
+        ))
+        .await
+        .unwrap_err()
+        .message()
+        .replace(unknown, id);
+    let errors = [
+        client
+            .get_job(ask(
+                pb::GetJobRequest {
+                    job_id: job_id.clone(),
+                },
+                caller,
+            ))
+            .await
+            .map(drop),
+        client
+            .watch_job(ask(
+                pb::WatchJobRequest {
+                    job_id: job_id.clone(),
+                },
+                caller,
+            ))
+            .await
+            .map(drop),
+        client
+            .get_job_results(ask(
+                pb::GetJobResultsRequest {
+                    job_id: job_id.clone(),
+                    ..Default::default()
+                },
+                caller,
+            ))
+            .await
+            .map(drop),
+        client
+            .cancel_job(ask(
+                pb::CancelJobRequest {
+                    job_id: job_id.clone(),
+                },
+                caller,
+            ))
+            .await
+            .map(drop),
+    ];
+    for (call, e) in ["GetJob", "WatchJob", "GetJobResults", "CancelJob"]
+        .into_iter()
+        .zip(errors)
+    {
+        let e = e.expect_err(call);
+        assert_eq!(
+            (e.code(), e.message()),
+            (Code::NotFound, unknown_message.as_str()),
+            "{call} as {caller:?}"
+        );
+    }
+}
+
+/// Request ids and jobs belong to their caller (its `x-client-id`). Client X submits; client Y,
+/// with the same request id and content, gets a job of its own; Z's other content under that
+/// id is no conflict; neither Y nor an anonymous caller can read, watch or cancel X's job; X
+/// still sees its job, uncancelled, to its end. Returns X's and Y's job ids.
+pub(crate) async fn jobs_belong_to_their_caller(
+    client: &mut AnalysisServiceClient<Channel>,
+) -> (String, String) {
+    let submit = |caller: &str, nodes| with_client(job("shared-id", TWO_GAMES, nodes), caller);
+    let x = client
+        .submit_job(submit("client-x", 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!x.duplicate);
+    let x = x.status.unwrap();
+    let y = client
+        .submit_job(submit("client-y", 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!y.duplicate, "another caller's request id names nothing");
+    let y = y.status.unwrap();
+    assert_ne!(y.job_id, x.job_id);
+    let z = client
+        .submit_job(submit("client-z", 2000))
+        .await
+        .expect("no conflict with another caller's request id")
+        .into_inner();
+    assert!(!z.duplicate);
+    // X's retry is still X's job.
+    let again = client
+        .submit_job(submit("client-x", 1000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(again.duplicate);
+    assert_eq!(again.status.unwrap().job_id, x.job_id);
+    nothing_to_see(client, &x.job_id, Some("client-y")).await;
+    nothing_to_see(client, &x.job_id, None).await;
+    nothing_to_see(client, &y.job_id, Some("client-x")).await;
+    // Y's cancel did nothing to X's job: it runs to its end, and X reads its results.
+    let last = watch_as(client, &x.job_id, "client-x").await;
+    assert_eq!(
+        (last.state, last.games_done),
+        (pb::JobState::Done as i32, 2)
+    );
+    let results = client
+        .get_job_results(with_client(
+            pb::GetJobResultsRequest {
+                job_id: x.job_id.clone(),
+                ..Default::default()
+            },
+            "client-x",
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(results.games.len(), 2);
+    (x.job_id, y.job_id)
+}
+
+#[tokio::test]
+async fn jobs_and_request_ids_belong_to_their_caller() {
+    let mut s = start(AnalysisConfig::default()).await;
+    jobs_belong_to_their_caller(&mut s.client).await;
     s.server.stop().await;
 }
 
@@ -772,7 +1051,9 @@ async fn move_lists_and_bad_jobs() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let last = watch_to_end(&mut s.client, &ok.job_id).await.pop().unwrap();
     assert_eq!(
         (last.state, last.positions_done),
@@ -886,13 +1167,13 @@ async fn move_lists_and_bad_jobs() {
     }
     for missing in [
         s.client
-            .get_job(pb::JobRef {
+            .get_job(pb::GetJobRequest {
                 job_id: "job-none".into(),
             })
             .await
             .unwrap_err(),
         s.client
-            .cancel_job(pb::JobRef {
+            .cancel_job(pb::CancelJobRequest {
                 job_id: "\u{0}".repeat(10_000),
             })
             .await
@@ -914,15 +1195,19 @@ async fn a_cancelled_job_stops_and_keeps_what_it_finished() {
         .submit_job(job("long", &long, 5_000_000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let cancelled = s
         .client
-        .cancel_job(pb::JobRef {
+        .cancel_job(pb::CancelJobRequest {
             job_id: status.job_id.clone(),
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     assert_eq!(cancelled.state, pb::JobState::Cancelled as i32);
     let seen = watch_to_end(&mut s.client, &status.job_id).await;
     assert_eq!(seen.last().unwrap().state, pb::JobState::Cancelled as i32);
@@ -932,7 +1217,9 @@ async fn a_cancelled_job_stops_and_keeps_what_it_finished() {
         .submit_job(job("small", TWO_GAMES, 500))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let last = watch_to_end(&mut s.client, &small.job_id)
         .await
         .pop()
@@ -956,9 +1243,11 @@ async fn finished_jobs_expire() {
         .submit_job(job("ttl", TWO_GAMES, 500))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     watch_to_end(&mut s.client, &status.job_id).await;
-    let id = pb::JobRef {
+    let id = pb::GetJobRequest {
         job_id: status.job_id.clone(),
     };
     assert!(s.client.get_job(id.clone()).await.is_ok());
@@ -1010,13 +1299,17 @@ async fn jobs_take_turns_game_by_game() {
         .submit_job(job("long-first", &long, 100_000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let short = s
         .client
         .submit_job(job("short-second", "1. e4 e5 *\n", 1_000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let done = watch_to_end(&mut s.client, &short.job_id)
         .await
         .pop()
@@ -1024,15 +1317,17 @@ async fn jobs_take_turns_game_by_game() {
     assert_eq!(done.state, pb::JobState::Done as i32);
     let long_now = s
         .client
-        .get_job(pb::JobRef {
+        .get_job(pb::GetJobRequest {
             job_id: long.job_id.clone(),
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     assert!(long_now.games_done < 20, "{long_now:?}");
     s.client
-        .cancel_job(pb::JobRef {
+        .cancel_job(pb::CancelJobRequest {
             job_id: long.job_id,
         })
         .await

@@ -2,7 +2,7 @@
 //! threads: jobs take turns game by game, results are kept for the job's retention, and each
 //! job's status is published on a watch channel.
 
-use super::{BatchConfig, JobSpec, analyse_game, page_size, status_of};
+use super::{BatchConfig, Caller, JobSpec, analyse_game, page_size, status_of};
 use arbiter_engine::TimeSource;
 use arbiter_kit::ApiError;
 use arbiter_proto::analysis::v1 as pb;
@@ -14,6 +14,8 @@ use tokio::sync::watch;
 
 /// One job held in process.
 struct Job {
+    /// Who submitted it: the only caller it answers to.
+    owner: Caller,
     request_id: String,
     fingerprint: u64,
     spec: Arc<JobSpec>,
@@ -56,7 +58,8 @@ impl Job {
 #[derive(Default)]
 struct Store {
     jobs: HashMap<String, Job>,
-    by_request: HashMap<String, String>,
+    /// Job ids by their caller's request id (request ids are scoped to their caller).
+    by_request: HashMap<(Caller, String), String>,
     /// Jobs with games not yet handed out, in serving order: a worker takes one game of the
     /// first and puts it back at the end, so jobs take turns game by game.
     ring: VecDeque<String>,
@@ -80,21 +83,20 @@ impl Store {
         for id in gone {
             if let Some(j) = self.jobs.remove(&id) {
                 j.cancelled.store(true, Ordering::Relaxed);
-                self.by_request.remove(&j.request_id);
+                self.by_request.remove(&(j.owner, j.request_id));
             }
         }
         let jobs = &self.jobs;
         self.ring.retain(|id| jobs.contains_key(id));
     }
 
-    fn job(&mut self, id: &str) -> Result<&mut Job, ApiError> {
+    /// `caller`'s job `id`. Another caller's job is `NOT_FOUND`, exactly as an unknown one.
+    fn job(&mut self, caller: &Caller, id: &str) -> Result<&mut Job, ApiError> {
         self.expire();
-        self.jobs.get_mut(id).ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "no job {} (unknown or expired)",
-                arbiter_kit::error::quote(id)
-            ))
-        })
+        self.jobs
+            .get_mut(id)
+            .filter(|j| j.owner == *caller)
+            .ok_or_else(|| super::not_found(id))
     }
 }
 
@@ -144,30 +146,34 @@ impl Jobs {
         Ok(Jobs { shared })
     }
 
-    /// Queues a checked job under `request_id`, or answers the job already queued under it
-    /// (`duplicate` set) when its content is the same; `ALREADY_EXISTS` when it is not.
+    /// Queues a checked job for `caller` under its `request_id`, or answers the job it already
+    /// queued under it (`duplicate` set) when its content is the same; `ALREADY_EXISTS` when it
+    /// is not. Another caller's request ids are not seen.
     pub fn submit(
         &self,
+        caller: &Caller,
         request_id: String,
         spec: JobSpec,
         fingerprint: u64,
-    ) -> Result<pb::JobStatus, ApiError> {
+    ) -> Result<pb::SubmitJobResponse, ApiError> {
         let mut s = self.shared.lock();
         if s.closed {
             return Err(ApiError::Unavailable("the server is shutting down".into()));
         }
         s.expire();
-        if let Some(id) = s.by_request.get(&request_id).cloned() {
+        let key = (*caller, request_id);
+        if let Some(id) = s.by_request.get(&key).cloned() {
             let job = &s.jobs[&id];
             if job.fingerprint != fingerprint {
                 return Err(ApiError::AlreadyExists(format!(
                     "request_id {} was used for another job",
-                    arbiter_kit::error::quote(&request_id)
+                    arbiter_kit::error::quote(&key.1)
                 )));
             }
-            let mut status = job.snapshot(&id);
-            status.duplicate = true;
-            return Ok(status);
+            return Ok(pb::SubmitJobResponse {
+                status: Some(job.snapshot(&id)),
+                duplicate: true,
+            });
         }
         if s.jobs.len() >= self.shared.config.max_jobs {
             return Err(ApiError::exhausted(
@@ -191,7 +197,8 @@ impl Jobs {
         let id = format!("job-{:016x}-{}", fingerprint, s.next_id);
         let games = spec.games.len();
         let job = Job {
-            request_id: request_id.clone(),
+            owner: *caller,
+            request_id: key.1.clone(),
             fingerprint,
             positions: spec.positions(),
             spec: Arc::new(spec),
@@ -207,38 +214,47 @@ impl Jobs {
         let status = job.snapshot(&id);
         job.status.send_replace(status.clone());
         s.jobs.insert(id.clone(), job);
-        s.by_request.insert(request_id, id.clone());
+        s.by_request.insert(key, id.clone());
         s.ring.push_back(id.clone());
         drop(s);
         self.shared.ready.notify_all();
-        Ok(status)
+        Ok(pb::SubmitJobResponse {
+            status: Some(status),
+            duplicate: false,
+        })
     }
 
-    /// The job's status.
-    pub fn status(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+    /// The status of `caller`'s job.
+    pub fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
         let mut s = self.shared.lock();
-        Ok(s.job(id)?.snapshot(id))
+        Ok(s.job(caller, id)?.snapshot(id))
     }
 
-    /// A receiver of the job's status, updated after each game.
-    pub fn watch(&self, id: &str) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+    /// A receiver of the status of `caller`'s job, updated after each game.
+    pub fn watch(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
         let mut s = self.shared.lock();
-        let job = s.job(id)?;
+        let job = s.job(caller, id)?;
         let rx = job.status.subscribe();
         job.status.send_replace(job.snapshot(id));
         Ok(rx)
     }
 
-    /// The finished games among `limit` (at most the page size) from `offset`.
+    /// The finished games of `caller`'s job among `limit` (at most the page size) from
+    /// `offset`.
     pub fn results(
         &self,
+        caller: &Caller,
         id: &str,
         offset: usize,
         limit: usize,
     ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
         let limit = page_size(limit, self.shared.config.page);
         let mut s = self.shared.lock();
-        let job = s.job(id)?;
+        let job = s.job(caller, id)?;
         let games = job
             .results
             .iter()
@@ -250,10 +266,10 @@ impl Jobs {
         Ok((job.snapshot(id), games))
     }
 
-    /// Cancels the job: games not started are dropped, running ones stop.
-    pub fn cancel(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+    /// Cancels `caller`'s job: games not started are dropped, running ones stop.
+    pub fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
         let mut s = self.shared.lock();
-        let job = s.job(id)?;
+        let job = s.job(caller, id)?;
         if !job.ended() {
             job.cancelled.store(true, Ordering::Relaxed);
             job.expires = Instant::now() + self.shared.config.ttl;

@@ -10,7 +10,9 @@
 //!   threads (jobs take turns, one game each), retention and status watchers;
 //! - [`redis::RedisJobs`] and [`redis::run_workers`]: the same on Redis Streams, shared by any
 //!   number of service replicas and worker processes;
-//! - [`JobQueue`]: whichever of the two the service was given.
+//! - [`JobQueue`]: whichever of the two the service was given;
+//! - [`Caller`]: who a call comes from. Request ids are scoped to their caller, and a job
+//!   answers only to the caller that submitted it.
 
 use crate::config::{Caps, MAX_DEPTH};
 use crate::live::{score_to_proto, within};
@@ -80,6 +82,80 @@ impl Default for BatchConfig {
 
 /// The longest `request_id`.
 pub const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// Who a batch call comes from: the namespace of its request ids and the owner of the jobs it
+/// submits. A job answers only to its owner; to any other caller it is `NOT_FOUND`, exactly as
+/// an unknown id, and another caller's request id names nothing.
+///
+/// A caller is named by its `x-client-id` metadata (all its bytes, not cut), or is the one
+/// anonymous caller without one. It is held as a SHA-256 digest (with a domain prefix), so it
+/// has a fixed size in memory and in Redis keys whatever the client sends, and every replica
+/// and build derives the same one. The peer's address is not used: it changes with every
+/// connection, and a client that reconnected would lose its jobs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Caller([u8; 32]);
+
+impl Caller {
+    /// The caller named `client_id` (its `x-client-id`); the anonymous caller when it is absent
+    /// or empty.
+    pub fn new(client_id: Option<&[u8]>) -> Caller {
+        let mut h = Sha256::new();
+        h.update(b"arbiter.analysis.v1 caller\0");
+        match client_id.filter(|id| !id.is_empty()) {
+            None => h.update([0]),
+            Some(id) => {
+                h.update([1]);
+                h.update(id);
+            }
+        }
+        Caller(h.finalize().into())
+    }
+
+    /// The caller without an `x-client-id`.
+    pub fn anonymous() -> Caller {
+        Caller::new(None)
+    }
+
+    /// The caller's digest in hex (64 characters): a job's owner in Redis.
+    pub fn hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// The key of `request_id` in this caller's namespace: 64 hex characters (a SHA-256 of the
+    /// caller and the id), whatever the id's length.
+    pub fn request_key(&self, request_id: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(b"arbiter.analysis.v1 request\0");
+        h.update(self.0);
+        h.update(request_id.as_bytes());
+        hex(&h.finalize())
+    }
+}
+
+impl std::fmt::Debug for Caller {
+    /// A prefix of the digest: enough to tell callers apart in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Caller({}…)", &self.hex()[..12])
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// `NOT_FOUND` for job `id`: unknown, expired, or another caller's (the same answer for all).
+fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound(format!(
+        "no job {} (unknown or expired)",
+        arbiter_kit::error::quote(id)
+    ))
+}
 
 /// One game of a job.
 #[derive(Clone, Debug)]
@@ -460,7 +536,7 @@ fn white_score(e: &PositionEval) -> Option<pb::EngineScore> {
 
 fn judgement_to_proto(j: Option<Judgement>) -> pb::Judgement {
     match j {
-        None => pb::Judgement::None,
+        None => pb::Judgement::Good,
         Some(Judgement::Inaccuracy) => pb::Judgement::Inaccuracy,
         Some(Judgement::Mistake) => pb::Judgement::Mistake,
         Some(Judgement::Blunder) => pb::Judgement::Blunder,
@@ -525,7 +601,7 @@ fn analyse_bughouse(
         plies.push(pb::PlyResult {
             r#move: Some(move_to_proto(&before, played, Locale::English)),
             eval_after: white_score(&eval),
-            judgement: pb::Judgement::None as i32,
+            judgement: pb::Judgement::Unspecified as i32,
             better: best.best.filter(|b| *b != uci).and_then(|b| {
                 let m = before
                     .parse_move(&b, arbiter_core::Notation::Uci, Locale::English)
@@ -617,57 +693,65 @@ pub enum JobQueue {
 }
 
 impl JobQueue {
-    /// Queues a checked job under `request_id`, or answers the job already queued under it
-    /// (`duplicate` set) when its content (`fingerprint`) is the same; `ALREADY_EXISTS` when
-    /// it is not.
+    /// Queues a checked job for `caller` under its `request_id`, or answers the job it already
+    /// queued under it (`duplicate` set) when its content (`fingerprint`) is the same;
+    /// `ALREADY_EXISTS` when it is not. Request ids are scoped to their caller: another
+    /// caller's id names nothing here.
     pub async fn submit(
         &self,
+        caller: &Caller,
         request_id: String,
         spec: JobSpec,
         fingerprint: u64,
-    ) -> Result<pb::JobStatus, ApiError> {
+    ) -> Result<pb::SubmitJobResponse, ApiError> {
         match self {
-            JobQueue::Memory(jobs) => jobs.submit(request_id, spec, fingerprint),
-            JobQueue::Redis(jobs) => jobs.submit(&request_id, &spec, fingerprint).await,
+            JobQueue::Memory(jobs) => jobs.submit(caller, request_id, spec, fingerprint),
+            JobQueue::Redis(jobs) => jobs.submit(caller, &request_id, &spec, fingerprint).await,
         }
     }
 
-    /// The job's status; `NOT_FOUND` when it is unknown or expired.
-    pub async fn status(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+    /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another
+    /// caller's.
+    pub async fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
         match self {
-            JobQueue::Memory(jobs) => jobs.status(id),
-            JobQueue::Redis(jobs) => jobs.status(id).await,
+            JobQueue::Memory(jobs) => jobs.status(caller, id),
+            JobQueue::Redis(jobs) => jobs.status(caller, id).await,
         }
     }
 
-    /// A receiver of the job's status as it changes; its sender is dropped when the job is
-    /// forgotten (expired).
-    pub async fn watch(&self, id: &str) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+    /// A receiver of the status of `caller`'s job as it changes; its sender is dropped when
+    /// the job is forgotten (expired).
+    pub async fn watch(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
         match self {
-            JobQueue::Memory(jobs) => jobs.watch(id),
-            JobQueue::Redis(jobs) => jobs.watch(id).await,
+            JobQueue::Memory(jobs) => jobs.watch(caller, id),
+            JobQueue::Redis(jobs) => jobs.watch(caller, id).await,
         }
     }
 
-    /// The finished games among `limit` (0: the page size; at most the page size) from
-    /// `offset`, with the job's status.
+    /// The finished games of `caller`'s job among `limit` (0: the page size; at most the page
+    /// size) from `offset`, with the job's status.
     pub async fn results(
         &self,
+        caller: &Caller,
         id: &str,
         offset: usize,
         limit: usize,
     ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
         match self {
-            JobQueue::Memory(jobs) => jobs.results(id, offset, limit),
-            JobQueue::Redis(jobs) => jobs.results(id, offset, limit).await,
+            JobQueue::Memory(jobs) => jobs.results(caller, id, offset, limit),
+            JobQueue::Redis(jobs) => jobs.results(caller, id, offset, limit).await,
         }
     }
 
-    /// Cancels the job: games not started are dropped, running ones stop.
-    pub async fn cancel(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+    /// Cancels `caller`'s job: games not started are dropped, running ones stop.
+    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
         match self {
-            JobQueue::Memory(jobs) => jobs.cancel(id),
-            JobQueue::Redis(jobs) => jobs.cancel(id).await,
+            JobQueue::Memory(jobs) => jobs.cancel(caller, id),
+            JobQueue::Redis(jobs) => jobs.cancel(caller, id).await,
         }
     }
 }
@@ -713,7 +797,6 @@ fn status_of(
         games_done: games_done as u32,
         positions,
         positions_done,
-        duplicate: false,
         expires_at_unix_ms,
     }
 }
@@ -729,6 +812,35 @@ mod tests {
             per_ply: Some(pb::PlyLimit { depth: 1, nodes: 0 }),
         };
         decode_job(&req, &Caps::default(), &BatchConfig::default()).map(|(_, spec, _)| spec)
+    }
+
+    #[test]
+    fn callers_are_their_whole_client_id_and_scope_request_ids() {
+        let anonymous = Caller::anonymous();
+        assert_eq!(Caller::new(None), anonymous);
+        assert_eq!(
+            Caller::new(Some(b"")),
+            anonymous,
+            "an empty id names nobody"
+        );
+        let x = Caller::new(Some(b"client-x"));
+        assert_ne!(x, anonymous);
+        assert_eq!(x, Caller::new(Some(b"client-x")));
+        assert_ne!(x, Caller::new(Some(b"client-y")));
+        // Long ids are not cut: a shared prefix is not a shared caller.
+        let long = |tail: &[u8]| Caller::new(Some(&[b"p".repeat(500).as_slice(), tail].concat()));
+        assert_ne!(long(b"1"), long(b"2"));
+        // Request keys: bounded, and the same id of two callers is two keys.
+        let key = x.request_key(&"r".repeat(MAX_REQUEST_ID_BYTES));
+        assert!(key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(x.request_key("id"), anonymous.request_key("id"));
+        assert_ne!(x.request_key("id"), x.request_key("id2"));
+        assert_eq!(
+            x.request_key("id"),
+            Caller::new(Some(b"client-x")).request_key("id")
+        );
+        assert_eq!(x.hex().len(), 64);
+        assert_ne!(x.hex(), anonymous.hex());
     }
 
     #[test]

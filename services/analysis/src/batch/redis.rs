@@ -1,12 +1,15 @@
 //! Batch jobs on Redis Streams, shared by any number of service replicas (which accept jobs and
 //! answer for them) and worker processes (which analyse them), on any machine.
 //!
-//! - A job is a hash `an:j:<id>` (request id, fingerprint, counts, the per-ply limit, its
-//!   retention), with `an:j:<id>:r` (each finished game's encoded `GameResult` by index) and
-//!   `an:j:<id>:p` (positions done by game). `an:rid:<request id>` names the job of a request
-//!   id; `an:jobs` (a sorted set by expiry) and `an:held` (positions by job) enforce the caps
-//!   on jobs and positions held, for all replicas together. Every key of a job expires with it,
-//!   its retention renewed by each sign of progress.
+//! - A job is a hash `an:j:<id>` (its owner, its request key, fingerprint, counts, the per-ply
+//!   limit, its retention), with `an:j:<id>:r` (each finished game's encoded `GameResult` by
+//!   index) and `an:j:<id>:p` (positions done by game). `an:rid:<request key>` names the job of
+//!   a caller's request id: the key is [`Caller::request_key`], 64 hex digits of a SHA-256 of
+//!   the caller and the id, so request ids are scoped to their caller and keys are bounded
+//!   whatever the id. The owner is [`Caller::hex`]; a job answers only to it. `an:jobs` (a
+//!   sorted set by expiry) and `an:held` (positions by job) enforce the caps on jobs and
+//!   positions held, for all replicas together. Every key of a job expires with it, its
+//!   retention renewed by each sign of progress.
 //! - Each game is one entry of the stream [`WORK`] (`job`, `game`, `item`: the game encoded by
 //!   [`Game::to_item`]), read by the consumer group [`GROUP`]. A worker takes an entry
 //!   with `XREADGROUP`, or one whose worker went silent for the claim timeout with
@@ -23,7 +26,9 @@
 //!
 //! Every step that changes more than one key is one Lua script, so it is atomic.
 
-use super::{BatchConfig, Game, JobSpec, analyse_game, ended, page_size, status_of};
+use super::{
+    BatchConfig, Caller, Game, JobSpec, analyse_game, ended, not_found, page_size, status_of,
+};
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::ApiError;
 use arbiter_kit::cpu::RaiseOnDrop;
@@ -102,8 +107,9 @@ local function finish(item)
 end
 ";
 
-/// ARGV: request id, fingerprint, games, positions, ttl ms, max jobs, max positions, depth,
-/// nodes, hash MiB, then one item per game. Checks come first: a refused job writes nothing.
+/// ARGV: request key, fingerprint, games, positions, ttl ms, max jobs, max positions, depth,
+/// nodes, hash MiB, owner, then one item per game. Checks come first: a refused job writes
+/// nothing.
 const SUBMIT: &str = r"
 local rid, fp = ARGV[1], ARGV[2]
 local known = redis.call('GET', 'an:rid:' .. rid)
@@ -124,21 +130,21 @@ local id = 'job-' .. fp .. '-' .. redis.call('INCR', 'an:seq')
 local J = 'an:j:' .. id
 redis.call('HSET', J, 'rid', rid, 'fp', fp, 'games', ARGV[3], 'positions', ARGV[4], 'done', 0,
   'pos', 0, 'cancelled', 0, 'started', 0, 'ttl', ARGV[5], 'depth', ARGV[8], 'nodes', ARGV[9],
-  'hash', ARGV[10])
+  'hash', ARGV[10], 'owner', ARGV[11])
 redis.call('SET', 'an:rid:' .. rid, id)
 redis.call('HSET', 'an:held', id, ARGV[4])
 renew(id)
-for i = 11, #ARGV do
-  redis.call('XADD', WORK, '*', 'job', id, 'game', tostring(i - 11), 'item', ARGV[i])
+for i = 12, #ARGV do
+  redis.call('XADD', WORK, '*', 'job', id, 'game', tostring(i - 12), 'item', ARGV[i])
 end
 return {'new', id}
 ";
 
-/// ARGV: job. 1 when it was cancelled now, 0 when it had ended or was cancelled before, -1
-/// when it is unknown.
+/// ARGV: job, owner. 1 when it was cancelled now, 0 when it had ended or was cancelled before,
+/// -1 when it is unknown or another owner's.
 const CANCEL: &str = r"
 local J = 'an:j:' .. ARGV[1]
-if redis.call('EXISTS', J) == 0 then return -1 end
+if redis.call('HGET', J, 'owner') ~= ARGV[2] then return -1 end
 local h = redis.call('HMGET', J, 'games', 'done', 'cancelled')
 if tonumber(h[2]) >= tonumber(h[1]) or h[3] == '1' then return 0 end
 redis.call('HSET', J, 'cancelled', 1)
@@ -243,21 +249,15 @@ fn unavailable(e: redis::RedisError) -> ApiError {
     ApiError::Unavailable(format!("the job store (Redis) is unavailable: {e}"))
 }
 
-fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!(
-        "no job {} (unknown or expired)",
-        arbiter_kit::error::quote(id)
-    ))
-}
-
 fn unix_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A job's `games`, `done`, `positions`, `pos`, `cancelled` and `started` fields.
+/// A job's `owner`, `games`, `done`, `positions`, `pos`, `cancelled` and `started` fields.
 type JobFields = (
+    Option<String>,
     Option<u64>,
     Option<u64>,
     Option<u64>,
@@ -333,13 +333,15 @@ impl RedisJobs {
             .map_err(|e| e.to_string())
     }
 
-    /// Queues a checked job under `request_id` (see [`super::JobQueue::submit`]).
+    /// Queues a checked job for `caller` under its `request_id` (see
+    /// [`super::JobQueue::submit`]).
     pub async fn submit(
         &self,
+        caller: &Caller,
         request_id: &str,
         spec: &JobSpec,
         fingerprint: u64,
-    ) -> Result<pb::JobStatus, ApiError> {
+    ) -> Result<pb::SubmitJobResponse, ApiError> {
         // Exactly one is set (decode_job): a depth, or a node count.
         let (depth, nodes) = (
             spec.limits.depth.unwrap_or(0),
@@ -349,7 +351,7 @@ impl RedisJobs {
             .unwrap_or(u64::MAX)
             .max(1);
         let mut call = self.scripts.submit.prepare_invoke();
-        call.arg(request_id)
+        call.arg(caller.request_key(request_id))
             .arg(format!("{fingerprint:016x}"))
             .arg(spec.games.len())
             .arg(spec.positions())
@@ -358,7 +360,8 @@ impl RedisJobs {
             .arg(self.config.max_positions)
             .arg(depth)
             .arg(nodes)
-            .arg(spec.hash_mib);
+            .arg(spec.hash_mib)
+            .arg(caller.hex());
         for game in &spec.games {
             call.arg(game.to_item());
         }
@@ -367,12 +370,10 @@ impl RedisJobs {
             .await
             .map_err(unavailable)?;
         match what.as_str() {
-            "new" => self.status(&detail).await,
-            "duplicate" => {
-                let mut status = self.status(&detail).await?;
-                status.duplicate = true;
-                Ok(status)
-            }
+            "new" | "duplicate" => Ok(pb::SubmitJobResponse {
+                status: Some(self.status(caller, &detail).await?),
+                duplicate: what == "duplicate",
+            }),
             "conflict" => Err(ApiError::AlreadyExists(format!(
                 "request_id {} was used for another job",
                 arbiter_kit::error::quote(request_id)
@@ -393,14 +394,23 @@ impl RedisJobs {
         }
     }
 
-    /// The job's status; `NOT_FOUND` when it is unknown or expired.
-    pub async fn status(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+    /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another
+    /// caller's (a job stored without an owner, by an earlier version, is nobody's).
+    pub async fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
         let job = format!("an:j:{id}");
-        let ((games, done, positions, pos, cancelled, started), ttl): (JobFields, i64) =
+        let ((owner, games, done, positions, pos, cancelled, started), ttl): (JobFields, i64) =
             redis::pipe()
                 .cmd("HMGET")
                 .arg(&job)
-                .arg(&["games", "done", "positions", "pos", "cancelled", "started"])
+                .arg(&[
+                    "owner",
+                    "games",
+                    "done",
+                    "positions",
+                    "pos",
+                    "cancelled",
+                    "started",
+                ])
                 .cmd("PTTL")
                 .arg(&job)
                 .query_async(&mut self.conn()?)
@@ -409,6 +419,9 @@ impl RedisJobs {
         let (Some(games), Some(done), Some(positions)) = (games, done, positions) else {
             return Err(not_found(id));
         };
+        if owner.as_deref() != Some(caller.hex().as_str()) {
+            return Err(not_found(id));
+        }
         Ok(status_of(
             id,
             games,
@@ -421,15 +434,16 @@ impl RedisJobs {
         ))
     }
 
-    /// A receiver of the job's status, read every `watch_poll` until the job ends or the
-    /// receiver is dropped; its sender is dropped when the job expires.
+    /// A receiver of the status of `caller`'s job, read every `watch_poll` until the job ends
+    /// or the receiver is dropped; its sender is dropped when the job expires.
     pub async fn watch(
         self: &Arc<Self>,
+        caller: &Caller,
         id: &str,
     ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
-        let first = self.status(id).await?;
+        let first = self.status(caller, id).await?;
         let (tx, rx) = watch::channel(first);
-        let (jobs, id) = (Arc::clone(self), id.to_owned());
+        let (jobs, id, caller) = (Arc::clone(self), id.to_owned(), *caller);
         tokio::spawn(async move {
             let mut tick =
                 tokio::time::interval(jobs.config.watch_poll.max(Duration::from_millis(10)));
@@ -439,7 +453,7 @@ impl RedisJobs {
                     _ = tick.tick() => {}
                     () = tx.closed() => return,
                 }
-                match jobs.status(&id).await {
+                match jobs.status(&caller, &id).await {
                     Ok(now) => {
                         let end = ended(now.state);
                         tx.send_if_modified(|old| {
@@ -464,14 +478,16 @@ impl RedisJobs {
         Ok(rx)
     }
 
-    /// The finished games among `limit` from `offset` (see [`super::JobQueue::results`]).
+    /// The finished games of `caller`'s job among `limit` from `offset` (see
+    /// [`super::JobQueue::results`]).
     pub async fn results(
         &self,
+        caller: &Caller,
         id: &str,
         offset: usize,
         limit: usize,
     ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
-        let status = self.status(id).await?;
+        let status = self.status(caller, id).await?;
         let end = offset
             .saturating_add(page_size(limit, self.config.page))
             .min(status.games as usize);
@@ -495,21 +511,22 @@ impl RedisJobs {
         Ok((status, games))
     }
 
-    /// Cancels the job (see [`super::JobQueue::cancel`]): workers see it at their next
+    /// Cancels `caller`'s job (see [`super::JobQueue::cancel`]): workers see it at their next
     /// heartbeat, and drop its items not yet started as they reach them.
-    pub async fn cancel(&self, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
         let outcome: i64 = self
             .scripts
             .cancel
             .prepare_invoke()
             .arg(id)
+            .arg(caller.hex())
             .invoke_async(&mut self.conn()?)
             .await
             .map_err(unavailable)?;
         if outcome < 0 {
             return Err(not_found(id));
         }
-        self.status(id).await
+        self.status(caller, id).await
     }
 }
 
@@ -1009,7 +1026,13 @@ mod tests {
             limits: Limits::nodes(10),
             hash_mib: 1,
         };
-        let status = jobs.submit("r", &spec, 7).await.unwrap();
+        let caller = Caller::anonymous();
+        let status = jobs
+            .submit(&caller, "r", &spec, 7)
+            .await
+            .unwrap()
+            .status
+            .unwrap();
         let mut c = jobs.conn().unwrap();
         ensure_group(&mut c).await.unwrap();
         let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
@@ -1070,7 +1093,7 @@ mod tests {
         };
         assert_eq!(record(0).await, 1, "new");
         assert_eq!(record(0).await, 0, "recorded before: not counted again");
-        let done = jobs.status(&status.job_id).await.unwrap();
+        let done = jobs.status(&caller, &status.job_id).await.unwrap();
         assert_eq!(
             (done.state, done.games_done, done.positions_done),
             (pb::JobState::Done as i32, 1, 1)
@@ -1078,7 +1101,13 @@ mod tests {
         assert_eq!(beat("first").await, "lost", "finished: nobody's any more");
         // A game index out of the job's range is never counted.
         assert_eq!(record(5).await, 0);
-        assert_eq!(jobs.status(&status.job_id).await.unwrap().games_done, 1);
+        assert_eq!(
+            jobs.status(&caller, &status.job_id)
+                .await
+                .unwrap()
+                .games_done,
+            1
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Batch jobs on Redis Streams, against a real Redis (testcontainers): workers sharing a job
-//! while one is killed, the dead-letter stream, cancellation, idempotent submission, expiry.
+//! while one is killed, the dead-letter stream, cancellation, idempotent submission, expiry,
+//! jobs and request ids scoped to their caller.
 
 use super::{TWO_GAMES, job, position, start, watch_to_end};
 use arbiter_analysis::batch::redis::{DEAD, GROUP, WORK};
@@ -159,7 +160,9 @@ async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
         .submit_job(move_lists("shared", &list, nodes))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let mut c = conn(&redis.url).await;
     let a = worker(&redis.url, quick(500, 3));
     let a_name = loop {
@@ -276,7 +279,9 @@ async fn a_poison_item_goes_to_the_dead_letter_stream_and_its_game_fails() {
         .submit_job(job("poison", TWO_GAMES, 1000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     // Game 1's item is replaced by one no worker can read.
     let mut c = conn(&redis.url).await;
     let all: redis::streams::StreamRangeReply = c.xrange_all(WORK).await.unwrap();
@@ -348,15 +353,18 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
         .submit_job(job("same", TWO_GAMES, 1000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let again = s
         .client
         .submit_job(job("same", TWO_GAMES, 1000))
         .await
         .unwrap()
         .into_inner();
+    let (again, again_duplicate) = (again.status.unwrap(), again.duplicate);
     assert_eq!(
-        (again.job_id.as_str(), again.duplicate),
+        (again.job_id.as_str(), again_duplicate),
         (first.job_id.as_str(), true)
     );
     let other = s
@@ -381,7 +389,9 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
         .submit_job(super::bpgn_job("zh", super::BUGHOUSE, 1000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let last = watch_to_end(&mut s.client, &zh.job_id).await.pop().unwrap();
     assert_eq!(
         (last.state, last.positions_done),
@@ -400,15 +410,19 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
         .submit_job(move_lists("long", &games(20, 40), 50_000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let cancelled = s
         .client
-        .cancel_job(pb::JobRef {
+        .cancel_job(pb::CancelJobRequest {
             job_id: long.job_id.clone(),
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     assert_eq!(cancelled.state, pb::JobState::Cancelled as i32);
     let mut c = conn(&redis.url).await;
     let drained = async {
@@ -425,12 +439,14 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
         .expect("the cancelled job's items are dropped");
     let after = s
         .client
-        .get_job(pb::JobRef {
+        .get_job(pb::GetJobRequest {
             job_id: long.job_id.clone(),
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     assert_eq!(after.state, pb::JobState::Cancelled as i32);
     assert!(after.games_done < 20);
 
@@ -439,7 +455,7 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
     for id in [&first.job_id, &long.job_id] {
         let gone = s
             .client
-            .get_job(pb::JobRef { job_id: id.clone() })
+            .get_job(pb::GetJobRequest { job_id: id.clone() })
             .await
             .unwrap_err();
         assert_eq!(gone.code(), Code::NotFound);
@@ -464,8 +480,40 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
         .await
         .unwrap()
         .into_inner();
-    assert!(!fresh.duplicate);
+    let (fresh, fresh_duplicate) = (fresh.status.unwrap(), fresh.duplicate);
+    assert!(!fresh_duplicate);
     assert_ne!(fresh.job_id, first.job_id);
+    s.server.stop().await;
+}
+
+/// On Redis as in process, request ids and jobs belong to their caller; the keys naming request
+/// ids are bounded hashes of the caller and the id, never the id itself.
+#[tokio::test]
+async fn jobs_on_redis_belong_to_their_caller() {
+    let redis = arbiter_testkit::redis().await;
+    let mut s = start_on_redis(front(&redis.url, 1, Duration::from_secs(600))).await;
+    let (x, y) = super::jobs_belong_to_their_caller(&mut s.client).await;
+    let mut c = conn(&redis.url).await;
+    let keys: Vec<String> = c.keys("an:rid:*").await.unwrap();
+    assert_eq!(keys.len(), 3, "X's, Y's and Z's: {keys:?}");
+    for k in &keys {
+        let digest = k.strip_prefix("an:rid:").unwrap();
+        assert!(
+            digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{k}"
+        );
+    }
+    let mut owners = Vec::new();
+    for id in [&x, &y] {
+        let owner: Option<String> = c.hget(format!("an:j:{id}"), "owner").await.unwrap();
+        owners.push(owner);
+    }
+    assert!(
+        owners
+            .iter()
+            .all(|o| o.as_ref().is_some_and(|o| o.len() == 64))
+    );
+    assert_ne!(owners[0], owners[1]);
     s.server.stop().await;
 }
 
@@ -478,7 +526,9 @@ async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
         .submit_job(move_lists("handed-back", &games(1, 20), 50_000))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .status
+        .unwrap();
     let mut c = conn(&redis.url).await;
     // A claim timeout far longer than the test: only a hand-back lets the second worker in.
     let (stop, rx) = tokio::sync::watch::channel(false);
