@@ -102,7 +102,7 @@ fn perft_deep() {
     check_perft("chess", u64::MAX, 1_000_001, 5);
     // Glinski: the start position to depth 4 (7,282,418).
     check_perft("glinski", u64::MAX, 1_000_001, 5);
-    // Every crazyhouse vector of the spec, up to 10,118,606 nodes.
+    // Every crazyhouse vector of the data file, up to 10,118,606 nodes.
     check_perft("crazyhouse", u64::MAX, 1_000_001, 5);
     let out = arbiter(&["perft", "--variant", "chess", "--depth", "6"], None);
     assert_eq!(stdout(&out).lines().last(), Some("119060324"));
@@ -194,8 +194,9 @@ fn moves_library_agrees_on_thousands_of_positions() {
     assert!(checked >= 3000, "{checked}");
 }
 
-/// Random Glinski games (random placements and the spec's positions): `arbiter_cli::moves` lists
-/// exactly the naive generator's moves, each side playing the same moves on its own state.
+/// Random Glinski games (random placements and the perft data's positions):
+/// `arbiter_cli::moves` lists exactly the naive generator's moves, each side playing the same
+/// moves on its own state.
 #[test]
 fn glinski_moves_library_agrees_with_the_naive_generator() {
     use arbiter_core::{AnyPosition, Locale, Notation, Position, Variant};

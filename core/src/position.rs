@@ -76,8 +76,8 @@ pub enum Locale {
     /// K Q R B N.
     #[default]
     English,
-    /// The seed documents' Italian letters: R (re), D (donna), T (torre), A (alfiere),
-    /// C (cavallo).
+    /// The Italian letters of the original rule documents: R (re), D (donna), T (torre),
+    /// A (alfiere), C (cavallo).
     Italian,
 }
 

@@ -1,5 +1,8 @@
 //! The bughouse match: two boards, four players in two teams, captures feeding the partner's
-//! reserve, and the match ending with the first board that ends (`shared/specs/bughouse.md`).
+//! reserve (a promoted piece as a pawn), and the match ending with the first board that ends: a
+//! mate, a resignation or a flag on either board decides it for the team; both teams' flags
+//! falling at the same instant draw, and a draw by agreement needs both teams. The rules and the
+//! formats (BFEN, BPGN) are stated in `docs/rules.md`.
 //!
 //! Team 1 is White on board A with Black on board B; team 2 is Black on A with White on B.
 //! Partners sit on different boards and play opposite colours, so a piece captured by one

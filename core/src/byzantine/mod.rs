@@ -1,4 +1,8 @@
-//! Byzantine (circular) chess and its Citadel variant, per `shared/specs/byzantine.md`.
+//! Byzantine (circular) chess and its Citadel variant. Where the original rule document and the
+//! literature disagree, the document's rule is the default and the literature's a rule option
+//! ([`ByzantineRules`]): a stalemated side wins (or loses), and facing enemy pawns are removed
+//! (or not). Endings are judged in the order citadel entry, checkmate, stalemate, bare king. The
+//! rules and the position string are stated in `docs/rules.md`.
 //!
 //! The board is four rings (`a` outermost to `d` innermost) of sixteen cells; cell numbers wrap,
 //! rings do not, and the centre cannot be crossed. Cells are indexed `ring * 16 + (number - 1)`,
@@ -70,14 +74,14 @@ impl ByzRole {
 /// What happens to a stalemated side (rule option `stalemate`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StalemateRule {
-    /// The seed's rule (default): the stalemated side wins.
+    /// The original rule document's rule (default): the stalemated side wins.
     #[default]
     StalematedWins,
     /// Murray's reading: the stalemated side loses.
     StalematedLoses,
 }
 
-/// The rule options of Byzantine chess; the defaults are the seed's rules.
+/// The rule options of Byzantine chess; the defaults are the original rule document's.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ByzantineRules {
     /// Option `stalemate`: `wins` (default) or `loses`.
@@ -903,7 +907,7 @@ impl Byzantine {
         moves
     }
 
-    /// The ending, checked in the spec's order: citadel entry, checkmate, stalemate, bare king.
+    /// The ending, checked in this order: citadel entry, checkmate, stalemate, bare king.
     pub fn terminal(&self) -> Option<Outcome> {
         if self.citadel_king.is_some() {
             return Some(Outcome::draw(EndReason::CitadelEntry));
@@ -1054,7 +1058,7 @@ impl Position for Byzantine {
         m.to_string()
     }
 
-    /// Byzantine chess has only the coordinate notation of the spec (`d2d3`, `d10e3`).
+    /// Byzantine chess has only the coordinate notation (`d2d3`, `d10e3`).
     fn move_to_san(&self, m: ByzMove, _locale: Locale) -> String {
         m.to_string()
     }

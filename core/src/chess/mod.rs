@@ -413,7 +413,8 @@ impl Chess {
 
     /// Places `piece` from a reserve on the empty square `to` and passes the turn (crazyhouse
     /// and bughouse drops; the caller keeps the reserves). A pawn drop resets the halfmove
-    /// clock, as python-chess and lichess count it.
+    /// clock, as a pawn move does (python-chess 1.11 adds one for every drop instead; see
+    /// `docs/rules.md`).
     pub(crate) fn play_drop(&mut self, piece: Piece, to: Square) {
         if let Some(ep) = self.ep_square.take() {
             self.hash ^= zobrist::ep_file(ep.file());

@@ -1,4 +1,6 @@
-//! Crazyhouse, and one board of a bughouse match, per `shared/specs/bughouse.md`.
+//! Crazyhouse, and one board of a bughouse match: chess in which a captured piece is kept (a
+//! promoted one as a pawn) and may later be dropped instead of a move. The rules and the FEN with
+//! reserves are stated in `docs/rules.md`.
 //!
 //! A [`Crazyhouse`] is a [`Chess`] position plus the two reserves (pieces in hand) and the set
 //! of promoted pieces (`~` in FEN). Board moves come from the chess generator unchanged (a drop

@@ -1,10 +1,11 @@
 //! The 91-cell hexagonal board: coordinates, cell names, and the precomputed attack tables.
 //!
-//! Cells use axial coordinates (q, r) with q = file index − 5 and r = rank − 6 − min(q, 0) (the
-//! spec's system). They are indexed in an 11×11 parallelogram, `(r + 5) * 11 + (q + 5)`, of
-//! which 91 entries exist, so a set of cells is a `u128` bitboard (bits 0..121). Every direction
-//! is then a constant index step, and because the index order is monotonic along every line,
-//! the first piece along a ray is the lowest (or highest) set bit of `ray & occupied`.
+//! Cells use axial coordinates (q, r) with q = file index − 5 and r = rank − 6 − min(q, 0), so a
+//! cell exists when max(|q|, |r|, |q + r|) ≤ 5. They are indexed in an 11×11 parallelogram,
+//! `(r + 5) * 11 + (q + 5)`, of which 91 entries exist, so a set of cells is a `u128` bitboard
+//! (bits 0..121). Every direction is then a constant index step, and because the index order is
+//! monotonic along every line, the first piece along a ray is the lowest (or highest) set bit of
+//! `ray & occupied`.
 
 use crate::types::Color;
 

@@ -1,4 +1,6 @@
-//! Glinski's hexagonal chess, per `shared/specs/glinski.md`.
+//! Glinski's hexagonal chess: 91 hexagonal cells in eleven files (`a`–`l`, no `j`), the chess
+//! pieces with moves along the six edge and six corner directions, nine pawns a side. The rules
+//! and the position string are stated in `docs/rules.md`.
 //!
 //! The 91 cells live in a `u128` bitboard ([`geometry`]); sliders use precomputed rays with the
 //! nearest blocker found by a bit scan. Move generation is fully legal in one pass, the way

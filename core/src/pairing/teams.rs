@@ -29,7 +29,7 @@
 //!    then the lowest total cost of the team-against-team pairs.
 //!
 //! Each step is exact on its own, not the two together: step 1 does not foresee which teams
-//! step 2 can match (forming pairs first, then matching pairs, is the spec's method). Both
+//! step 2 can match (forming pairs first, then matching pairs, is the method chosen). Both
 //! waves use the same [`WaveOptions`].
 //!
 //! A partnership formed in step 1 whose team finds no opponent in step 2 dissolves: both

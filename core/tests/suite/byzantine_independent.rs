@@ -1,7 +1,7 @@
 //! Byzantine and Byzantine Citadel legal moves against an independent, deliberately naive
-//! generator written from the spec alone (a mailbox of rings and cell numbers; attacks found by
-//! generating every enemy move), on thousands of random positions of both variants and both
-//! settings of each rule option.
+//! generator written from the rules alone, as `docs/rules.md` states them (a mailbox of rings
+//! and cell numbers; attacks found by generating every enemy move), on thousands of random
+//! positions of both variants and both settings of each rule option.
 
 use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant, StalemateRule};
 use arbiter_core::{AnyPosition, Byzantine, Locale, Notation, Position, RuleOptions, Variant};
@@ -348,7 +348,7 @@ fn naive_perft(b: &Naive, depth: u32) -> u64 {
     total
 }
 
-/// The naive generator reproduces the spec's perft counts and the deeper regression counts.
+/// The naive generator reproduces the reference perft counts and the deeper regression counts.
 #[test]
 fn naive_generator_perft() {
     let start = "RP+4p-rrp+4P-R/NP+4p-nnp+4P-N/EP+4p-eep+4P-E/KP+4p-fkp+4P-F w 0 1";

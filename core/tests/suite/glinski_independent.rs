@@ -1,7 +1,7 @@
 //! Glinski's move generator against the naive generator of `support/glinski_naive.rs`, written
-//! from the spec alone: perft of the spec's positions, then move-for-move agreement on thousands
-//! of random positions (random placements and random games, each side keeping its own state, so
-//! en passant rights and promotions are checked independently too).
+//! from the rules alone: perft of the data file's positions, then move-for-move agreement on
+//! thousands of random positions (random placements and random games, each side keeping its own
+//! state, so en passant rights and promotions are checked independently too).
 
 #[path = "support/glinski_naive.rs"]
 mod naive;

@@ -1,5 +1,5 @@
-//! Data-driven perft: every position and depth of `tests/data/*.perft` (copied from the public
-//! vectors in `shared/test-vectors/perft/`). Counts up to 10 million nodes run in every build;
+//! Data-driven perft: every position and depth of `tests/data/*.perft` (each file's header says
+//! where its counts come from). Counts up to 10 million nodes run in every build;
 //! deeper ones run only in optimised builds (CI runs the suite with `--release`).
 
 use arbiter_core::{AnyPosition, RuleOptions, Variant};

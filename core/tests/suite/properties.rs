@@ -156,8 +156,8 @@ proptest! {
     }
 }
 
-/// Glinski starts: the start position and the spec's perft positions (en passant on the b and
-/// k files, promotions close by).
+/// Glinski starts: the start position and the perft positions of `tests/data/glinski.perft`
+/// (en passant on the b and k files, promotions close by).
 const GLINSKI_STARTS: [&str; 4] = [
     "b/qbk/n1b1n/r5r/ppppppppp/11/5P5/4P1P4/3P1B1P3/2P2B2P2/1PRNQBKNRP1 w - 0 1",
     "1/qbk/n1P2/6r/1p1p1p1p1/9P1/3P1p5/4P1Pp3/5B1P3/11/2R1Q1KN3 b - 0 1",

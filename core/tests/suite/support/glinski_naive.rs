@@ -1,11 +1,11 @@
-//! A deliberately simple Glinski move generator written from the spec text alone, to check the
-//! fast one against. It shares no code with `arbiter-core`: a map from axial coordinates to
-//! pieces, rules spelled out as the spec words them, legality by playing each move on a copy
-//! and scanning every enemy piece for an attack on the king.
+//! A deliberately simple Glinski move generator written from the rules alone (`docs/rules.md`),
+//! to check the fast one against. It shares no code with `arbiter-core`: a map from axial
+//! coordinates to pieces, the rules spelled out as they are worded, legality by playing each
+//! move on a copy and scanning every enemy piece for an attack on the king.
 //!
 //! Independent definitions on purpose: the knight's targets are "the cells at distance 3 not on
-//! an orthogonal line" (equivalent to the spec's 2·oᵢ + oᵢ₊₁), and promotion happens where a
-//! pawn's next forward cell does not exist (the spec lists those cells). Used by
+//! an orthogonal line" (equivalent to two orthogonal steps and one turned by 60°), and promotion
+//! happens where a pawn's next forward cell does not exist (the rules list those cells). Used by
 //! `core/tests/suite/glinski_independent.rs` and `cli/tests/cli.rs` (included by path, so neither test
 //! crate depends on the other).
 #![allow(dead_code)]
@@ -77,7 +77,7 @@ fn captures(white: bool) -> [Coord; 2] {
 }
 
 impl Naive {
-    /// Reads the spec's position string (all five fields required here).
+    /// Reads the position string (all five fields required here).
     pub fn from_text(text: &str) -> Naive {
         let fields: Vec<&str> = text.split(' ').collect();
         let mut board = BTreeMap::new();
@@ -316,7 +316,7 @@ impl Rng {
     }
 }
 
-/// Writes a naive position as the spec's position string (halfmove 0, fullmove 1).
+/// Writes a naive position as the position string (halfmove 0, fullmove 1).
 pub fn to_text(n: &Naive) -> String {
     let mut ranks = Vec::new();
     for rank in (1..=11).rev() {
@@ -356,7 +356,7 @@ pub fn to_text(n: &Naive) -> String {
     )
 }
 
-/// A random position that can occur by the spec's placement rules: both kings, up to 8 more
+/// A random position that can occur by the placement rules: both kings, up to 8 more
 /// pieces a side, no pawn on its last cell, the side not to move not in check.
 pub fn random_position(rng: &mut Rng) -> Naive {
     let cells = all_cells();
