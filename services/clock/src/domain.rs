@@ -377,8 +377,7 @@ impl<S: ClockStore> Clocks<S> {
     /// Stops the clock for good (see [`Clocks::pause`] for `request_id`).
     pub async fn stop(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
         let rq = request(request_id, || "stop".to_owned())?;
-        self.change(id, None, |c, now| c.stop(now), true, rq)
-            .await
+        self.change(id, None, |c, now| c.stop(now), true, rq).await
     }
 
     /// Applies `f` at the store's time to board `only` (every board if `None`) as one step.
