@@ -116,8 +116,11 @@ fn run<P: EnginePosition>(
     stop: &AtomicBool,
     time: &dyn TimeSource,
     progress: &mut dyn FnMut(&Progress),
+    settle: &mut dyn FnMut(Limits) -> Limits,
 ) -> Analysis {
     let mut engine = Engine::<P>::new(settings.hash_mib);
+    // The limits are settled only now, once the table is allocated (see `analyze_settled`).
+    let limits = settle(settings.limits);
     let mut on_info = |i: &Info<'_, P::Move>| {
         progress(&Progress {
             depth: i.depth,
@@ -134,7 +137,7 @@ fn run<P: EnginePosition>(
     let r = engine.search(
         pos,
         history,
-        &settings.limits,
+        &limits,
         &settings.options,
         Control { stop, time },
         &mut on_info,
@@ -178,11 +181,27 @@ pub fn analyze(
     time: &dyn TimeSource,
     progress: &mut dyn FnMut(&Progress),
 ) -> Analysis {
+    analyze_settled(pos, history, settings, stop, time, progress, &mut |l| l)
+}
+
+/// [`analyze`], with the limits settled by `settle` (given `settings.limits`) once the engine's
+/// tables are allocated and just before the search starts: a caller with a deadline works out
+/// the time left then, so that the allocation (from a millisecond to tens of them on a cold
+/// process or a loaded machine) counts against the deadline.
+pub fn analyze_settled(
+    pos: &AnyPosition,
+    history: &[u64],
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    progress: &mut dyn FnMut(&Progress),
+    settle: &mut dyn FnMut(Limits) -> Limits,
+) -> Analysis {
     match pos {
-        AnyPosition::Chess(p) => run(p, history, settings, stop, time, progress),
-        AnyPosition::Crazyhouse(p) => run(p, history, settings, stop, time, progress),
-        AnyPosition::Glinski(p) => run(p, history, settings, stop, time, progress),
-        AnyPosition::Byzantine(p) => run(p, history, settings, stop, time, progress),
+        AnyPosition::Chess(p) => run(p, history, settings, stop, time, progress, settle),
+        AnyPosition::Crazyhouse(p) => run(p, history, settings, stop, time, progress, settle),
+        AnyPosition::Glinski(p) => run(p, history, settings, stop, time, progress, settle),
+        AnyPosition::Byzantine(p) => run(p, history, settings, stop, time, progress, settle),
     }
 }
 

@@ -5,11 +5,9 @@
 
 use crate::config::{Caps, MAX_DEPTH};
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
-use arbiter_engine::analyze::{Analysis, AnalysisLine, Progress, pv_text};
+use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze_settled};
 use arbiter_engine::score::{Reported, outcome_score};
-use arbiter_engine::{
-    Bound, Control, Engine, EnginePosition, Info, Limits, SearchOptions, TimeSource,
-};
+use arbiter_engine::{Bound, Limits, SearchOptions, TimeSource};
 use arbiter_kit::ApiError;
 use arbiter_kit::convert::{locale, move_to_proto, notation, outcome_to_proto, position};
 use arbiter_proto::analysis::v1 as pb;
@@ -230,87 +228,6 @@ fn under_deadline(mut limits: Limits, left: Option<u64>) -> (Limits, bool) {
     (limits, cut)
 }
 
-/// A search as [`run`] ran it: what it found, the limits it ran under, and whether the call's
-/// deadline cut them.
-struct Searched {
-    analysis: Analysis,
-    limits: Limits,
-    cut_by_deadline: bool,
-}
-
-/// Searches `root` with a fresh engine (so that a node-limited analysis is reproducible). The
-/// call's deadline (`deadline_ms` on `time`'s clock) becomes a time limit only once the
-/// engine's tables are allocated, so that their allocation counts against it: on a cold
-/// process or a loaded machine it takes from a millisecond to tens of them. A deadline that
-/// leaves nothing still gets a 1 ms search, whose move is sent at once.
-fn search<P: EnginePosition>(
-    root: &P,
-    query: &Query,
-    stop: &AtomicBool,
-    time: &dyn TimeSource,
-    deadline_ms: Option<u64>,
-    progress: &mut dyn FnMut(&Progress),
-) -> Searched {
-    let mut engine = Engine::<P>::new(query.hash_mib);
-    let left =
-        deadline_ms.map(|d| thinking_time(d, time.now_ms(), DEADLINE_MARGIN_MS).unwrap_or(1));
-    let (limits, cut_by_deadline) = under_deadline(query.limits, left);
-    let options = SearchOptions {
-        multipv: query.multipv,
-        move_overhead_ms: 0,
-    };
-    let mut on_info = |i: &Info<'_, P::Move>| {
-        progress(&Progress {
-            depth: i.depth,
-            seldepth: i.seldepth,
-            multipv: i.multipv,
-            score: i.reported(),
-            nodes: i.nodes,
-            nps: i.nps(),
-            hashfull: i.hashfull,
-            time_ms: i.time_ms,
-            pv: pv_text(root, i.pv),
-        });
-    };
-    let r = engine.search(
-        root,
-        &query.history,
-        &limits,
-        &options,
-        Control { stop, time },
-        &mut on_info,
-    );
-    let analysis = Analysis {
-        best: r.best.map(|m| root.move_to_uci(m)),
-        ponder: r.ponder.map(|m| {
-            let mut p = root.clone();
-            if let Some(b) = r.best {
-                p.play_unchecked(b);
-            }
-            p.move_to_uci(m)
-        }),
-        lines: r
-            .lines
-            .iter()
-            .map(|l| AnalysisLine {
-                score: Reported::of(l.score),
-                bound: l.bound,
-                pv: pv_text(root, &l.pv),
-            })
-            .collect(),
-        score: Reported::of(r.score),
-        bound: r.lines.first().map_or(Bound::Exact, |l| l.bound),
-        depth: r.depth,
-        nodes: r.nodes,
-        time_ms: r.time_ms,
-    };
-    Searched {
-        analysis,
-        limits,
-        cut_by_deadline,
-    }
-}
-
 /// Runs `query` on this thread until its limits, `stop`, or the call's deadline (`deadline_ms`,
 /// a time on `time`'s clock, if any) ends it; `on_info` gets each progress report as it comes.
 /// Under a deadline the search stops [`DEADLINE_MARGIN_MS`] before it, counting the time its
@@ -338,16 +255,32 @@ pub fn run(
         };
     }
     let mut progress = |p: &Progress| on_info(info_to_proto(pos, p, query.locale));
-    let Searched {
-        analysis: a,
-        limits,
-        cut_by_deadline,
-    } = match pos {
-        AnyPosition::Chess(p) => search(p, query, stop, time, deadline_ms, &mut progress),
-        AnyPosition::Crazyhouse(p) => search(p, query, stop, time, deadline_ms, &mut progress),
-        AnyPosition::Glinski(p) => search(p, query, stop, time, deadline_ms, &mut progress),
-        AnyPosition::Byzantine(p) => search(p, query, stop, time, deadline_ms, &mut progress),
+    let settings = AnalysisSettings {
+        limits: query.limits,
+        options: SearchOptions {
+            multipv: query.multipv,
+            move_overhead_ms: 0,
+        },
+        hash_mib: query.hash_mib,
     };
+    // The deadline becomes a time limit only once the engine's tables are allocated, so that
+    // their allocation counts against it. A deadline that leaves nothing still gets a 1 ms
+    // search, whose move is sent at once.
+    let (mut limits, mut cut_by_deadline) = (query.limits, false);
+    let a = analyze_settled(
+        pos,
+        &query.history,
+        &settings,
+        stop,
+        time,
+        &mut progress,
+        &mut |own| {
+            let left = deadline_ms
+                .map(|d| thinking_time(d, time.now_ms(), DEADLINE_MARGIN_MS).unwrap_or(1));
+            (limits, cut_by_deadline) = under_deadline(own, left);
+            limits
+        },
+    );
     let Some(best) = a.best.as_deref() else {
         return pb::AnalysisResult {
             score: Some(score_to_proto(a.score)),
