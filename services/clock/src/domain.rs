@@ -183,10 +183,7 @@ impl<S: ClockStore> Clocks<S> {
         let id = if id.is_empty() {
             let mut bytes = [0u8; 12];
             getrandom::fill(&mut bytes).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-            format!(
-                "c{}",
-                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-            )
+            format!("c{}", arbiter_kit::hex(&bytes))
         } else {
             check_id(id)?;
             id.to_owned()

@@ -22,6 +22,17 @@ pub mod error;
 pub mod serving;
 
 pub use error::ApiError;
+
+/// `bytes` in lower-case hex, two digits a byte: the text form of digests, random ids and keys.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
 pub use serving::{
     Host, ServeArgs, ServeConfig, ServeError, follow_health, init_tracing, shutdown_signal,
 };

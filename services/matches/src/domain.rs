@@ -825,10 +825,7 @@ impl<S: MatchStore> Matches<S> {
                 &pack(&players),
                 time_control,
             ]);
-            Sha256::digest(canonical.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
+            arbiter_kit::hex(&Sha256::digest(canonical.as_bytes()))
         };
         let id = if !c.match_id.is_empty() {
             check_match_id(&c.match_id)?;

@@ -781,7 +781,7 @@ impl RequestId {
             field: format!("{scope}/{id}"),
             scope,
             kind,
-            fingerprint: digest[..8].iter().map(|b| format!("{b:02x}")).collect(),
+            fingerprint: arbiter_kit::hex(&digest[..8]),
         }
     }
 

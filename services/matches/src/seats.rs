@@ -11,6 +11,7 @@
 //! finds the same match and nobody without the key can predict ids.
 
 use arbiter_core::bughouse::Seat;
+use arbiter_kit::hex;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -36,10 +37,6 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
     getrandom::fill(&mut b).expect("the operating system's random source works");
     b
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// 128 random bits in hex: a match's nonce, or an id nobody chose.

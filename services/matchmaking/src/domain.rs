@@ -190,7 +190,7 @@ fn random_u64() -> u64 {
 /// store's fencing numbers start again (a store lost, or an idle pool's lock forgotten).
 pub fn pairing_id(pool: &str, fence: u64, nonce: u64, index: usize) -> String {
     let hash = Sha256::digest(pool.as_bytes());
-    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = arbiter_kit::hex(&hash[..8]);
     format!("mm-{hex}-{fence}-{nonce:016x}-{index}")
 }
 

@@ -118,7 +118,7 @@ impl Caller {
 
     /// The caller's digest in hex (64 characters): a job's owner in Redis.
     pub fn hex(&self) -> String {
-        hex(&self.0)
+        arbiter_kit::hex(&self.0)
     }
 
     /// The key of `request_id` in this caller's namespace: 64 hex characters (a SHA-256 of the
@@ -128,7 +128,7 @@ impl Caller {
         h.update(b"arbiter.analysis.v1 request\0");
         h.update(self.0);
         h.update(request_id.as_bytes());
-        hex(&h.finalize())
+        arbiter_kit::hex(&h.finalize())
     }
 }
 
@@ -137,16 +137,6 @@ impl std::fmt::Debug for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Caller({}…)", &self.hex()[..12])
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// `NOT_FOUND` for job `id`: unknown, expired, or another caller's (the same answer for all).

@@ -902,7 +902,7 @@ async fn add_time_past_the_maximum_is_refused(s: &mut Served) {
         .await
         .unwrap();
     assert!(!r.duplicate, "{name}");
-    let after = r.state.unwrap().boards[0].clock.clone().unwrap();
+    let after = r.state.unwrap().boards[0].clock.unwrap();
     assert_eq!(after.black_ms, MAX_REMAINING_MS, "{name}");
 }
 
