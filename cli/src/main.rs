@@ -668,16 +668,25 @@ fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
     arbiter_kit::init_tracing();
     let (redis, config) = args.load().map_err(CliError)?;
     runtime()?.block_on(async {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            arbiter_kit::shutdown_signal().await;
-            let _ = tx.send(true);
-        });
+        let health = match args.health_listen {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| CliError(format!("--health-listen {addr}: {e}")))?,
+            ),
+            None => None,
+        };
         let time: std::sync::Arc<dyn arbiter_engine::TimeSource> =
             std::sync::Arc::new(arbiter_engine::SystemTime::new());
-        arbiter_analysis::run_workers(&redis, config, time, rx)
-            .await
-            .map_err(CliError)
+        arbiter_analysis::run_worker_process(
+            &redis,
+            config,
+            time,
+            health,
+            arbiter_kit::shutdown_signal(),
+        )
+        .await
+        .map_err(CliError)
     })?;
     Ok(String::new())
 }

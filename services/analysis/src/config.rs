@@ -185,7 +185,8 @@ impl QueueArgs {
     }
 }
 
-/// Flags of an analysis worker process (`arbiter worker`): Redis, and how many games at once.
+/// Flags of an analysis worker process (`arbiter-worker`, `arbiter worker`): Redis, how many
+/// games at once, and where health is served.
 #[derive(clap::Args, Debug, Clone)]
 pub struct WorkerArgs {
     /// Where the job queue is (required).
@@ -197,6 +198,10 @@ pub struct WorkerArgs {
     /// How items are taken.
     #[command(flatten)]
     pub queue: QueueArgs,
+    /// Serve gRPC health (only) on this address: SERVING while Redis answers. Without it the
+    /// worker opens no port.
+    #[arg(long, env = "ARBITER_HEALTH_LISTEN")]
+    pub health_listen: Option<std::net::SocketAddr>,
 }
 
 impl WorkerArgs {

@@ -25,6 +25,7 @@ pub mod service;
 
 pub use arbiter_timekeeping::redis_config::{RedisArgs, RedisConfig};
 pub use batch::redis::{WorkerConfig, run_workers};
+pub use batch::worker::{WORKER_HEALTH_NAME, run_worker_process};
 pub use config::{AnalysisArgs, AnalysisConfig, Caps, PoolConfig, QueueArgs, WorkerArgs};
 pub use service::Analysis;
 

@@ -2,8 +2,10 @@
 //! comes from flags and the environment (see `--help`), read here and nowhere else.
 
 use arbiter_analysis::{AnalysisArgs, RedisArgs};
+use arbiter_kit::probe::ProbeCommand;
 use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use clap::Parser;
+use std::process::ExitCode;
 
 /// mimalloc: the gRPC paths allocate many small, short-lived buffers (docs/performance.md).
 #[global_allocator]
@@ -16,6 +18,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Arbiter's analysis service: live engine analysis of any variant (gRPC)"
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<ProbeCommand>,
     #[command(flatten)]
     serve: ServeArgs,
     #[command(flatten)]
@@ -26,8 +30,11 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), arbiter_kit::ServeError> {
+async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     let args = Args::parse();
+    if let Some(probe) = &args.command {
+        return Ok(probe.run(args.serve.listen).await);
+    }
     init_tracing();
     let redis = args.redis.load()?;
     let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
@@ -37,5 +44,6 @@ async fn main() -> Result<(), arbiter_kit::ServeError> {
         args.analysis.config(redis),
         shutdown_signal(),
     )
-    .await
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }

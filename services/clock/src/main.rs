@@ -3,8 +3,10 @@
 
 use arbiter_clock::{ClockArgs, RedisArgs};
 use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::probe::ProbeCommand;
 use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use clap::Parser;
+use std::process::ExitCode;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -16,6 +18,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Arbiter's clock service: time sync and standalone clocks (gRPC)"
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<ProbeCommand>,
     #[command(flatten)]
     serve: ServeArgs,
     #[command(flatten)]
@@ -27,8 +31,11 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), arbiter_kit::ServeError> {
+async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     let args = Args::parse();
+    if let Some(probe) = &args.command {
+        return Ok(probe.run(args.serve.listen).await);
+    }
     init_tracing();
     let config = args.clock.config(args.redis.load()?);
     let platform = args.platform.load()?;
@@ -41,5 +48,6 @@ async fn main() -> Result<(), arbiter_kit::ServeError> {
         platform,
         shutdown_signal(),
     )
-    .await
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,8 @@
 //!   field violation or reason;
 //! - [`auth`]: bearer tokens and the platform credential;
 //! - [`cpu`]: the bounded pool CPU-heavy requests run in, stopped when their request goes away;
-//! - [`convert`]: `arbiter-core` values to and from `arbiter.common.v1` messages.
+//! - [`convert`]: `arbiter-core` values to and from `arbiter.common.v1` messages;
+//! - [`probe`]: `health-check`, the subcommand with which a binary probes its own health.
 //!
 //! Services never depend on one another; they depend on this crate, the core and the generated
 //! protocol code.
@@ -19,6 +20,7 @@ pub mod auth;
 pub mod convert;
 pub mod cpu;
 pub mod error;
+pub mod probe;
 pub mod serving;
 
 pub use error::ApiError;

@@ -2,9 +2,11 @@
 //! from flags and the environment (see `--help`), read here and nowhere else.
 
 use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::probe::ProbeCommand;
 use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use arbiter_matches::MatchesArgs;
 use clap::Parser;
+use std::process::ExitCode;
 
 /// mimalloc: the gRPC paths allocate many small, short-lived buffers (docs/performance.md).
 #[global_allocator]
@@ -17,6 +19,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Arbiter's match service: hosted games and bughouse matches (gRPC)"
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<ProbeCommand>,
     #[command(flatten)]
     serve: ServeArgs,
     #[command(flatten)]
@@ -26,8 +30,11 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), arbiter_kit::ServeError> {
+async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     let args = Args::parse();
+    if let Some(probe) = &args.command {
+        return Ok(probe.run(args.serve.listen).await);
+    }
     init_tracing();
     let config = args.matches.load()?;
     let platform = args.platform.load()?;
@@ -40,5 +47,6 @@ async fn main() -> Result<(), arbiter_kit::ServeError> {
         platform,
         shutdown_signal(),
     )
-    .await
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,9 +2,11 @@
 //! flags and the environment (see `--help`), read here and nowhere else.
 
 use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::probe::ProbeCommand;
 use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use arbiter_matchmaking::{MatchesArgs, MatchmakingArgs, RedisArgs};
 use clap::Parser;
+use std::process::ExitCode;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -16,6 +18,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Arbiter's matchmaking: pools, pairing waves and ratings (gRPC)"
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<ProbeCommand>,
     #[command(flatten)]
     serve: ServeArgs,
     #[command(flatten)]
@@ -29,8 +33,11 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), arbiter_kit::ServeError> {
+async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     let args = Args::parse();
+    if let Some(probe) = &args.command {
+        return Ok(probe.run(args.serve.listen).await);
+    }
     init_tracing();
     let config = args.matchmaking.config(args.redis.load()?)?;
     let platform = args.platform.load()?;
@@ -45,5 +52,6 @@ async fn main() -> Result<(), arbiter_kit::ServeError> {
         backend,
         shutdown_signal(),
     )
-    .await
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }

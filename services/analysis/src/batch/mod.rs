@@ -35,6 +35,7 @@ use tokio::sync::watch;
 
 pub mod memory;
 pub mod redis;
+pub mod worker;
 
 pub use memory::Jobs;
 

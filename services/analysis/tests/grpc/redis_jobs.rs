@@ -567,3 +567,57 @@ async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
     second.abort();
     s.server.stop().await;
 }
+
+/// Asks the worker's health port until it answers `SERVING` (`want`) or not, for up to 20 s.
+async fn worker_health_becomes(addr: std::net::SocketAddr, want: bool) {
+    let check = |name: &'static str| arbiter_kit::probe::check(addr, name, Duration::from_secs(2));
+    for _ in 0..200 {
+        let whole = check("").await;
+        let named = check(arbiter_analysis::WORKER_HEALTH_NAME).await;
+        if whole.is_ok() == want && named.is_ok() == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the worker's health did not become serving={want}");
+}
+
+#[tokio::test]
+async fn a_worker_process_serves_health_that_follows_redis() {
+    let redis = arbiter_testkit::redis_on(arbiter_testkit::free_port()).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let config = redis_config(&redis.url);
+    let process = tokio::spawn(async move {
+        let time: Arc<dyn TimeSource> = Arc::new(SystemTime::new());
+        arbiter_analysis::run_worker_process(
+            &config,
+            quick(600_000, 3),
+            time,
+            Some(listener),
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+    });
+    worker_health_becomes(addr, true).await;
+    // Redis goes away: the worker says so, and stays up (it keeps its game and retries).
+    redis.container.stop().await.unwrap();
+    worker_health_becomes(addr, false).await;
+    assert!(!process.is_finished());
+    redis.container.start().await.unwrap();
+    worker_health_becomes(addr, true).await;
+    // Shutdown: the workers stop, then the health port closes and the process returns.
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), process)
+        .await
+        .expect("the worker process stops")
+        .unwrap()
+        .unwrap();
+    let e = arbiter_kit::probe::check(addr, "", Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(e.contains("cannot connect"), "{e}");
+}

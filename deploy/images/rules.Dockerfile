@@ -1,0 +1,20 @@
+# arbiter-rules: Arbiter rules service: stateless move validation, notation, perft (gRPC).
+# Built by deploy/build-images.sh from the binary of the one release build (the build context is
+# a folder holding only that binary); BASE is any Debian bookworm image with glibc, the public
+# debian:bookworm-slim by default, or the one build-images.sh makes where no registry answers.
+ARG BASE=debian:bookworm-slim
+FROM ${BASE}
+COPY arbiter-rules /usr/local/bin/arbiter-rules
+# Configuration is environment variables (ARBITER_*, see `arbiter-rules --help`) and secret files
+# mounted under /run/secrets; the binary writes nothing to disk.
+ENV ARBITER_LISTEN=0.0.0.0:50051 \
+    RUST_LOG=info
+EXPOSE 50051
+USER 65532:65532
+# The binary probes itself: `health-check` asks the gRPC health service at ARBITER_LISTEN.
+HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/arbiter-rules", "health-check"]
+ENTRYPOINT ["/usr/local/bin/arbiter-rules"]
+LABEL org.opencontainers.image.title="arbiter-rules" \
+      org.opencontainers.image.description="Arbiter rules service: stateless move validation, notation, perft (gRPC)" \
+      org.opencontainers.image.licenses="MIT OR Apache-2.0"

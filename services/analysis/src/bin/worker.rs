@@ -1,0 +1,48 @@
+//! `arbiter-worker`: batch-analysis workers on the job queue in Redis, as a process of their
+//! own, for deployment (the same loop as `arbiter worker`). Configuration comes from flags and
+//! the environment (see `--help`), read here and nowhere else.
+
+use arbiter_analysis::WorkerArgs;
+use arbiter_kit::probe::ProbeCommand;
+use arbiter_kit::{init_tracing, shutdown_signal};
+use clap::Parser;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// mimalloc, as in the other binaries: searches allocate little, but Redis replies many.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "arbiter-worker",
+    version,
+    about = "Arbiter's batch-analysis worker: analyses queued games from Redis Streams"
+)]
+struct Args {
+    #[command(subcommand)]
+    command: Option<ProbeCommand>,
+    #[command(flatten)]
+    worker: WorkerArgs,
+}
+
+#[tokio::main]
+async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
+    let args = Args::parse();
+    if let Some(probe) = &args.command {
+        let Some(listen) = args.worker.health_listen else {
+            eprintln!("health-check: this worker serves no health port (--health-listen)");
+            return Ok(ExitCode::FAILURE);
+        };
+        return Ok(probe.run(listen).await);
+    }
+    init_tracing();
+    let (redis, config) = args.worker.load()?;
+    let health = match args.worker.health_listen {
+        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
+        None => None,
+    };
+    let time: Arc<dyn arbiter_engine::TimeSource> = Arc::new(arbiter_engine::SystemTime::new());
+    arbiter_analysis::run_worker_process(&redis, config, time, health, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
