@@ -6,8 +6,12 @@ arbiter.matchmaking.v1.MatchmakingService (join streams, the match found, play w
 ratings after the end), and analyses positions through arbiter.analysis.v1.AnalysisService
 (a MultiPV stream, best moves, a bad limit, a batch job submitted, watched and read), through a client generated from proto/ by grpcio-tools: the
 third-party view of the API. Usage: client.py HOST:PORT (with the generated modules on
-sys.path). Exits non-zero on the first failed check."""
+sys.path). Exits non-zero on the first failed check.
 
+The channel retries calls that fail with UNAVAILABLE (a server restarting behind a proxy, a
+connection lost), as a client of a deployment with several replicas should: see RETRY_POLICY."""
+
+import json
 import sys
 
 import grpc
@@ -29,6 +33,38 @@ import time
 START = common.Position(variant=common.VARIANT_CHESS)
 checks = 0
 
+# Retry a call that failed with UNAVAILABLE, up to 5 attempts in all, with exponential backoff:
+# grpc waits a random time up to 0.1 s, 0.2 s, 0.4 s, ... (at most 2 s) before each retry, so
+# clients do not come back all at once. Retrying is safe only for idempotent calls. Every Arbiter
+# call is one, as long as each state change carries its request id (CreateMatch, PauseClocks,
+# ResumeClocks, AddTime, SubmitJob; moves are also recognised by seat, move and ply, a clock's
+# creation by its id): a retry is answered with what the first attempt did, and never applied
+# twice. A CreateMatch with neither request_id nor match_id is the exception: give every creation
+# a request_id. grpc retries only until the server starts answering (a stream that broke after its
+# first message is the caller's to watch again, with after_seq).
+RETRY_POLICY = {
+    "methodConfig": [{
+        "name": [{"service": f"arbiter.{s}.v1.{n}Service"} for s, n in [
+            ("rules", "Rules"), ("matches", "Match"), ("clock", "Clock"),
+            ("matchmaking", "Matchmaking"), ("analysis", "Analysis")]],
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": "0.1s",
+            "maxBackoff": "2s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        },
+    }]
+}
+
+
+def connect(addr):
+    """A channel to `addr` that retries idempotent calls on UNAVAILABLE (see RETRY_POLICY)."""
+    return grpc.insecure_channel(addr, options=[
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", json.dumps(RETRY_POLICY)),
+    ])
+
 
 def check(cond, what):
     global checks
@@ -38,7 +74,7 @@ def check(cond, what):
 
 
 def main(addr):
-    channel = grpc.insecure_channel(addr)
+    channel = connect(addr)
     grpc.channel_ready_future(channel).result(timeout=10)
     stub = rules_grpc.RulesServiceStub(channel)
 
@@ -153,7 +189,8 @@ def clocks(channel):
     m = mt_grpc.MatchServiceStub(channel)
     A, W, K = mt.BOARD_A, mt.SIDE_WHITE, mt.SIDE_BLACK
     created = m.CreateMatch(mt.CreateMatchRequest(
-        variant=common.VARIANT_CHESS, players=["ann", "bob"], time_control="2s+0"))
+        variant=common.VARIANT_CHESS, players=["ann", "bob"], time_control="2s+0",
+        request_id="py-clock-1"))
     game, tokens = created.state.match_id, seat_tokens(created)
     check(created.state.speed == "bullet", "speed category")
     for side, text, ply in [(W, "e4", 0), (K, "e5", 1)]:
@@ -288,14 +325,15 @@ def matches(channel):
 
     created = m.CreateMatch(mt.CreateMatchRequest(
         variant=common.VARIANT_GLINSKI, players=["ann", "bob"],
-        start="k/3/5/2K4/9/11/11/11/11/11/10N w - 0 1"))
+        start="k/3/5/2K4/9/11/11/11/11/11/10N w - 0 1", request_id="py-glinski-1"))
     hexm, htokens = created.state.match_id, seat_tokens(created)
     end = move(W, "Ke8-f9", 0, token=htokens[(A, W)], match=hexm).state
     score = end.outcome.outcome.score
     check((score.white_quarters, score.black_quarters) == (3, 1), "Glinski stalemate 3/4-1/4")
 
     created = m.CreateMatch(mt.CreateMatchRequest(
-        variant=common.VARIANT_BUGHOUSE, players=["ann", "bob", "cid", "dee"]))
+        variant=common.VARIANT_BUGHOUSE, players=["ann", "bob", "cid", "dee"],
+        request_id="py-bughouse-1"))
     bug, btokens = created.state.match_id, seat_tokens(created)
 
     def bmove(board, side, text, ply):
@@ -308,7 +346,7 @@ def matches(channel):
     bmove(B, W, "Nf3", 0)
     r = bmove(B, K, "P@e4", 1)
     check(r.move.move.uci == "P@e4" and r.state.boards[1].black_reserve == "", "drop")
-    end = m.Resign(mt.ResignRequest(match_id=bug, board=A, side=K),
+    end = m.Resign(mt.ResignRequest(match_id=bug, board=A, side=K, request_id="py-bug-r"),
                    metadata=auth(btokens[(A, K)])).state
     check(end.outcome.winning_team == 1 and end.outcome.outcome.reason_name == "resignation",
           "Resign")

@@ -21,6 +21,7 @@ pub mod convert;
 pub mod cpu;
 pub mod error;
 pub mod probe;
+pub mod retry;
 pub mod serving;
 
 pub use error::ApiError;

@@ -1,15 +1,25 @@
 //! The match service as matchmaking sees it: create a match, and wait for its end. The
 //! composition root hands in [`GrpcMatches`] (the match service over gRPC, in the same process
 //! or elsewhere); tests may hand in their own.
+//!
+//! [`GrpcMatches`] survives the match service's replicas coming and going (a rolling upgrade, a
+//! pod rescheduled, a proxy's backend swapped): its channel connects again by itself after a
+//! connection is lost, HTTP/2 keepalive notices a connection whose peer vanished without closing
+//! it, each call is retried on a failure that passes ([`arbiter_kit::retry::transient`]) with
+//! backoff and jitter — safe because both calls are idempotent: `GetMatch` reads, and
+//! `CreateMatch` carries the pairing's request id, which the match service remembers, so a
+//! retry after a lost answer gets the same match — and a `WatchMatch` stream that breaks is
+//! opened again from the last event seen (`after_seq`).
 
 use arbiter_core::Variant;
 use arbiter_kit::convert::variant_to_proto;
+use arbiter_kit::retry::{Backoff, RetryPolicy, transient};
 use arbiter_proto::matches::v1 as pb;
 use arbiter_proto::matches::v1::match_service_client::MatchServiceClient;
 use std::future::Future;
 use std::time::Duration;
 use tonic::transport::Channel;
-use tonic::{Code, Request};
+use tonic::{Code, Request, Status};
 
 /// A match to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,17 +96,40 @@ pub struct GrpcMatches {
     channel: Channel,
     token: Option<String>,
     timeout: Duration,
+    retry: RetryPolicy,
 }
 
 impl GrpcMatches {
     /// Calls the match service on `channel`, with `token` as the bearer token of its platform
-    /// calls, each call bounded by `timeout` (not the wait for a match's end).
+    /// calls, each attempt bounded by `timeout` (not the wait for a match's end). A call that
+    /// fails for a reason that passes is retried by [`GrpcMatches::default_retry`]`(timeout)`.
     pub fn new(channel: Channel, token: Option<String>, timeout: Duration) -> GrpcMatches {
         GrpcMatches {
             channel,
             token,
             timeout,
+            retry: GrpcMatches::default_retry(timeout),
         }
+    }
+
+    /// The retries of one call unless set otherwise: delays from 100 ms doubling up to 1 s
+    /// (each drawn at random up to that), at most 8 attempts, none begun later than `timeout`
+    /// after the first. A replica restarting is ridden over within the call; an attempt that
+    /// hangs until its own timeout is not repeated here (the wave that asked retries later,
+    /// with the same request id).
+    pub fn default_retry(timeout: Duration) -> RetryPolicy {
+        RetryPolicy {
+            base: Duration::from_millis(100),
+            cap: Duration::from_secs(1),
+            max_attempts: 8,
+            deadline: Some(timeout),
+        }
+    }
+
+    /// The same client retrying its calls (and resuming a broken watch) by `retry`.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> GrpcMatches {
+        self.retry = retry;
+        self
     }
 
     fn request<T>(&self, message: T, deadline: bool) -> Request<T> {
@@ -110,6 +143,67 @@ impl GrpcMatches {
             r.metadata_mut().insert("authorization", value);
         }
         r
+    }
+
+    /// Runs one idempotent call with retries, logging each retry.
+    async fn call<T, F, Fut>(&self, what: &'static str, call: F) -> Result<T, Status>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        self.retry
+            .run_with(
+                transient,
+                |s, delay| {
+                    tracing::debug!(call = what, code = ?s.code(), error = %s.message(), ?delay, "the match service failed; retrying");
+                },
+                call,
+            )
+            .await
+    }
+
+    /// The match as it stands (a read: retried).
+    async fn get(&self, match_id: &str) -> Result<pb::MatchState, Status> {
+        let client = MatchServiceClient::new(self.channel.clone());
+        let r = self
+            .call("GetMatch", || {
+                let mut client = client.clone();
+                let request = self.request(
+                    pb::GetMatchRequest {
+                        match_id: match_id.to_owned(),
+                    },
+                    true,
+                );
+                async move { client.get_match(request).await }
+            })
+            .await?;
+        Ok(r.into_inner().state.unwrap_or_default())
+    }
+
+    /// Follows the match's events from `*after` until its end event, moving `*after` past
+    /// each event seen. A stream that ends before the end event is `UNAVAILABLE` (a replica
+    /// that went away closed it).
+    async fn watch(&self, match_id: &str, after: &mut u64) -> Result<pb::MatchOutcome, Status> {
+        let mut client = MatchServiceClient::new(self.channel.clone());
+        let mut events = client
+            .watch_match(self.request(
+                pb::WatchMatchRequest {
+                    match_id: match_id.to_owned(),
+                    after_seq: *after,
+                },
+                false,
+            ))
+            .await?
+            .into_inner();
+        while let Some(event) = events.message().await? {
+            *after = (*after).max(event.seq);
+            if let Some(pb::watch_match_response::Event::End(outcome)) = event.event {
+                return Ok(outcome);
+            }
+        }
+        Err(Status::unavailable(
+            "the watch stream ended before the match",
+        ))
     }
 }
 
@@ -155,7 +249,7 @@ fn end_of_outcome(outcome: &pb::MatchOutcome, at_ms: u64) -> Option<MatchEnd> {
 
 impl MatchBackend for GrpcMatches {
     async fn create(&self, m: &NewMatch) -> Result<CreatedMatch, BackendError> {
-        let mut client = MatchServiceClient::new(self.channel.clone());
+        let client = MatchServiceClient::new(self.channel.clone());
         let request = pb::CreateMatchRequest {
             request_id: m.request_id.clone(),
             match_id: String::new(),
@@ -165,8 +259,14 @@ impl MatchBackend for GrpcMatches {
             players: m.players.clone(),
             time_control: m.time_control.clone(),
         };
-        let r = client
-            .create_match(self.request(request, true))
+        // Every attempt sends the same request id and content: the match service answers a
+        // repeat with the match it created, so a lost answer never creates a second match.
+        let r = self
+            .call("CreateMatch", || {
+                let mut client = client.clone();
+                let request = self.request(request.clone(), true);
+                async move { client.create_match(request).await }
+            })
             .await
             .map_err(|s| backend_error("CreateMatch", &s))?
             .into_inner();
@@ -184,63 +284,41 @@ impl MatchBackend for GrpcMatches {
     }
 
     async fn wait_end(&self, match_id: &str) -> Result<MatchEnd, BackendError> {
-        let mut client = MatchServiceClient::new(self.channel.clone());
-        let state = client
-            .get_match(self.request(
-                pb::GetMatchRequest {
-                    match_id: match_id.to_owned(),
-                },
-                true,
-            ))
+        let state = self
+            .get(match_id)
             .await
-            .map_err(|s| follow_error("GetMatch", &s))?
-            .into_inner()
-            .state
-            .unwrap_or_default();
+            .map_err(|s| follow_error("GetMatch", &s))?;
         if let Some(end) = end_of(&state) {
             return Ok(end);
         }
-        let mut events = client
-            .watch_match(self.request(
-                pb::WatchMatchRequest {
-                    match_id: match_id.to_owned(),
-                    after_seq: state.last_seq,
-                },
-                false,
-            ))
-            .await
-            .map_err(|s| follow_error("WatchMatch", &s))?
-            .into_inner();
-        loop {
-            match events.message().await {
-                Ok(Some(event)) => {
-                    if let Some(pb::watch_match_response::Event::End(outcome)) = event.event {
-                        // The end event does not carry the instant; the state does.
-                        let at_ms = client
-                            .get_match(self.request(
-                                pb::GetMatchRequest {
-                                    match_id: match_id.to_owned(),
-                                },
-                                true,
-                            ))
-                            .await
-                            .ok()
-                            .and_then(|r| r.into_inner().state)
-                            .map_or(0, |s| s.ended_at_ms);
-                        return end_of_outcome(&outcome, at_ms).ok_or(BackendError {
-                            retryable: true,
-                            message: "end event without an outcome".into(),
-                        });
+        // Follow the events from the state read. A broken stream is opened again from the last
+        // event seen, with backoff; a stream that had delivered events, or had lasted longer
+        // than the longest delay, ends a run of failures, and the next failure starts the
+        // schedule afresh (a watch may last hours before its replica goes away).
+        let mut after = state.last_seq;
+        let mut backoff = Backoff::new(self.retry);
+        let outcome = loop {
+            let (before, began) = (after, tokio::time::Instant::now());
+            match self.watch(match_id, &mut after).await {
+                Ok(outcome) => break outcome,
+                Err(s) if transient(&s) => {
+                    tracing::debug!(match_id, after_seq = after, code = ?s.code(), error = %s.message(), "the watch stream broke; resuming");
+                    if !backoff.wait_after(began, after > before).await {
+                        return Err(follow_error("WatchMatch", &s));
                     }
-                }
-                Ok(None) => {
-                    return Err(BackendError {
-                        retryable: true,
-                        message: "the watch stream ended before the match".into(),
-                    });
                 }
                 Err(s) => return Err(follow_error("WatchMatch", &s)),
             }
-        }
+        };
+        // The end event does not carry the instant; the state does.
+        let at_ms = self
+            .get(match_id)
+            .await
+            .map_err(|s| follow_error("GetMatch", &s))?
+            .ended_at_ms;
+        end_of_outcome(&outcome, at_ms).ok_or(BackendError {
+            retryable: true,
+            message: "end event without an outcome".into(),
+        })
     }
 }

@@ -12,6 +12,7 @@ use arbiter_core::pairing::wave::{PlayerId, RatingRange, WaitingPlayer, WaveOpti
 use arbiter_core::rating::glicko2;
 use arbiter_kit::ApiError;
 use arbiter_kit::convert::variant_to_proto;
+use arbiter_kit::retry::RetryPolicy;
 use arbiter_proto::matchmaking::v1 as pb;
 use futures_util::StreamExt;
 use prost::Message;
@@ -23,6 +24,25 @@ use tokio::sync::{Notify, mpsc, watch};
 
 /// The error domain of matchmaking's FAILED_PRECONDITION reasons.
 pub const DOMAIN: &str = "arbiter.matchmaking.v1";
+
+/// The pauses between a wave's attempts at creating one match (up to 200 ms, 400 ms, 800 ms, …
+/// at random; the gRPC backend has already retried, within each attempt, the failures that pass
+/// in a moment).
+const CREATE_PAUSES: RetryPolicy = RetryPolicy {
+    base: Duration::from_millis(200),
+    cap: Duration::from_secs(5),
+    max_attempts: u32::MAX,
+    deadline: None,
+};
+
+/// The pauses of a follower between failures (up to 0.5 s, 1 s, … 30 s at random): when a
+/// match service replica goes away, the many followers it served come back spread out.
+const FOLLOW_PAUSES: RetryPolicy = RetryPolicy {
+    base: Duration::from_millis(500),
+    cap: Duration::from_secs(30),
+    max_attempts: u32::MAX,
+    deadline: None,
+};
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
@@ -648,8 +668,8 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             match self.backend.create(&request).await {
                 Ok(c) => break Ok(c),
                 Err(e) if e.retryable && attempt < self.tuning.create_retries => {
+                    tokio::time::sleep(CREATE_PAUSES.delay(attempt)).await;
                     attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
                 }
                 Err(e) => break Err(e),
             }
@@ -768,11 +788,11 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     }
 
     async fn follow(&self, f: &Follow) {
-        let mut backoff = Duration::from_millis(500);
-        let pause = |backoff: &mut Duration| {
-            let now = *backoff;
-            *backoff = (now * 2).min(Duration::from_secs(30));
-            tokio::time::sleep(now)
+        let mut failures = 0u32;
+        let pause = |failures: &mut u32| {
+            let delay = FOLLOW_PAUSES.delay(*failures);
+            *failures = failures.saturating_add(1);
+            tokio::time::sleep(delay)
         };
         loop {
             match self.backend.wait_end(&f.match_id).await {
@@ -788,13 +808,13 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                         }
                         Err(e) => {
                             tracing::warn!(match_id = %f.match_id, error = %e, "rating a match failed; retrying");
-                            pause(&mut backoff).await;
+                            pause(&mut failures).await;
                         }
                     }
                 },
                 Err(e) if e.retryable => {
                     tracing::debug!(match_id = %f.match_id, error = %e, "following a match; retrying");
-                    pause(&mut backoff).await;
+                    pause(&mut failures).await;
                 }
                 Err(e) => {
                     tracing::warn!(match_id = %f.match_id, error = %e, "a followed match is gone; it will not be rated");

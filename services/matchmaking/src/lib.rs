@@ -53,7 +53,8 @@ pub struct MatchesArgs {
         default_value = "http://127.0.0.1:50051"
     )]
     pub matches_url: String,
-    /// Each call to the match service (but waiting for a match's end) must answer within this.
+    /// Each attempt of a call to the match service (but waiting for a match's end) must answer
+    /// within this; a failed call's retries all begin within it.
     #[arg(long, env = "ARBITER_MATCHES_TIMEOUT_MS", default_value_t = 5_000)]
     pub matches_timeout_ms: u64,
 }
@@ -73,7 +74,12 @@ impl MatchesArgs {
 }
 
 /// A client of the match service at `url` (connecting lazily), calling with the platform
-/// `token`, each call bounded by `timeout`.
+/// `token`, each attempt bounded by `timeout`.
+///
+/// The channel connects again by itself when its connection is lost (the next call dials
+/// anew), and pings the server every 20 s while calls are open (HTTP/2 keepalive): a connection
+/// whose peer vanished without closing it (a replica's pod deleted) fails within 30 s instead
+/// of hanging, and its calls are retried on a new one (see [`GrpcMatches`]).
 ///
 /// # Errors
 /// A malformed URL.
@@ -81,7 +87,9 @@ pub fn connect(url: &str, token: Option<String>, timeout: Duration) -> Result<Gr
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
         .map_err(|e| format!("bad match service URL {url:?}: {e}"))?
         .connect_timeout(timeout)
-        .tcp_nodelay(true);
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(20))
+        .keep_alive_timeout(Duration::from_secs(10));
     Ok(GrpcMatches::new(endpoint.connect_lazy(), token, timeout))
 }
 

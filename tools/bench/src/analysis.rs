@@ -7,7 +7,12 @@
 //!   depth-1 `BestMove`. With one engine thread the answer can only come once the cancelled
 //!   search has given its thread back, so that round trip less the plain depth-1 round trip is
 //!   the cancel latency (the time for the cancel to reach the search and the search to stop).
+//!
+//! Both calls are reads. One that fails for a reason that passes is retried, and its time counts
+//! from the first attempt (a run with retries measured them: the report says how many); a trial
+//! whose call fails for good is left out and counted as an error.
 
+use crate::Tally;
 use arbiter_proto::analysis::v1::{self as pb, analysis_service_client::AnalysisServiceClient};
 use arbiter_proto::common::v1 as common;
 use std::time::{Duration, Instant};
@@ -37,6 +42,19 @@ pub struct Latency {
     pub max: f64,
 }
 
+/// The figures of a run.
+#[derive(Debug, Clone)]
+pub struct AnalysisRun {
+    /// One row per measurement.
+    pub rows: Vec<Latency>,
+    /// Trials (of `trials`) whose calls all answered.
+    pub trials: usize,
+    /// Attempts retried.
+    pub retries: u64,
+    /// Calls that failed for good (their trials left out).
+    pub errors: u64,
+}
+
 fn summarise(name: &'static str, mut ms: Vec<f64>) -> Latency {
     ms.sort_by(f64::total_cmp);
     let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
@@ -56,81 +74,136 @@ fn start() -> Option<common::Position> {
     })
 }
 
-async fn depth_one(client: &mut AnalysisServiceClient<Channel>) -> Result<f64, tonic::Status> {
+/// A depth-1 `BestMove`'s round trip in ms, from the first attempt.
+async fn depth_one(
+    client: &AnalysisServiceClient<Channel>,
+    tally: &Tally,
+) -> Result<f64, tonic::Status> {
     let t = Instant::now();
-    client
-        .best_move(pb::BestMoveRequest {
-            position: start(),
-            limits: Some(pb::SearchLimits {
-                depth: 1,
-                ..Default::default()
-            }),
-            ..Default::default()
+    tally
+        .call(|| {
+            let mut client = client.clone();
+            async move {
+                client
+                    .best_move(pb::BestMoveRequest {
+                        position: start(),
+                        limits: Some(pb::SearchLimits {
+                            depth: 1,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                    .await
+            }
         })
         .await?;
     Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
-/// Opens an endless analysis and returns the time to its first info, with the stream.
+/// Opens an endless analysis and returns the time to its first info (from the first attempt),
+/// with the stream.
 async fn endless(
-    client: &mut AnalysisServiceClient<Channel>,
+    client: &AnalysisServiceClient<Channel>,
+    tally: &Tally,
 ) -> Result<(f64, tonic::Streaming<pb::AnalyzeResponse>), tonic::Status> {
     let t = Instant::now();
-    let mut stream = client
-        .analyze(pb::AnalyzeRequest {
-            position: start(),
-            ..Default::default()
+    let stream = tally
+        .call(|| {
+            let mut client = client.clone();
+            async move {
+                let mut stream = client
+                    .analyze(pb::AnalyzeRequest {
+                        position: start(),
+                        ..Default::default()
+                    })
+                    .await?
+                    .into_inner();
+                match stream.message().await? {
+                    Some(pb::AnalyzeResponse {
+                        update: Some(pb::analyze_response::Update::Info(_)),
+                    }) => Ok(stream),
+                    other => Err(tonic::Status::internal(format!(
+                        "expected a first info, got {other:?}"
+                    ))),
+                }
+            }
         })
-        .await?
-        .into_inner();
-    match stream.message().await? {
-        Some(pb::AnalyzeResponse {
-            update: Some(pb::analyze_response::Update::Info(_)),
-        }) => Ok((t.elapsed().as_secs_f64() * 1e3, stream)),
-        other => Err(tonic::Status::internal(format!(
-            "expected a first info, got {other:?}"
-        ))),
-    }
+        .await?;
+    Ok((t.elapsed().as_secs_f64() * 1e3, stream))
+}
+
+/// One trial: the reference, the first info, the cancel.
+async fn trial(
+    client: &AnalysisServiceClient<Channel>,
+    cfg: &AnalysisBenchConfig,
+    tally: &Tally,
+) -> Result<(f64, f64, f64), tonic::Status> {
+    let reference = depth_one(client, tally).await?;
+    let (to_first, stream) = endless(client, tally).await?;
+    tokio::time::sleep(cfg.run_before_cancel).await;
+    drop(stream);
+    let cancel = depth_one(client, tally).await?;
+    Ok((reference, to_first, cancel))
 }
 
 /// Runs the measurements: the depth-1 reference, the first info, the cancel.
 pub async fn run(
     channel: Channel,
     cfg: &AnalysisBenchConfig,
-) -> Result<Vec<Latency>, tonic::Status> {
-    let mut client = AnalysisServiceClient::new(channel);
+) -> Result<AnalysisRun, tonic::Status> {
+    let client = AnalysisServiceClient::new(channel);
+    let tally = Tally::default();
     let trials = cfg.trials.max(1);
     // Warm-up: the connection, the allocator, the table's pages.
     for _ in 0..10 {
-        depth_one(&mut client).await?;
+        if let Err(e) = depth_one(&client, &tally).await {
+            tally.absorb(e)?;
+        }
     }
     let (mut reference, mut first, mut cancel) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..trials {
-        reference.push(depth_one(&mut client).await?);
-        let (to_first, stream) = endless(&mut client).await?;
-        first.push(to_first);
-        tokio::time::sleep(cfg.run_before_cancel).await;
-        drop(stream);
-        cancel.push(depth_one(&mut client).await?);
+        match trial(&client, cfg, &tally).await {
+            Ok((r, f, c)) => {
+                reference.push(r);
+                first.push(f);
+                cancel.push(c);
+            }
+            Err(e) => tally.absorb(e)?,
+        }
     }
+    if reference.is_empty() {
+        return Err(tonic::Status::unavailable(format!(
+            "no trial completed ({} calls failed)",
+            tally.errors()
+        )));
+    }
+    let completed = reference.len();
     let base = summarise("depth-1 BestMove (reference)", reference);
     let less: Vec<f64> = cancel.iter().map(|ms| ms - base.p50).collect();
-    Ok(vec![
-        summarise("first info of Analyze", first),
-        summarise("cancel, then depth-1 BestMove", cancel),
-        summarise(
-            "cancel latency (the row above less the reference median)",
-            less,
-        ),
-        base,
-    ])
+    Ok(AnalysisRun {
+        rows: vec![
+            summarise("first info of Analyze", first),
+            summarise("cancel, then depth-1 BestMove", cancel),
+            summarise(
+                "cancel latency (the row above less the reference median)",
+                less,
+            ),
+            base,
+        ],
+        trials: completed,
+        retries: tally.retries(),
+        errors: tally.errors(),
+    })
 }
 
-/// The report: one row per measurement, then the ratio of first info to the reference.
-pub fn report(rows: &[Latency], cfg: &AnalysisBenchConfig) -> String {
+/// The report: one row per measurement, then the ratio of first info to the reference, and
+/// the retries and errors.
+pub fn report(run: &AnalysisRun, cfg: &AnalysisBenchConfig) -> String {
+    let rows = run.rows.as_slice();
     let mut out = format!(
-        "{} trials, endless search cancelled after {} ms; one engine thread\n{:<54} {:>8} {:>8} {:>8} {:>8}\n",
+        "{} trials ({} completed), endless search cancelled after {} ms; one engine thread\n{:<54} {:>8} {:>8} {:>8} {:>8}\n",
         cfg.trials,
+        run.trials,
         cfg.run_before_cancel.as_millis(),
         "ms",
         "p50",
@@ -150,5 +223,9 @@ pub fn report(rows: &[Latency], cfg: &AnalysisBenchConfig) -> String {
             first.p50 / reference.p50
         ));
     }
+    out.push_str(&format!(
+        "retries {}, errors {} (a retried call's time counts from its first attempt)\n",
+        run.retries, run.errors
+    ));
     out
 }

@@ -14,9 +14,17 @@
 //! delay to the watcher, the end's arrival (this machine's clock) minus the deadline, which also
 //! counts the push through the watch stream. Run the bench on the server's machine, where both
 //! read the same system clock.
+//!
+//! Every call is idempotent (creations carry request ids unique to the run, moves their ply and
+//! move), so one that fails for a reason that passes is retried; a move's latency still counts
+//! from the instant it was due, retries included, and a move that fails for good is counted as
+//! an error while the load goes on. A watcher whose stream breaks watches again after the last
+//! event it saw.
 
 use crate::matches::authorized;
+use crate::{RETRY, Tally, run_id};
 use arbiter_core::{AnyPosition, Position, Variant};
+use arbiter_kit::retry::{Backoff, transient};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::matches::v1 as pb;
 use arbiter_proto::matches::v1::match_service_client::MatchServiceClient;
@@ -48,8 +56,10 @@ pub struct ClockBenchConfig {
 pub struct RunResult {
     /// Moves answered.
     pub moves: u64,
-    /// Moves refused or failed.
+    /// Moves refused or failed (after their retries).
     pub errors: u64,
+    /// Attempts of moves retried.
+    pub retries: u64,
     /// Move latency percentiles from the due instant: p50, p99, p99.9.
     pub latency: [Duration; 3],
     /// Moves per second achieved.
@@ -69,6 +79,10 @@ pub struct ClockBenchResult {
     pub received_delays_ms: Vec<i64>,
     /// Flagging games whose end did not arrive within the run.
     pub flags_missed: usize,
+    /// Attempts retried while creating and opening the games.
+    pub setup_retries: u64,
+    /// Watch streams of flagging games opened again after breaking, and their reads retried.
+    pub watch_retries: u64,
 }
 
 struct Game {
@@ -92,23 +106,28 @@ fn request<T>(message: T, token: Option<&str>) -> Result<Request<T>, Status> {
 }
 
 /// Creates a chess game with `time_control` and plays both first moves; returns the game and
-/// the deadline announced after them (0 without clocks).
+/// the deadline announced after them (0 without clocks). `kind` and `n` name the creation
+/// within the run `run`.
 async fn opened(
-    c: &mut MatchServiceClient<Channel>,
+    c: &MatchServiceClient<Channel>,
     cfg: &ClockBenchConfig,
     time_control: &str,
-    n: usize,
+    (run, kind, n): (&str, &str, usize),
+    tally: &Tally,
 ) -> Result<(Game, u64), Status> {
-    let created = c
-        .create_match(request(
-            pb::CreateMatchRequest {
-                variant: common::Variant::Chess as i32,
-                players: vec![format!("clk-{n}-w"), format!("clk-{n}-b")],
-                time_control: time_control.to_owned(),
-                ..Default::default()
-            },
-            cfg.platform_token.as_deref(),
-        )?)
+    let message = pb::CreateMatchRequest {
+        request_id: format!("clk-{run}-{kind}-{n}"),
+        variant: common::Variant::Chess as i32,
+        players: vec![format!("clk-{n}-w"), format!("clk-{n}-b")],
+        time_control: time_control.to_owned(),
+        ..Default::default()
+    };
+    let created = tally
+        .call(|| {
+            let mut c = c.clone();
+            let r = request(message.clone(), cfg.platform_token.as_deref());
+            async move { c.create_match(r?).await }
+        })
         .await?
         .into_inner();
     let state = created.state.ok_or_else(|| Status::internal("no state"))?;
@@ -129,7 +148,7 @@ async fn opened(
     };
     let mut deadline = 0;
     for mv in ["e2e4", "e7e5"] {
-        let r = play(c, &game, mv).await?;
+        let r = play(c, &game, mv, tally).await?;
         deadline = r
             .state
             .and_then(|s| s.boards.first().and_then(|b| b.clock))
@@ -139,28 +158,34 @@ async fn opened(
     Ok((game, deadline))
 }
 
+/// Plays `uci` for the side to move (retried: a repeat is answered with the move as applied).
 async fn play(
-    c: &mut MatchServiceClient<Channel>,
+    c: &MatchServiceClient<Channel>,
     game: &Game,
     uci: &str,
+    tally: &Tally,
 ) -> Result<pb::MakeMoveResponse, Status> {
     let side = game.position.turn();
     let (side_pb, token) = match side {
         arbiter_core::Color::White => (pb::Side::White, &game.tokens[0]),
         arbiter_core::Color::Black => (pb::Side::Black, &game.tokens[1]),
     };
-    Ok(c.make_move(authorized(
-        pb::MakeMoveRequest {
-            match_id: game.id.clone(),
-            side: side_pb as i32,
-            r#move: uci.to_owned(),
-            expected_ply: game.ply,
-            ..Default::default()
-        },
-        token,
-    )?)
-    .await?
-    .into_inner())
+    let message = pb::MakeMoveRequest {
+        match_id: game.id.clone(),
+        side: side_pb as i32,
+        r#move: uci.to_owned(),
+        expected_ply: game.ply,
+        request_id: format!("{}-{uci}", game.ply),
+        ..Default::default()
+    };
+    Ok(tally
+        .call(|| {
+            let mut c = c.clone();
+            let r = authorized(message.clone(), token);
+            async move { c.make_move(r?).await }
+        })
+        .await?
+        .into_inner())
 }
 
 fn advance(game: &mut Game, uci: &str) -> Result<(), Status> {
@@ -182,20 +207,50 @@ fn advance(game: &mut Game, uci: &str) -> Result<(), Status> {
 
 type Games = Vec<Arc<Mutex<Game>>>;
 
-/// The games of a run, created with `time_control` and opened.
+/// The games of a run, created with `time_control` and opened (`kind` names them in the run).
 async fn prepare(
     channel: &Channel,
     cfg: &ClockBenchConfig,
     time_control: &str,
+    (run, kind): (&str, &str),
+    tally: &Tally,
 ) -> Result<Games, Status> {
     let mut games = Vec::with_capacity(cfg.games);
-    let mut c = MatchServiceClient::new(channel.clone());
+    let c = MatchServiceClient::new(channel.clone());
     for n in 0..cfg.games {
         games.push(Arc::new(Mutex::new(
-            opened(&mut c, cfg, time_control, n).await?.0,
+            opened(&c, cfg, time_control, (run, kind, n), tally)
+                .await?
+                .0,
         )));
     }
     Ok(games)
+}
+
+/// Reads `game` back after a move whose answer was lost for good (it may have been applied),
+/// so that its next move is judged on the board as stored. Best effort: a failed read leaves
+/// the game as it was.
+async fn resync(c: &MatchServiceClient<Channel>, game: &mut Game, tally: &Tally) {
+    let id = game.id.clone();
+    let read = tally
+        .call(|| {
+            let mut c = c.clone();
+            let request = pb::GetMatchRequest {
+                match_id: id.clone(),
+            };
+            async move { c.get_match(request).await }
+        })
+        .await;
+    if let Ok(r) = read
+        && let Some(board) = r
+            .into_inner()
+            .state
+            .and_then(|s| s.boards.into_iter().next())
+        && let Ok(position) = AnyPosition::from_text(Variant::Chess, &board.position)
+    {
+        game.position = position;
+        game.ply = board.ply;
+    }
 }
 
 /// Latencies, refused or skipped moves, and seconds of one stretch of load.
@@ -205,12 +260,13 @@ struct Stretch {
     secs: f64,
 }
 
-/// One open-loop stretch of `length` over `games`.
+/// One open-loop stretch of `length` over `games`, its retries counted in `tally`.
 async fn load(
     channel: &Channel,
     cfg: &ClockBenchConfig,
     games: &Games,
     length: Duration,
+    tally: &Arc<Tally>,
 ) -> Result<Stretch, Status> {
     let c = MatchServiceClient::new(channel.clone());
     let interval = Duration::from_secs_f64(1.0 / cfg.rate.max(1.0));
@@ -240,19 +296,27 @@ async fn load(
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let pick = rng;
-        let (results, mut c) = (Arc::clone(&results), c.clone());
+        let (results, c, tally) = (Arc::clone(&results), c.clone(), Arc::clone(tally));
         tasks.push(tokio::spawn(async move {
             let legal = game.position.legal_moves();
+            let mut unknown = false;
             let ok = if legal.is_empty() || game.position.terminal().is_some() {
                 false
             } else {
                 let uci = legal[(pick % legal.len() as u64) as usize].to_string();
-                match play(&mut c, &game, &uci).await {
+                match play(&c, &game, &uci, &tally).await {
                     Ok(_) => advance(&mut game, &uci).is_ok(),
-                    Err(_) => false,
+                    Err(e) => {
+                        unknown = transient(&e);
+                        false
+                    }
                 }
             };
             let latency = scheduled.elapsed();
+            if unknown {
+                // The move may have been applied: play on from the board as stored.
+                resync(&c, &mut game, &tally).await;
+            }
             drop(game);
             let mut r = results.lock().expect("not poisoned");
             if ok {
@@ -289,6 +353,7 @@ fn summary(stretches: Vec<Stretch>) -> RunResult {
     RunResult {
         moves: latencies.len() as u64,
         errors,
+        retries: 0,
         latency: [pct(0.5), pct(0.99), pct(0.999)],
         rate: latencies.len() as f64 / secs.max(1e-9),
     }
@@ -297,41 +362,88 @@ fn summary(stretches: Vec<Stretch>) -> RunResult {
 /// A flagging game's watcher: (end recorded − deadline, end received − deadline), in ms.
 type Watcher = tokio::task::JoinHandle<Result<Option<(i64, i64)>, Status>>;
 
+/// Follows `id`'s events after `*after` (moved past each event seen) until its end; returns
+/// the end's arrival (this machine's Unix ms). A stream that ends before the end event is
+/// `UNAVAILABLE`.
+async fn until_end(
+    w: &mut MatchServiceClient<Channel>,
+    id: &str,
+    after: &mut u64,
+) -> Result<i64, Status> {
+    let mut stream = w
+        .watch_match(pb::WatchMatchRequest {
+            match_id: id.to_owned(),
+            after_seq: *after,
+        })
+        .await?
+        .into_inner();
+    while let Some(e) = stream.message().await? {
+        *after = e.seq;
+        if matches!(e.event, Some(pb::watch_match_response::Event::End(_))) {
+            return Ok(unix_ms());
+        }
+    }
+    Err(Status::unavailable(
+        "the watch stream ended before the match",
+    ))
+}
+
 /// Games that will flag during the next run, each watched by a task that returns its delays.
-async fn flagging(channel: &Channel, cfg: &ClockBenchConfig) -> Result<Vec<Watcher>, Status> {
-    let mut c = MatchServiceClient::new(channel.clone());
+async fn flagging(
+    channel: &Channel,
+    cfg: &ClockBenchConfig,
+    run: &str,
+    setup: &Tally,
+    watch: &Arc<Tally>,
+) -> Result<Vec<Watcher>, Status> {
+    let c = MatchServiceClient::new(channel.clone());
     // Spread over both loads (they alternate for twice the duration).
     let span = (cfg.duration.as_secs() * 2).saturating_sub(4).max(1);
     let mut watchers = Vec::new();
     for n in 0..cfg.flags {
         // Deadlines spread over the run: 3 s and up, a second apart in turn.
         let secs = 3 + (n as u64 % span);
-        let (game, deadline) = opened(&mut c, cfg, &format!("{secs}s+0"), 1_000_000 + n).await?;
+        let (game, deadline) = opened(
+            &c,
+            cfg,
+            &format!("{secs}s+0"),
+            (run, "flag", 1_000_000 + n),
+            setup,
+        )
+        .await?;
         let mut w = MatchServiceClient::new(channel.clone());
+        let tally = Arc::clone(watch);
         watchers.push(tokio::spawn(async move {
-            let mut stream = w
-                .watch_match(pb::WatchMatchRequest {
-                    match_id: game.id.clone(),
-                    after_seq: 0,
+            // A broken stream is watched again after the last event seen, with backoff
+            // ([`Backoff::wait_after`]: a stream that worked a while starts a new run).
+            let (mut after, mut backoff) = (0, Backoff::new(RETRY));
+            let arrived = loop {
+                let (before, began) = (after, tokio::time::Instant::now());
+                let e = match until_end(&mut w, &game.id, &mut after).await {
+                    Ok(arrived) => break arrived,
+                    Err(e) if transient(&e) => e,
+                    Err(e) => return Err(e),
+                };
+                if !backoff.wait_after(began, after > before).await {
+                    return Err(e);
+                }
+                tally.retried();
+            };
+            let received = arrived - deadline as i64;
+            let state = tally
+                .call(|| {
+                    let mut w = w.clone();
+                    let request = pb::GetMatchRequest {
+                        match_id: game.id.clone(),
+                    };
+                    async move { w.get_match(request).await }
                 })
                 .await?
-                .into_inner();
-            while let Some(e) = tokio_stream::StreamExt::next(&mut stream).await {
-                if matches!(e?.event, Some(pb::watch_match_response::Event::End(_))) {
-                    let received = unix_ms() - deadline as i64;
-                    let state = w
-                        .get_match(pb::GetMatchRequest {
-                            match_id: game.id.clone(),
-                        })
-                        .await?
-                        .into_inner()
-                        .state
-                        .ok_or_else(|| Status::internal("no state"))?;
-                    let recorded = state.ended_at_ms as i64 - deadline as i64;
-                    return Ok::<_, Status>(Some((recorded, received)));
-                }
-            }
-            Ok(None)
+                .into_inner()
+                .state
+                .ok_or_else(|| Status::internal("no state"))?;
+            let recorded = state.ended_at_ms as i64 - deadline as i64;
+            Ok::<_, Status>(Some((recorded, received)))
         }));
     }
     Ok(watchers)
@@ -366,16 +478,21 @@ pub const ROUNDS: u32 = 4;
 /// Prepares both sets of games (without and with clocks) and the flagging games, then runs
 /// [`ROUNDS`] alternated stretches of each load, `duration` in all per kind.
 pub async fn run(channel: Channel, cfg: &ClockBenchConfig) -> Result<ClockBenchResult, Status> {
-    let plain = prepare(&channel, cfg, "").await?;
-    let timed = prepare(&channel, cfg, &cfg.time_control).await?;
-    let watchers = flagging(&channel, cfg).await?;
+    let run = run_id();
+    let (setup, watch) = (Tally::default(), Arc::new(Tally::default()));
+    let plain = prepare(&channel, cfg, "", (&run, "ref"), &setup).await?;
+    let timed = prepare(&channel, cfg, &cfg.time_control, (&run, "clk"), &setup).await?;
+    let watchers = flagging(&channel, cfg, &run, &setup, &watch).await?;
     let length = cfg.duration / ROUNDS;
     let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (a_tally, b_tally) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
     for _ in 0..ROUNDS {
-        a.push(load(&channel, cfg, &plain, length).await?);
-        b.push(load(&channel, cfg, &timed, length).await?);
+        a.push(load(&channel, cfg, &plain, length, &a_tally).await?);
+        b.push(load(&channel, cfg, &timed, length, &b_tally).await?);
     }
-    let (reference, clocked) = (summary(a), summary(b));
+    let (mut reference, mut clocked) = (summary(a), summary(b));
+    reference.retries = a_tally.retries();
+    clocked.retries = b_tally.retries();
     let (flag_delays_ms, received_delays_ms, flags_missed) = flag_delays(watchers, cfg).await;
     Ok(ClockBenchResult {
         reference,
@@ -383,6 +500,8 @@ pub async fn run(channel: Channel, cfg: &ClockBenchConfig) -> Result<ClockBenchR
         flag_delays_ms,
         received_delays_ms,
         flags_missed,
+        setup_retries: setup.retries(),
+        watch_retries: watch.retries(),
     })
 }
 
@@ -390,8 +509,15 @@ pub async fn run(channel: Channel, cfg: &ClockBenchConfig) -> Result<ClockBenchR
 pub fn report(r: &ClockBenchResult, cfg: &ClockBenchConfig, store: &str) -> String {
     let row = |name: &str, x: &RunResult| {
         format!(
-            "{name:<10} {store:<11} {:>6} {:>8.0} {:>8} {:>6}   {:>9.2?} {:>9.2?} {:>9.2?}\n",
-            cfg.games, x.rate, x.moves, x.errors, x.latency[0], x.latency[1], x.latency[2]
+            "{name:<10} {store:<11} {:>6} {:>8.0} {:>8} {:>6} {:>7}   {:>9.2?} {:>9.2?} {:>9.2?}\n",
+            cfg.games,
+            x.rate,
+            x.moves,
+            x.errors,
+            x.retries,
+            x.latency[0],
+            x.latency[1],
+            x.latency[2]
         )
     };
     let ratio = |i: usize| {
@@ -404,9 +530,10 @@ pub fn report(r: &ClockBenchResult, cfg: &ClockBenchConfig, store: &str) -> Stri
     };
     let (d, e) = (&r.flag_delays_ms, &r.received_delays_ms);
     format!(
-        "run        store        games  moves/s    moves errors   move p50     p99       p99.9\n{}{}\
+        "run        store        games  moves/s    moves errors retries   move p50     p99       p99.9\n{}{}\
          clocked/reference latency: p50 {:.2}, p99 {:.2}, p99.9 {:.2}\n\
          flags: {} detected, {} missed\n\
+         retries: {} while creating and opening games, {} by the flags' watchers\n\
          flag detection (end recorded - deadline): p50 {} ms, p99 {} ms, max {} ms\n\
          to the watcher (end received - deadline): p50 {} ms, p99 {} ms, max {} ms\n",
         row("reference", &r.reference),
@@ -416,6 +543,8 @@ pub fn report(r: &ClockBenchResult, cfg: &ClockBenchConfig, store: &str) -> Stri
         ratio(2),
         d.len(),
         r.flags_missed,
+        r.setup_retries,
+        r.watch_retries,
         pct(d, 0.5),
         pct(d, 0.99),
         d.last().copied().unwrap_or_default(),

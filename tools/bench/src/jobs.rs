@@ -6,11 +6,17 @@
 //! reproducible. The reference calls `arbiter_engine::review::evaluate_position` on every
 //! position in turn, as one worker does; the service's figure covers everything else too:
 //! checking the job, the queue, the workers, storing and reading the results, gRPC.
+//!
+//! The submission carries a request id, watching resumes (every message is the whole status)
+//! and results are reads: a call that fails for a reason that passes is retried, a broken watch
+//! is opened again, and the rate, from the submission to the last result read, counts them.
 
+use crate::{RETRY, Tally};
 use arbiter_core::{AnyPosition, Position, Variant};
 use arbiter_engine::analyze::AnalysisSettings;
 use arbiter_engine::review::{GameLine, evaluate_position};
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
+use arbiter_kit::retry::{Backoff, transient};
 use arbiter_proto::analysis::v1::{self as pb, analysis_service_client::AnalysisServiceClient};
 use arbiter_proto::common::v1 as common;
 use std::sync::atomic::AtomicBool;
@@ -100,6 +106,54 @@ pub fn raw(games: &[Moves], nodes: u64) -> f64 {
     positions(games) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// The figures of one job through the service.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServiceRun {
+    /// Positions per second, from the submission to the last result read.
+    pub rate: f64,
+    /// Attempts retried, and watch streams opened again.
+    pub retries: u64,
+}
+
+/// The job's status stream from its start to its end (the last status sent). A stream that
+/// breaks for a reason that passes is opened again, with backoff ([`Backoff::wait_after`]).
+async fn watch_to_end(
+    client: &AnalysisServiceClient<Channel>,
+    job_id: &str,
+    tally: &Tally,
+) -> Result<Option<pb::JobStatus>, tonic::Status> {
+    let mut last = None;
+    let mut backoff = Backoff::new(RETRY);
+    loop {
+        let (began, mut progressed) = (tokio::time::Instant::now(), false);
+        let watched = async {
+            let mut watch = client
+                .clone()
+                .watch_job(pb::WatchJobRequest {
+                    job_id: job_id.to_owned(),
+                })
+                .await?
+                .into_inner();
+            while let Some(s) = watch.message().await? {
+                last = s.status;
+                progressed = true;
+            }
+            Ok::<_, tonic::Status>(())
+        }
+        .await;
+        match watched {
+            Ok(()) => return Ok(last),
+            Err(e) if transient(&e) => {
+                if !backoff.wait_after(began, progressed).await {
+                    return Err(e);
+                }
+                tally.retried();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Submits the games as one job, watches it to its end, reads every result back, and returns
 /// positions per second from submission to the last result read.
 pub async fn service(
@@ -107,41 +161,39 @@ pub async fn service(
     games: &[Moves],
     nodes: u64,
     tag: &str,
-) -> Result<f64, tonic::Status> {
-    let mut client = AnalysisServiceClient::new(channel);
+) -> Result<ServiceRun, tonic::Status> {
+    let client = AnalysisServiceClient::new(channel);
+    let tally = Tally::default();
+    let submission = pb::SubmitJobRequest {
+        // The same id on every attempt: a retry answers the job the first one queued.
+        request_id: format!("bench-{tag}"),
+        games: Some(pb::submit_job_request::Games::MoveLists(pb::GameList {
+            games: games
+                .iter()
+                .map(|moves| pb::GameMoves {
+                    start: Some(common::Position {
+                        variant: common::Variant::Chess as i32,
+                        ..Default::default()
+                    }),
+                    moves: moves.clone(),
+                    notation: common::MoveNotation::Uci as i32,
+                })
+                .collect(),
+        })),
+        per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+    };
     let t = Instant::now();
-    let job = client
-        .submit_job(pb::SubmitJobRequest {
-            request_id: format!("bench-{tag}"),
-            games: Some(pb::submit_job_request::Games::MoveLists(pb::GameList {
-                games: games
-                    .iter()
-                    .map(|moves| pb::GameMoves {
-                        start: Some(common::Position {
-                            variant: common::Variant::Chess as i32,
-                            ..Default::default()
-                        }),
-                        moves: moves.clone(),
-                        notation: common::MoveNotation::Uci as i32,
-                    })
-                    .collect(),
-            })),
-            per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+    let job = tally
+        .call(|| {
+            let mut client = client.clone();
+            let request = submission.clone();
+            async move { client.submit_job(request).await }
         })
         .await?
         .into_inner()
         .status
         .ok_or_else(|| tonic::Status::internal("SubmitJob answered no status"))?;
-    let mut watch = client
-        .watch_job(pb::WatchJobRequest {
-            job_id: job.job_id.clone(),
-        })
-        .await?
-        .into_inner();
-    let mut last = None;
-    while let Some(s) = watch.message().await? {
-        last = s.status;
-    }
+    let last = watch_to_end(&client, &job.job_id, &tally).await?;
     if last.as_ref().map(|s| s.state) != Some(pb::JobState::Done as i32) {
         return Err(tonic::Status::internal(format!(
             "the job did not finish: {last:?}"
@@ -149,11 +201,15 @@ pub async fn service(
     }
     let mut read = 0;
     while read < games.len() {
-        let page = client
-            .get_job_results(pb::GetJobResultsRequest {
-                job_id: job.job_id.clone(),
-                offset: read as u32,
-                limit: 0,
+        let page = tally
+            .call(|| {
+                let mut client = client.clone();
+                let request = pb::GetJobResultsRequest {
+                    job_id: job.job_id.clone(),
+                    offset: read as u32,
+                    limit: 0,
+                };
+                async move { client.get_job_results(request).await }
             })
             .await?
             .into_inner();
@@ -164,7 +220,10 @@ pub async fn service(
         }
         read += page.games.len();
     }
-    Ok(positions(games) as f64 / t.elapsed().as_secs_f64())
+    Ok(ServiceRun {
+        rate: positions(games) as f64 / t.elapsed().as_secs_f64(),
+        retries: tally.retries(),
+    })
 }
 
 /// Where the service's workers ran.
@@ -176,16 +235,18 @@ pub enum Mode {
     RedisProcesses,
 }
 
-/// The report: the rates and their ratios. `raw` is the engine alone measured before and after
-/// the service; their mean is the reference.
+/// The report: the rates and their ratios, and the service runs' retries. `raw` is the engine
+/// alone measured before and after the service; their mean is the reference.
 pub fn report(
     cfg: &JobsBenchConfig,
     mode: Mode,
     positions: u64,
     raw: [f64; 2],
-    one: f64,
-    two: f64,
+    one: ServiceRun,
+    two: ServiceRun,
 ) -> String {
+    let retries = (one.retries, two.retries);
+    let (one, two) = (one.rate, two.rate);
     let [before, after] = raw;
     let raw = (before + after) / 2.0;
     let (queue, one_label, two_label) = match mode {
@@ -204,7 +265,8 @@ pub fn report(
         "{} games, {} positions, {} nodes a position (seed {}), {queue}\n\
          engine alone, one thread:        {raw:>8.1} positions/s  (before the service {before:.1}, after {after:.1})\n\
          {one_label:<32} {one:>8.1} positions/s  ({:.3} of the engine alone: overhead {:.1} %)\n\
-         {two_label:<32} {two:>8.1} positions/s  ({:.2}x one worker)\n",
+         {two_label:<32} {two:>8.1} positions/s  ({:.2}x one worker)\n\
+         retries: {} with one, {} with two (a retry's time counts in the rate)\n",
         cfg.games,
         positions,
         cfg.nodes,
@@ -212,5 +274,7 @@ pub fn report(
         one / raw,
         (1.0 - one / raw) * 100.0,
         two / one,
+        retries.0,
+        retries.1,
     )
 }

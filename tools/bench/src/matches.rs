@@ -3,7 +3,13 @@
 //! move (with that seat's token; in bughouse, reserves flow between the boards as in real play),
 //! through `MakeMove` over gRPC. It reports applied moves per second and the `MakeMove` latency,
 //! for whichever store the server uses. A finished match is replaced by a new one.
+//!
+//! Every call is idempotent (a creation carries a request id unique to the run, a move one
+//! naming its board, ply and move), so a call that fails for a reason that passes is retried
+//! (its latency counted from the first attempt), and one that still fails is counted as an
+//! error: the client reads its match again and plays on.
 
+use crate::{Tally, run_id};
 use arbiter_core::{AnyPosition, Position, Variant};
 use arbiter_kit::convert::variant_to_proto;
 use arbiter_proto::matches::v1 as pb;
@@ -43,6 +49,10 @@ pub struct MatchBenchResult {
     pub p50: Duration,
     /// 99th-percentile `MakeMove` latency.
     pub p99: Duration,
+    /// Attempts retried (every call).
+    pub retries: u64,
+    /// Calls that failed for good (the run went on).
+    pub errors: u64,
 }
 
 /// A match being played: its state and the token of each seat.
@@ -71,10 +81,13 @@ pub(crate) fn authorized<T>(message: T, token: &str) -> Result<Request<T>, Statu
     Ok(r)
 }
 
+/// Creates the run's match number `n` (retried: its request id names it).
 async fn new_game(
-    c: &mut MatchServiceClient<Channel>,
+    c: &MatchServiceClient<Channel>,
     cfg: &MatchBenchConfig,
+    run: &str,
     n: u64,
+    tally: &Tally,
 ) -> Result<Game, Status> {
     let seats: &[&str] = if cfg.variant == Variant::Bughouse {
         &["wa", "ba", "wb", "bb"]
@@ -82,16 +95,23 @@ async fn new_game(
         &["w", "b"]
     };
     let message = pb::CreateMatchRequest {
+        request_id: format!("bench-{run}-{n}"),
         variant: variant_to_proto(cfg.variant),
         players: seats.iter().map(|s| format!("bench-{n}-{s}")).collect(),
         time_control: cfg.time_control.clone(),
         ..Default::default()
     };
-    let request = match &cfg.platform_token {
-        Some(t) => authorized(message, t)?,
-        None => Request::new(message),
-    };
-    let r = c.create_match(request).await?.into_inner();
+    let r = tally
+        .call(|| {
+            let mut c = c.clone();
+            let request = match &cfg.platform_token {
+                Some(t) => authorized(message.clone(), t),
+                None => Ok(Request::new(message.clone())),
+            };
+            async move { c.create_match(request?).await }
+        })
+        .await?
+        .into_inner();
     Ok(Game {
         state: r.state.ok_or_else(|| Status::internal("no state"))?,
         tokens: r
@@ -110,6 +130,8 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
     let deadline = Instant::now() + cfg.duration;
     let counter = Arc::new(AtomicU64::new(0));
     let finished = Arc::new(AtomicU64::new(0));
+    let tally = Arc::new(Tally::default());
+    let run = Arc::new(run_id());
     let boards: &[pb::Board] = if cfg.variant == Variant::Bughouse {
         &[pb::Board::A, pb::Board::B]
     } else {
@@ -120,16 +142,25 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
     let mut tasks = Vec::new();
     let start = Instant::now();
     for m in 0..cfg.matches {
-        let mut c = MatchServiceClient::new(channel.clone());
-        let first = new_game(&mut c, cfg, counter.fetch_add(1, Ordering::Relaxed)).await?;
+        let c = MatchServiceClient::new(channel.clone());
+        let first = new_game(
+            &c,
+            cfg,
+            &run,
+            counter.fetch_add(1, Ordering::Relaxed),
+            &tally,
+        )
+        .await?;
         let shared = Arc::new(tokio::sync::Mutex::new(first));
         for (bi, &board) in boards.iter().enumerate() {
-            let (mut c, shared, counter, finished, cfg) = (
+            let (c, shared, counter, finished, cfg, tally, run) = (
                 c.clone(),
                 shared.clone(),
                 counter.clone(),
                 finished.clone(),
                 cfg.clone(),
+                tally.clone(),
+                run.clone(),
             );
             let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (m as u64 * 2 + bi as u64 + 1);
             tasks.push(tokio::spawn(async move {
@@ -138,12 +169,18 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
                 let mut game = shared.lock().await.clone();
                 while Instant::now() < deadline {
                     if game.state.outcome.is_some() {
-                        // One client replaces the match; the others pick it up.
+                        // One client replaces the match; the others pick it up. A creation
+                        // that fails is tried again on the next turn.
                         let mut s = shared.lock().await;
                         if s.state.match_id == game.state.match_id {
-                            *s = new_game(&mut c, &cfg, counter.fetch_add(1, Ordering::Relaxed))
-                                .await?;
-                            finished.fetch_add(1, Ordering::Relaxed);
+                            let n = counter.fetch_add(1, Ordering::Relaxed);
+                            match new_game(&c, &cfg, &run, n, &tally).await {
+                                Ok(g) => {
+                                    *s = g;
+                                    finished.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(e) => tally.absorb(e)?,
+                            }
                         }
                         game = s.clone();
                         continue;
@@ -155,7 +192,7 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
                     if legal.is_empty() {
                         // Waiting for a piece from the partner.
                         tokio::time::sleep(Duration::from_millis(1)).await;
-                        game = refresh(&mut c, &shared, &game).await?;
+                        game = refresh(&c, &shared, &game, &tally).await?;
                         continue;
                     }
                     rng ^= rng << 13;
@@ -163,22 +200,29 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
                     rng ^= rng << 17;
                     let uci = legal[(rng % legal.len() as u64) as usize].to_string();
                     let token = game.token(board as i32, b.side_to_move).to_owned();
-                    let request = authorized(
-                        pb::MakeMoveRequest {
-                            match_id: game.state.match_id.clone(),
-                            board: board as i32,
-                            side: b.side_to_move,
-                            r#move: uci,
-                            expected_ply: b.ply,
-                            ..Default::default()
-                        },
-                        &token,
-                    )?;
+                    let message = pb::MakeMoveRequest {
+                        match_id: game.state.match_id.clone(),
+                        board: board as i32,
+                        side: b.side_to_move,
+                        r#move: uci.clone(),
+                        expected_ply: b.ply,
+                        // The seat's key for this move: a retry is answered with the move as
+                        // applied, never applied twice.
+                        request_id: format!("{}-{uci}", b.ply),
+                        ..Default::default()
+                    };
+                    // From the first attempt: retries and their pauses count.
                     let t = Instant::now();
-                    let r = c.make_move(request).await;
-                    latencies.push(t.elapsed());
+                    let r = tally
+                        .call(|| {
+                            let mut c = c.clone();
+                            let request = authorized(message.clone(), &token);
+                            async move { c.make_move(request?).await }
+                        })
+                        .await;
                     match r {
                         Ok(resp) => {
+                            latencies.push(t.elapsed());
                             moves += 1;
                             game.state = resp
                                 .into_inner()
@@ -187,9 +231,14 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
                         }
                         // The other board moved on or ended the match meanwhile.
                         Err(s) if s.code() == tonic::Code::FailedPrecondition => {
-                            game = refresh(&mut c, &shared, &game).await?;
+                            latencies.push(t.elapsed());
+                            game = refresh(&c, &shared, &game, &tally).await?;
                         }
-                        Err(s) => return Err(s),
+                        // Whether the move was applied is unknown: read the match again.
+                        Err(s) => {
+                            tally.absorb(s)?;
+                            game = refresh(&c, &shared, &game, &tally).await?;
+                        }
                     }
                 }
                 Ok::<_, Status>((moves, latencies))
@@ -217,28 +266,43 @@ pub async fn run(channel: Channel, cfg: &MatchBenchConfig) -> Result<MatchBenchR
         moves_per_sec: moves as f64 / secs,
         p50: pct(0.5),
         p99: pct(0.99),
+        retries: tally.retries(),
+        errors: tally.errors(),
     })
 }
 
-/// The match as stored, unless another client has replaced it (then the replacement).
+/// The match as stored, unless another client has replaced it (then the replacement). A read
+/// that fails for good is counted, and the match as last seen is played on.
 async fn refresh(
-    c: &mut MatchServiceClient<Channel>,
+    c: &MatchServiceClient<Channel>,
     shared: &tokio::sync::Mutex<Game>,
     game: &Game,
+    tally: &Tally,
 ) -> Result<Game, Status> {
     let s = shared.lock().await;
     if s.state.match_id != game.state.match_id {
         return Ok(s.clone());
     }
     drop(s);
-    let state = c
-        .get_match(pb::GetMatchRequest {
-            match_id: game.state.match_id.clone(),
+    let read = tally
+        .call(|| {
+            let mut c = c.clone();
+            let request = pb::GetMatchRequest {
+                match_id: game.state.match_id.clone(),
+            };
+            async move { c.get_match(request).await }
         })
-        .await?
-        .into_inner()
-        .state
-        .ok_or_else(|| Status::internal("no state"))?;
+        .await;
+    let state = match read {
+        Ok(r) => r
+            .into_inner()
+            .state
+            .ok_or_else(|| Status::internal("no state"))?,
+        Err(e) => {
+            tally.absorb(e)?;
+            return Ok(game.clone());
+        }
+    };
     Ok(Game {
         state,
         tokens: game.tokens.clone(),
@@ -253,8 +317,8 @@ pub fn report(r: &MatchBenchResult, cfg: &MatchBenchConfig, store: &str) -> Stri
         cfg.matches
     };
     format!(
-        "variant            store        matches  clients  moves      moves/s   MakeMove p50  p99      finished\n\
-         {:<18} {store:<12} {:>7}  {:>7}  {:>9}  {:>8.0}   {:>10.2?}  {:>8.2?}  {:>8}\n",
+        "variant            store        matches  clients  moves      moves/s   MakeMove p50  p99      finished  retries  errors\n\
+         {:<18} {store:<12} {:>7}  {:>7}  {:>9}  {:>8.0}   {:>10.2?}  {:>8.2?}  {:>8}  {:>7}  {:>6}\n",
         cfg.variant.name(),
         cfg.matches,
         clients,
@@ -262,6 +326,8 @@ pub fn report(r: &MatchBenchResult, cfg: &MatchBenchConfig, store: &str) -> Stri
         r.moves_per_sec,
         r.p50,
         r.p99,
-        r.finished
+        r.finished,
+        r.retries,
+        r.errors
     )
 }

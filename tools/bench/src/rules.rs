@@ -1,8 +1,11 @@
 //! A load generator for the rules service (`arbiter bench rules` drives it). It drives, in one run and
 //! against one server, the no-op `Ping` (the gRPC stack's ceiling) and `ValidateMove` unary with
 //! N concurrent tasks, then `PingStream` and `ValidateMoveStream` with pipelined streams, and
-//! reports requests/s, unary p50/p99 latency, and the validate/no-op ratios.
+//! reports requests/s, unary p50/p99 latency, the validate/no-op ratios, and each phase's
+//! retries and errors (a unary call is retried when it fails for a reason that passes, its
+//! latency counted from the first attempt; a broken stream is opened again).
 
+use crate::{RETRY, Tally};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
 use std::sync::Arc;
@@ -33,6 +36,11 @@ pub struct Phase {
     pub p50: Option<Duration>,
     /// 99th-percentile latency (unary phases only).
     pub p99: Option<Duration>,
+    /// Unary phases: retried attempts. Streaming phases: streams opened again after breaking.
+    pub retries: u64,
+    /// Unary phases: calls that failed for good. Streaming phases: streams that broke. The phase
+    /// went on after each.
+    pub errors: u64,
 }
 
 /// Positions and moves the validation phases cycle through: an opening, a middlegame with
@@ -74,6 +82,27 @@ fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
     Some(sorted[idx])
 }
 
+/// One unary call (a validation or a no-op), retried under [`RETRY`].
+async fn one_call(
+    client: &RulesServiceClient<Channel>,
+    tally: &Tally,
+    validate: bool,
+    i: usize,
+) -> Result<(), tonic::Status> {
+    tally
+        .call(|| {
+            let mut client = client.clone();
+            async move {
+                if validate {
+                    client.validate_move(validate_request(i)).await.map(drop)
+                } else {
+                    client.ping(rules::PingRequest {}).await.map(drop)
+                }
+            }
+        })
+        .await
+}
+
 async fn unary(
     channel: &Channel,
     cfg: &BenchConfig,
@@ -81,20 +110,21 @@ async fn unary(
     validate: bool,
 ) -> Result<Phase, tonic::Status> {
     let deadline = Instant::now() + cfg.duration;
+    let tally = Arc::new(Tally::default());
     let mut tasks = Vec::with_capacity(cfg.concurrency);
     for t in 0..cfg.concurrency {
-        let mut client = RulesServiceClient::new(channel.clone());
+        let client = RulesServiceClient::new(channel.clone());
+        let tally = Arc::clone(&tally);
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut i = t;
             while Instant::now() < deadline {
+                // From the first attempt: retries and their pauses count.
                 let start = Instant::now();
-                if validate {
-                    client.validate_move(validate_request(i)).await?;
-                } else {
-                    client.ping(rules::PingRequest {}).await?;
+                match one_call(&client, &tally, validate, i).await {
+                    Ok(()) => latencies.push(start.elapsed()),
+                    Err(s) => tally.absorb(s)?,
                 }
-                latencies.push(start.elapsed());
                 i += 1;
             }
             Ok::<_, tonic::Status>(latencies)
@@ -115,6 +145,8 @@ async fn unary(
         rps: all.len() as f64 / elapsed.as_secs_f64(),
         p50: percentile(&all, 0.50),
         p99: percentile(&all, 0.99),
+        retries: tally.retries(),
+        errors: tally.errors(),
     })
 }
 
@@ -133,6 +165,46 @@ async fn drain<T>(
     Ok(())
 }
 
+/// One pipelined stream from `s`, fed until `stop`: its requests, and the count of its answers.
+async fn one_stream(
+    client: &mut RulesServiceClient<Channel>,
+    s: usize,
+    validate: bool,
+    stop: &Arc<AtomicBool>,
+    received: &AtomicU64,
+) -> Result<(), tonic::Status> {
+    // A bounded channel keeps a window of requests in flight on the stream.
+    let (tx, rx) = tokio::sync::mpsc::channel(512);
+    let feeder_stop = Arc::clone(stop);
+    tokio::spawn(async move {
+        let mut i = s;
+        while !feeder_stop.load(Ordering::Relaxed) {
+            if tx.send(i).await.is_err() {
+                break;
+            }
+            i += 1;
+        }
+    });
+    let requests = ReceiverStream::new(rx);
+    if validate {
+        let out = client
+            .validate_move_stream(tokio_stream::StreamExt::map(requests, |i| {
+                rules::ValidateMoveStreamRequest {
+                    request: Some(validate_request(i)),
+                }
+            }))
+            .await?;
+        drain(out.into_inner(), stop, received).await
+    } else {
+        let out = client
+            .ping_stream(tokio_stream::StreamExt::map(requests, |_| {
+                rules::PingStreamRequest {}
+            }))
+            .await?;
+        drain(out.into_inner(), stop, received).await
+    }
+}
+
 async fn streaming(
     channel: &Channel,
     cfg: &BenchConfig,
@@ -141,40 +213,27 @@ async fn streaming(
 ) -> Result<Phase, tonic::Status> {
     let stop = Arc::new(AtomicBool::new(false));
     let received = Arc::new(AtomicU64::new(0));
+    let tally = Arc::new(Tally::default());
     let mut tasks = Vec::new();
     for s in 0..cfg.streams {
         let mut client = RulesServiceClient::new(channel.clone());
-        let (stop, received) = (Arc::clone(&stop), Arc::clone(&received));
+        let (stop, received, tally) =
+            (Arc::clone(&stop), Arc::clone(&received), Arc::clone(&tally));
         tasks.push(tokio::spawn(async move {
-            // A bounded channel keeps a window of requests in flight on the stream.
-            let (tx, rx) = tokio::sync::mpsc::channel(512);
-            let feeder_stop = Arc::clone(&stop);
-            tokio::spawn(async move {
-                let mut i = s;
-                while !feeder_stop.load(Ordering::Relaxed) {
-                    if tx.send(i).await.is_err() {
-                        break;
-                    }
-                    i += 1;
+            // A stream that breaks is opened again (validation is stateless), after a pause
+            // that grows while it keeps breaking.
+            let mut failures = 0;
+            loop {
+                match one_stream(&mut client, s, validate, &stop, &received).await {
+                    Ok(()) => break,
+                    Err(e) => tally.absorb(e)?,
                 }
-            });
-            let requests = ReceiverStream::new(rx);
-            if validate {
-                let out = client
-                    .validate_move_stream(tokio_stream::StreamExt::map(requests, |i| {
-                        rules::ValidateMoveStreamRequest {
-                            request: Some(validate_request(i)),
-                        }
-                    }))
-                    .await?;
-                drain(out.into_inner(), &stop, &received).await?;
-            } else {
-                let out = client
-                    .ping_stream(tokio_stream::StreamExt::map(requests, |_| {
-                        rules::PingStreamRequest {}
-                    }))
-                    .await?;
-                drain(out.into_inner(), &stop, &received).await?;
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                tokio::time::sleep(RETRY.delay(failures)).await;
+                failures += 1;
+                tally.retried();
             }
             Ok::<_, tonic::Status>(())
         }));
@@ -196,6 +255,8 @@ async fn streaming(
         rps: count as f64 / elapsed.as_secs_f64(),
         p50: None,
         p99: None,
+        retries: tally.retries(),
+        errors: tally.errors(),
     })
 }
 
@@ -220,22 +281,26 @@ pub fn report(phases: &[Phase], cfg: &BenchConfig) -> String {
     let ms =
         |d: Option<Duration>| d.map_or("-".to_owned(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
     let mut out = format!(
-        "concurrency {} (unary), {} streams, {:.1}s per phase\n{:<22} {:>12} {:>10} {:>10}\n",
+        "concurrency {} (unary), {} streams, {:.1}s per phase\n{:<22} {:>12} {:>10} {:>10} {:>8} {:>7}\n",
         cfg.concurrency,
         cfg.streams,
         cfg.duration.as_secs_f64(),
         "phase",
         "req/s",
         "p50 ms",
-        "p99 ms"
+        "p99 ms",
+        "retries",
+        "errors"
     );
     for p in phases {
         out.push_str(&format!(
-            "{:<22} {:>12.0} {:>10} {:>10}\n",
+            "{:<22} {:>12.0} {:>10} {:>10} {:>8} {:>7}\n",
             p.name,
             p.rps,
             ms(p.p50),
-            ms(p.p99)
+            ms(p.p99),
+            p.retries,
+            p.errors
         ));
     }
     let rps = |name: &str| {
