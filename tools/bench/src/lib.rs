@@ -67,11 +67,12 @@ pub async fn wait_until_serving(
 }
 
 /// The retries of each call of a load generator: pauses up to 50 ms, 100 ms, … 1 s (each drawn
-/// at random up to that), at most 5 attempts, none begun 5 s after the first.
+/// at random up to that), at most 8 attempts, none begun 5 s after the first: enough to ride
+/// over a server process restarting.
 pub const RETRY: RetryPolicy = RetryPolicy {
     base: Duration::from_millis(50),
     cap: Duration::from_secs(1),
-    max_attempts: 5,
+    max_attempts: 8,
     deadline: Some(Duration::from_secs(5)),
 };
 

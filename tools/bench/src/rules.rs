@@ -38,8 +38,8 @@ pub struct Phase {
     pub p99: Option<Duration>,
     /// Unary phases: retried attempts. Streaming phases: streams opened again after breaking.
     pub retries: u64,
-    /// Unary phases: calls that failed for good. Streaming phases: streams that broke. The phase
-    /// went on after each.
+    /// Unary phases: calls that failed for good. Streaming phases: streams that broke or could
+    /// not be opened again. The phase went on after each.
     pub errors: u64,
 }
 
