@@ -1,0 +1,253 @@
+//! The compose topology under test, driven through the `docker` and `docker-compose` commands:
+//! up, down, and the faults (kill, stop and start, network cut).
+//!
+//! [`Topology::up`] hands back a guard that takes everything down when dropped, on a failed
+//! check or a panic too, and [`Topology::down`] checks that no container, network or volume of
+//! the project is left.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The compose project of the test (its own name, so a topology left running by hand under the
+/// default name is not touched; it does use the same published ports).
+pub const PROJECT: &str = "arbitere2e";
+
+/// A running compose project.
+#[derive(Debug)]
+pub struct Topology {
+    root: PathBuf,
+    down: bool,
+}
+
+/// Runs a command, returning its standard output, or an error with its standard error.
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let shown = format!("{cmd:?}");
+    let out = cmd.output().map_err(|e| format!("{shown}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(format!(
+            "{shown} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ))
+    }
+}
+
+impl Topology {
+    /// Makes the development secrets and the images (each script skips what is done already),
+    /// then starts the project and waits until every container is healthy.
+    ///
+    /// # Errors
+    /// A script or command that failed, or a container not healthy within `timeout` (with its
+    /// state and last log lines).
+    pub fn up(root: PathBuf, timeout: Duration) -> Result<Topology, String> {
+        let sh = |script: &str| run(Command::new("bash").arg(script).current_dir(&root));
+        sh("deploy/dev-secrets.sh")?;
+        let built = sh("deploy/build-images.sh")?;
+        println!("{built}");
+        let topology = Topology { root, down: false };
+        // Anything left by an interrupted earlier run goes first.
+        topology.compose(&["down", "-v", "--remove-orphans"])?;
+        topology.compose(&["up", "-d"])?;
+        topology.wait_all_healthy(timeout)?;
+        Ok(topology)
+    }
+
+    fn compose(&self, args: &[&str]) -> Result<String, String> {
+        run(Command::new("docker-compose")
+            .args(["-p", PROJECT, "-f", "deploy/compose.yaml"])
+            .args(args)
+            .current_dir(&self.root))
+    }
+
+    /// The container id of a compose service.
+    ///
+    /// # Errors
+    /// When the service has no container.
+    pub fn container(&self, service: &str) -> Result<String, String> {
+        let id = self.compose(&["ps", "-q", service])?;
+        if id.is_empty() {
+            Err(format!("no container for {service}"))
+        } else {
+            Ok(id)
+        }
+    }
+
+    fn docker(&self, args: &[&str]) -> Result<String, String> {
+        run(Command::new("docker").args(args))
+    }
+
+    /// `docker kill` (SIGKILL) a service's container.
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn kill(&self, service: &str) -> Result<(), String> {
+        self.docker(&["kill", &self.container(service)?]).map(drop)
+    }
+
+    /// `docker stop`: SIGTERM, then up to 40 s (the compose file's grace period) to exit.
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn stop(&self, service: &str) -> Result<(), String> {
+        self.docker(&["stop", "-t", "40", &self.container(service)?])
+            .map(drop)
+    }
+
+    /// `docker start` a stopped or killed container.
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn start(&self, service: &str) -> Result<(), String> {
+        self.docker(&["start", &self.container(service)?]).map(drop)
+    }
+
+    /// Whether a service's container is running.
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn running(&self, service: &str) -> Result<bool, String> {
+        let id = self.container(service)?;
+        Ok(self.docker(&["inspect", "-f", "{{.State.Running}}", &id])? == "true")
+    }
+
+    /// Cuts a service's container off one of the project's networks (`backend`, `frontend`).
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn disconnect(&self, service: &str, network: &str) -> Result<(), String> {
+        let net = format!("{PROJECT}_{network}");
+        self.docker(&["network", "disconnect", &net, &self.container(service)?])
+            .map(drop)
+    }
+
+    /// Connects a service's container to a network again.
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn connect(&self, service: &str, network: &str) -> Result<(), String> {
+        let net = format!("{PROJECT}_{network}");
+        self.docker(&["network", "connect", &net, &self.container(service)?])
+            .map(drop)
+    }
+
+    /// The Docker health of a service's container (`healthy`, `starting`, `unhealthy`, or the
+    /// container's status when it is not running).
+    ///
+    /// # Errors
+    /// When docker fails.
+    pub fn health(&self, service: &str) -> Result<String, String> {
+        let id = self.container(service)?;
+        self.docker(&[
+            "inspect",
+            "-f",
+            "{{if .State.Running}}{{if .State.Health}}{{.State.Health.Status}}{{else}}running{{end}}{{else}}{{.State.Status}}{{end}}",
+            &id,
+        ])
+    }
+
+    /// Waits until the named services' containers report healthy.
+    ///
+    /// # Errors
+    /// The states and logs of those that are not, after `timeout`.
+    pub fn wait_healthy(&self, services: &[&str], timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut waiting = Vec::new();
+            for s in services {
+                let h = self.health(s)?;
+                if h != "healthy" {
+                    waiting.push(format!("{s}: {h}"));
+                }
+            }
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let mut report = format!("not healthy after {timeout:?}: {}", waiting.join(", "));
+                for s in services {
+                    if let Ok(id) = self.container(s) {
+                        let logs = run(Command::new("docker").args(["logs", "--tail", "15", &id]))
+                            .unwrap_or_else(|e| e);
+                        report.push_str(&format!("\n--- {s}\n{logs}"));
+                    }
+                }
+                return Err(report);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Waits until every service of the project is healthy.
+    ///
+    /// # Errors
+    /// As [`Topology::wait_healthy`].
+    pub fn wait_all_healthy(&self, timeout: Duration) -> Result<(), String> {
+        let services = self.services()?;
+        let services: Vec<&str> = services.iter().map(String::as_str).collect();
+        self.wait_healthy(&services, timeout)
+    }
+
+    /// The project's compose services.
+    ///
+    /// # Errors
+    /// When docker-compose fails.
+    pub fn services(&self) -> Result<Vec<String>, String> {
+        Ok(self
+            .compose(&["config", "--services"])?
+            .lines()
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Prints every container's state and last log lines (after a failed check).
+    pub fn logs(&self) {
+        match self.compose(&["ps"]) {
+            Ok(ps) => eprintln!("{ps}"),
+            Err(e) => eprintln!("e2e: {e}"),
+        }
+        match self.compose(&["logs", "--no-color", "--tail", "25"]) {
+            Ok(logs) => eprintln!("{logs}"),
+            Err(e) => eprintln!("e2e: {e}"),
+        }
+    }
+
+    /// Takes the project down (`down -v`) and checks that nothing of it is left.
+    ///
+    /// # Errors
+    /// When `down` fails or something is left.
+    pub fn down(mut self) -> Result<(), String> {
+        self.down = true;
+        self.compose(&["down", "-v", "--remove-orphans"])?;
+        let label = format!("label=com.docker.compose.project={PROJECT}");
+        let mut left = Vec::new();
+        for kind in [["ps", "-aq"], ["network", "ls"], ["volume", "ls"]] {
+            let mut args: Vec<&str> = kind.to_vec();
+            if kind[0] != "ps" {
+                args.push("-q");
+            }
+            args.extend(["--filter", &label]);
+            let out = self.docker(&args)?;
+            left.extend(out.lines().map(|l| format!("{} {l}", kind[0])));
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("down -v left behind: {}", left.join(", ")))
+        }
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        if !self.down {
+            eprintln!("e2e: taking the topology down after a failure");
+            if let Err(e) = self.compose(&["down", "-v", "--remove-orphans"]) {
+                eprintln!("e2e: {e}");
+            }
+        }
+    }
+}
