@@ -628,6 +628,38 @@ enum BenchTarget {
         #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
         platform_token: Option<String>,
     },
+    /// A platform's load on a whole deployment: games with clocks moved at an open-loop rate,
+    /// a watcher on each, games left to flag, and pool joins, all at once (see
+    /// tools/system-load.sh, which runs it against the compose topology and `arbiter serve`).
+    System {
+        /// The deployment's address (the compose proxy, or an `arbiter serve`).
+        #[arg(long)]
+        addr: String,
+        /// Games moved by the load, each with a watcher.
+        #[arg(long, default_value_t = 2_000)]
+        games: usize,
+        /// Moves per second per game.
+        #[arg(long, default_value_t = 1.0)]
+        moves_per_game_per_sec: f64,
+        /// Seconds of load.
+        #[arg(long, default_value_t = 300.0)]
+        duration_secs: f64,
+        /// The time control of the moved games (and of the pool joined).
+        #[arg(long, default_value = "10+5")]
+        time_control: String,
+        /// Games left to flag during the run.
+        #[arg(long, default_value_t = 200)]
+        flags: usize,
+        /// Players joining the pool per second.
+        #[arg(long, default_value_t = 2.0)]
+        joins_per_sec: f64,
+        /// HTTP/2 connections the watch streams are spread over.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        /// The platform's bearer token, when the server has one.
+        #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
+        platform_token: Option<String>,
+    },
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -972,6 +1004,47 @@ fn bench(target: BenchTarget) -> Result<String, CliError> {
                 })
                 .await?;
                 Ok(arbiter_bench::matches::report(&result, &cfg, store))
+            })
+        }
+        BenchTarget::System {
+            addr,
+            games,
+            moves_per_game_per_sec,
+            duration_secs,
+            time_control,
+            flags,
+            joins_per_sec,
+            connections,
+            platform_token,
+        } => {
+            let cfg = arbiter_bench::system::SystemBenchConfig {
+                games: games.max(1),
+                moves_per_game_per_sec,
+                duration: std::time::Duration::from_secs_f64(duration_secs),
+                time_control,
+                flags,
+                joins_per_sec,
+                platform_token,
+            };
+            runtime()?.block_on(async {
+                let channel = connect(&addr).await?;
+                // The whole process's health: behind the compose proxy, health calls reach a
+                // rules replica, which knows no other service.
+                arbiter_bench::wait_until_serving(
+                    channel.clone(),
+                    "",
+                    std::time::Duration::from_secs(60),
+                )
+                .await
+                .map_err(|e| CliError(format!("bench not started: {e}")))?;
+                let mut extra = Vec::new();
+                for _ in 1..connections.max(1) {
+                    extra.push(connect(&addr).await?);
+                }
+                let result = arbiter_bench::system::run(channel, extra, &cfg)
+                    .await
+                    .map_err(|e| CliError(format!("bench failed: {e}")))?;
+                Ok(arbiter_bench::system::report(&result, &cfg, &addr))
             })
         }
         BenchTarget::Clocks {

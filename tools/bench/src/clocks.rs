@@ -33,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Mutex;
 use tonic::transport::Channel;
 use tonic::{Request, Status};
+use tonic_types::StatusExt;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -58,6 +59,9 @@ pub struct RunResult {
     pub moves: u64,
     /// Moves refused or failed (after their retries).
     pub errors: u64,
+    /// Games the rules ended under the load by their history (fivefold repetition), found
+    /// when their next move was refused `MATCH_OVER`: they leave the load, not an error.
+    pub games_ended: u64,
     /// Attempts of moves retried.
     pub retries: u64,
     /// Move latency percentiles from the due instant: p50, p99, p99.9.
@@ -85,8 +89,10 @@ pub struct ClockBenchResult {
     pub watch_retries: u64,
 }
 
-struct Game {
-    id: String,
+pub(crate) struct Game {
+    pub(crate) id: String,
+    /// The server ended the game (see [`RunResult::games_ended`]).
+    over: bool,
     tokens: [String; 2],
     position: AnyPosition,
     ply: u32,
@@ -145,6 +151,7 @@ async fn opened(
         position: AnyPosition::start(Variant::Chess)
             .map_err(|e| Status::internal(e.to_string()))?,
         ply: 0,
+        over: false,
     };
     let mut deadline = 0;
     for mv in ["e2e4", "e7e5"] {
@@ -205,10 +212,10 @@ fn advance(game: &mut Game, uci: &str) -> Result<(), Status> {
     Ok(())
 }
 
-type Games = Vec<Arc<Mutex<Game>>>;
+pub(crate) type Games = Vec<Arc<Mutex<Game>>>;
 
 /// The games of a run, created with `time_control` and opened (`kind` names them in the run).
-async fn prepare(
+pub(crate) async fn prepare(
     channel: &Channel,
     cfg: &ClockBenchConfig,
     time_control: &str,
@@ -254,14 +261,15 @@ async fn resync(c: &MatchServiceClient<Channel>, game: &mut Game, tally: &Tally)
 }
 
 /// Latencies, refused or skipped moves, and seconds of one stretch of load.
-struct Stretch {
+pub(crate) struct Stretch {
     latencies: Vec<Duration>,
     errors: u64,
+    ended: u64,
     secs: f64,
 }
 
 /// One open-loop stretch of `length` over `games`, its retries counted in `tally`.
-async fn load(
+pub(crate) async fn load(
     channel: &Channel,
     cfg: &ClockBenchConfig,
     games: &Games,
@@ -272,8 +280,9 @@ async fn load(
     let interval = Duration::from_secs_f64(1.0 / cfg.rate.max(1.0));
     let start = Instant::now();
     let end = start + length;
-    let results = Arc::new(std::sync::Mutex::new((Vec::new(), 0u64)));
-    let mut tasks = Vec::new();
+    let results = Arc::new(std::sync::Mutex::new((Vec::new(), 0u64, 0u64)));
+    // Finished moves are reaped as the load goes: a long run spawns hundreds of thousands.
+    let mut tasks = tokio::task::JoinSet::new();
     let mut next = 0usize;
     let mut due = start;
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
@@ -284,7 +293,9 @@ async fn load(
         for _ in 0..games.len() {
             let g = Arc::clone(&games[next % games.len()]);
             next += 1;
-            if let Ok(guard) = g.try_lock_owned() {
+            if let Ok(guard) = g.try_lock_owned()
+                && !guard.over
+            {
                 picked = Some(guard);
                 break;
             }
@@ -297,15 +308,43 @@ async fn load(
         rng ^= rng << 17;
         let pick = rng;
         let (results, c, tally) = (Arc::clone(&results), c.clone(), Arc::clone(tally));
-        tasks.push(tokio::spawn(async move {
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(async move {
+            // A move after which the game goes on, when there is one: a game that ended would
+            // leave its share of the load without a move to send.
             let legal = game.position.legal_moves();
+            let lasting: Vec<_> = legal
+                .iter()
+                .copied()
+                .filter(|&m| {
+                    game.position
+                        .play(m)
+                        .is_some_and(|p| p.terminal().is_none())
+                })
+                .collect();
+            let choices = if lasting.is_empty() {
+                &legal[..]
+            } else {
+                &lasting[..]
+            };
             let mut unknown = false;
-            let ok = if legal.is_empty() || game.position.terminal().is_some() {
+            let mut ended = false;
+            let ok = if choices.is_empty() || game.position.terminal().is_some() {
                 false
             } else {
-                let uci = legal[(pick % legal.len() as u64) as usize].to_string();
+                let uci = choices[(pick % choices.len() as u64) as usize].to_string();
                 match play(&c, &game, &uci, &tally).await {
                     Ok(_) => advance(&mut game, &uci).is_ok(),
+                    // Ended by a rule that needs the game's history (fivefold repetition):
+                    // the game leaves the load, its share goes to the others.
+                    Err(e)
+                        if e.get_details_error_info()
+                            .is_some_and(|i| i.reason == "MATCH_OVER") =>
+                    {
+                        game.over = true;
+                        ended = true;
+                        false
+                    }
                     Err(e) => {
                         unknown = transient(&e);
                         false
@@ -321,27 +360,29 @@ async fn load(
             let mut r = results.lock().expect("not poisoned");
             if ok {
                 r.0.push(latency);
+            } else if ended {
+                r.2 += 1;
             } else {
                 r.1 += 1;
             }
-        }));
+        });
     }
-    for t in tasks {
-        let _ = t.await;
-    }
+    while tasks.join_next().await.is_some() {}
     let secs = start.elapsed().as_secs_f64();
-    let (latencies, errors) = std::mem::take(&mut *results.lock().expect("not poisoned"));
+    let (latencies, errors, ended) = std::mem::take(&mut *results.lock().expect("not poisoned"));
     Ok(Stretch {
         latencies,
         errors,
+        ended,
         secs,
     })
 }
 
 /// The figures of stretches of one kind.
-fn summary(stretches: Vec<Stretch>) -> RunResult {
+pub(crate) fn summary(stretches: Vec<Stretch>) -> RunResult {
     let secs: f64 = stretches.iter().map(|s| s.secs).sum();
     let errors = stretches.iter().map(|s| s.errors).sum();
+    let games_ended = stretches.iter().map(|s| s.ended).sum();
     let mut latencies: Vec<Duration> = stretches.into_iter().flat_map(|s| s.latencies).collect();
     latencies.sort();
     let pct = |p: f64| {
@@ -353,6 +394,7 @@ fn summary(stretches: Vec<Stretch>) -> RunResult {
     RunResult {
         moves: latencies.len() as u64,
         errors,
+        games_ended,
         retries: 0,
         latency: [pct(0.5), pct(0.99), pct(0.999)],
         rate: latencies.len() as f64 / secs.max(1e-9),
@@ -360,7 +402,7 @@ fn summary(stretches: Vec<Stretch>) -> RunResult {
 }
 
 /// A flagging game's watcher: (end recorded − deadline, end received − deadline), in ms.
-type Watcher = tokio::task::JoinHandle<Result<Option<(i64, i64)>, Status>>;
+pub(crate) type Watcher = tokio::task::JoinHandle<Result<Option<(i64, i64)>, Status>>;
 
 /// Follows `id`'s events after `*after` (moved past each event seen) until its end; returns
 /// the end's arrival (this machine's Unix ms). A stream that ends before the end event is
@@ -389,7 +431,7 @@ async fn until_end(
 }
 
 /// Games that will flag during the next run, each watched by a task that returns its delays.
-async fn flagging(
+pub(crate) async fn flagging(
     channel: &Channel,
     cfg: &ClockBenchConfig,
     run: &str,
@@ -451,7 +493,7 @@ async fn flagging(
 
 /// The delays the watchers saw (recorded, received), each sorted, and how many saw no end in
 /// time.
-async fn flag_delays(
+pub(crate) async fn flag_delays(
     watchers: Vec<Watcher>,
     cfg: &ClockBenchConfig,
 ) -> (Vec<i64>, Vec<i64>, usize) {

@@ -9,7 +9,9 @@
 //! - [`rules`]: unary and streaming validation next to the gRPC stack's no-op ceiling;
 //! - [`matches`](mod@matches): many hosted matches of one variant played at once through `MakeMove`;
 //! - [`clocks`]: an open-loop move rate on thousands of games with clocks, against the same load
-//!   without clocks, and the delay of flags that fall with no move sent.
+//!   without clocks, and the delay of flags that fall with no move sent;
+//! - [`system`]: a platform's load on a whole deployment: games with clocks and a watcher each,
+//!   flags and pool joins at once.
 //!
 //! **Failures.** A server may restart or be replaced under a run (replicas behind a proxy). Every
 //! call a load generator makes is idempotent — reads, and changes that carry a request id (or,
@@ -26,6 +28,7 @@ pub mod clocks;
 pub mod jobs;
 pub mod matches;
 pub mod rules;
+pub mod system;
 
 use arbiter_kit::retry::{RetryPolicy, transient};
 use std::future::Future;
