@@ -560,7 +560,22 @@ pub async fn run(cfg: DayConfig) -> Result<String, String> {
     }
 }
 
-#[allow(clippy::too_many_lines)]
+/// What every step of the day shares.
+#[derive(Debug)]
+struct Day<'a> {
+    cfg: &'a DayConfig,
+    ctx: Arc<Ctx>,
+    topology: &'a Arc<Topology>,
+    began: Instant,
+}
+
+/// Each player's variant, match, board and side.
+type Players = BTreeMap<String, (Variant, Arc<Hosted>, u32, u32)>;
+
+type Drivers = Vec<tokio::task::JoinHandle<Result<(), String>>>;
+
+type Watchers = Vec<tokio::task::JoinHandle<Result<Watched, String>>>;
+
 async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Result<String, String> {
     let platform_token = std::fs::read_to_string(cfg.root.join("deploy/secrets/platform-token"))
         .map_err(|e| format!("deploy/secrets/platform-token: {e}"))?
@@ -574,8 +589,98 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         run: format!("{}", now_ms()),
     });
     let mut summary = Vec::new();
+    let d = Day {
+        cfg,
+        ctx: Arc::clone(&ctx),
+        topology,
+        began,
+    };
+    let (hosted, players) = pair(&d).await?;
+    // Watchers on every match, then the players.
+    let watchers: Vec<_> = hosted
+        .iter()
+        .map(|m| tokio::spawn(watch_match(Arc::clone(&ctx), m.id.clone())))
+        .collect();
+    let (finish_tx, finish_rx) = watch::channel(false);
+    let mut drivers = Vec::new();
+    for (i, m) in hosted.iter().enumerate() {
+        let spawn = |variant, board, plan, pace| {
+            tokio::spawn(drive(
+                Arc::clone(&ctx),
+                Arc::clone(m),
+                variant,
+                board,
+                plan,
+                pace,
+                finish_rx.clone(),
+            ))
+        };
+        let opera = Plan::Script {
+            moves: &OPERA,
+            hold_last: true,
+        };
+        let quiet = Plan::Quiet { seed: 7 + i as u64 };
+        match m.role {
+            Role::Bughouse => {
+                drivers.push(spawn(Variant::Bughouse, 1, opera, cfg.script_pace));
+                drivers.push(spawn(Variant::Bughouse, 2, quiet, cfg.random_pace));
+            }
+            Role::Flag => drivers.push(spawn(
+                Variant::Chess,
+                1,
+                Plan::Script {
+                    moves: &OPERA[..2],
+                    hold_last: false,
+                },
+                Duration::from_millis(200),
+            )),
+            Role::Mate => drivers.push(spawn(Variant::Chess, 1, opera, cfg.script_pace)),
+            Role::Resign | Role::Draw => {
+                drivers.push(spawn(Variant::Chess, 1, quiet, cfg.random_pace));
+            }
+        }
+    }
 
-    // 1. Pools: four bughouse players and eight chess players join, through the proxy.
+    let (job_id, moves_in_job) = submit_job(&d).await?;
+    let (flag, flag_deadline) = flag_game(&d, &hosted).await?;
+    kill_worker(&d, &job_id).await?;
+    players_on(&mut drivers).await?;
+    rolling_upgrade(&d, &hosted).await?;
+    players_on(&mut drivers).await?;
+    restart_redis(&d, &hosted, &job_id).await?;
+    players_on(&mut drivers).await?;
+    cut_network(&d, &hosted, &job_id, &flag).await?;
+    players_on(&mut drivers).await?;
+    summary.push(kill_before_flag(&d, &hosted, &job_id, &flag, flag_deadline).await?);
+    players_on(&mut drivers).await?;
+    let watched = endings(&d, &hosted, &finish_tx, drivers, watchers).await?;
+    summary.push(check_matches(&d, &hosted, &watched).await?);
+    check_ratings(&d, &hosted, &players).await?;
+    summary.push(check_job(&d, &job_id, &moves_in_job).await?);
+    summary.push(format!("{} retried calls in all", ctx.retries.count()));
+    Ok(summary.join("; "))
+}
+
+/// Fails with a player's error as soon as one has stopped on one (a player whose plan ended, as
+/// the flag game's does after its first moves, stays in the list).
+async fn players_on(drivers: &mut Drivers) -> Result<(), String> {
+    for d in drivers.iter_mut() {
+        if d.is_finished() {
+            match d.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return fail(format!("a player stopped: {e}")),
+                Err(e) => return fail(format!("a player panicked: {e}")),
+            }
+        }
+    }
+    drivers.retain(|d| !d.is_finished());
+    Ok(())
+}
+
+/// Step 1, pools: four bughouse players and eight chess players join through the proxy and are
+/// paired; each match gets its role.
+async fn pair(d: &Day<'_>) -> Result<(Vec<Arc<Hosted>>, Players), String> {
+    let (cfg, ctx, began) = (d.cfg, Arc::clone(&d.ctx), d.began);
     say(began, "12 players join the bughouse and chess pools");
     let mut joins = Vec::new();
     for i in 0..12 {
@@ -664,52 +769,12 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         ),
     );
 
-    // Watchers on every match, then the players.
-    let watchers: Vec<_> = hosted
-        .iter()
-        .map(|m| tokio::spawn(watch_match(Arc::clone(&ctx), m.id.clone())))
-        .collect();
-    let (finish_tx, finish_rx) = watch::channel(false);
-    let mut drivers = Vec::new();
-    for (i, m) in hosted.iter().enumerate() {
-        let spawn = |variant, board, plan, pace| {
-            tokio::spawn(drive(
-                Arc::clone(&ctx),
-                Arc::clone(m),
-                variant,
-                board,
-                plan,
-                pace,
-                finish_rx.clone(),
-            ))
-        };
-        let opera = Plan::Script {
-            moves: &OPERA,
-            hold_last: true,
-        };
-        let quiet = Plan::Quiet { seed: 7 + i as u64 };
-        match m.role {
-            Role::Bughouse => {
-                drivers.push(spawn(Variant::Bughouse, 1, opera, cfg.script_pace));
-                drivers.push(spawn(Variant::Bughouse, 2, quiet, cfg.random_pace));
-            }
-            Role::Flag => drivers.push(spawn(
-                Variant::Chess,
-                1,
-                Plan::Script {
-                    moves: &OPERA[..2],
-                    hold_last: false,
-                },
-                Duration::from_millis(200),
-            )),
-            Role::Mate => drivers.push(spawn(Variant::Chess, 1, opera, cfg.script_pace)),
-            Role::Resign | Role::Draw => {
-                drivers.push(spawn(Variant::Chess, 1, quiet, cfg.random_pace));
-            }
-        }
-    }
+    Ok((hosted, players))
+}
 
-    // 2. The batch job.
+/// Step 2: The batch job: its id and each game's move count.
+async fn submit_job(d: &Day<'_>) -> Result<(String, Vec<usize>), String> {
+    let (cfg, ctx, began) = (d.cfg, Arc::clone(&d.ctx), d.began);
     let games = job_games(cfg.job_games, cfg.job_plies)?;
     let moves_in_job: Vec<usize> = games.iter().map(|g| g.moves.len()).collect();
     let submit = an::SubmitJobRequest {
@@ -745,7 +810,12 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         ),
     );
 
-    // The flag game's deadline: White's, after both untimed first moves.
+    Ok((job_id, moves_in_job))
+}
+
+/// The flag game and White's deadline, after both untimed first moves.
+async fn flag_game(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result<(Arc<Hosted>, u64), String> {
+    let (ctx, began) = (Arc::clone(&d.ctx), d.began);
     let flag = hosted
         .iter()
         .find(|m| m.role == Role::Flag)
@@ -776,38 +846,43 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         ),
     );
 
-    // 3a. A worker is killed while it analyses a game of the job.
-    {
-        let wait = Instant::now();
-        loop {
-            let s = job_status(&ctx, &job_id).await?;
-            if s.state == an::JobState::Running as i32 && s.positions_done > 0 {
-                if s.games_done >= s.games {
-                    return fail(
-                        "the job finished before a worker could be killed: raise --job-nodes",
-                    );
-                }
-                break;
-            }
-            if wait.elapsed() > Duration::from_secs(60) {
-                return fail(format!("the job did not start within 60 s: {s:?}"));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        blocking(topology, |t| t.kill("worker-1")).await?;
-        let s = job_status(&ctx, &job_id).await?;
-        say(
-            began,
-            &format!(
-                "fault: worker-1 killed mid-job ({}/{} games, {}/{} positions done)",
-                s.games_done, s.games, s.positions_done, s.positions
-            ),
-        );
-    }
+    Ok((flag, flag_deadline))
+}
 
-    // 3b. Rolling upgrade: each matches replica in turn gets SIGTERM and starts again.
+/// Step 3a: A worker is killed while it analyses a game of the job.
+async fn kill_worker(d: &Day<'_>, job_id: &str) -> Result<(), String> {
+    let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
+    let wait = Instant::now();
+    loop {
+        let s = job_status(&ctx, job_id).await?;
+        if s.state == an::JobState::Running as i32 && s.positions_done > 0 {
+            if s.games_done >= s.games {
+                return fail("the job finished before a worker could be killed: raise --job-nodes");
+            }
+            break;
+        }
+        if wait.elapsed() > Duration::from_secs(60) {
+            return fail(format!("the job did not start within 60 s: {s:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    blocking(topology, |t| t.kill("worker-1")).await?;
+    let s = job_status(&ctx, job_id).await?;
+    say(
+        began,
+        &format!(
+            "fault: worker-1 killed mid-job ({}/{} games, {}/{} positions done)",
+            s.games_done, s.games, s.positions_done, s.positions
+        ),
+    );
+    Ok(())
+}
+
+/// Step 3b: Rolling upgrade: each matches replica in turn gets SIGTERM and starts again.
+async fn rolling_upgrade(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result<(), String> {
+    let (topology, began) = (d.topology, d.began);
     for replica in ["matches-1", "matches-2"] {
-        let before = total_moves(&hosted);
+        let before = total_moves(hosted);
         let t = Instant::now();
         blocking(topology, move |t| t.stop(replica)).await?;
         let stopped = t.elapsed();
@@ -816,7 +891,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
             t.wait_healthy(&[replica], Duration::from_secs(60))
         })
         .await?;
-        let after = total_moves(&hosted);
+        let after = total_moves(hosted);
         say(
             began,
             &format!(
@@ -828,227 +903,257 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
             ),
         );
     }
+    Ok(())
+}
 
-    // 3c. Redis restarts: calls meanwhile answer UNAVAILABLE; nothing applied is lost.
-    {
-        in_flight(&ctx, &job_id, "the Redis restart").await?;
-        let before = plies(&ctx, &hosted).await?;
-        let bug = hosted
-            .iter()
-            .find(|m| m.role == Role::Bughouse)
-            .cloned()
-            .ok_or("no bughouse match")?;
-        blocking(topology, |t| t.stop("redis")).await?;
-        say(began, "fault: redis stopped");
-        let mut seen = Vec::new();
-        let probe_deadline = Instant::now() + Duration::from_secs(20);
-        for (name, kind) in [("GetMatch", 0), ("GetRatings", 1), ("GetJob", 2)] {
-            loop {
-                let r = match kind {
-                    0 => ctx
-                        .matches()
-                        .get_match(pb::GetMatchRequest {
-                            match_id: bug.id.clone(),
-                        })
-                        .await
-                        .map(drop),
-                    1 => ctx
-                        .matchmaking()
-                        .get_ratings(bearer(
-                            mm::GetRatingsRequest {
-                                player_id: "e2e-probe".to_owned(),
-                            },
-                            &ctx.platform_token,
-                        ))
-                        .await
-                        .map(drop),
-                    _ => ctx
-                        .analysis()
-                        .get_job(ctx.analysis_request(an::GetJobRequest {
-                            job_id: job_id.clone(),
-                        }))
-                        .await
-                        .map(drop),
-                };
-                match r {
-                    Err(s) if s.code() == Code::Unavailable => {
-                        seen.push(name);
-                        break;
-                    }
-                    other if Instant::now() >= probe_deadline => {
-                        return fail(format!(
-                            "{name} while Redis is down answered {:?}, not UNAVAILABLE",
-                            other.map_err(|s| status_text(name, &s))
-                        ));
-                    }
-                    _ => tokio::time::sleep(Duration::from_millis(200)).await,
+/// Step 3c: Redis restarts: calls meanwhile answer UNAVAILABLE; nothing applied is lost.
+async fn restart_redis(d: &Day<'_>, hosted: &[Arc<Hosted>], job_id: &str) -> Result<(), String> {
+    let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
+    in_flight(&ctx, job_id, "the Redis restart").await?;
+    let before = plies(&ctx, hosted).await?;
+    let bug = hosted
+        .iter()
+        .find(|m| m.role == Role::Bughouse)
+        .cloned()
+        .ok_or("no bughouse match")?;
+    blocking(topology, |t| t.stop("redis")).await?;
+    say(began, "fault: redis stopped");
+    let mut seen = Vec::new();
+    let probe_deadline = Instant::now() + Duration::from_secs(20);
+    for (name, kind) in [("GetMatch", 0), ("GetRatings", 1), ("GetJob", 2)] {
+        loop {
+            let r = match kind {
+                0 => ctx
+                    .matches()
+                    .get_match(pb::GetMatchRequest {
+                        match_id: bug.id.clone(),
+                    })
+                    .await
+                    .map(drop),
+                1 => ctx
+                    .matchmaking()
+                    .get_ratings(bearer(
+                        mm::GetRatingsRequest {
+                            player_id: "e2e-probe".to_owned(),
+                        },
+                        &ctx.platform_token,
+                    ))
+                    .await
+                    .map(drop),
+                _ => ctx
+                    .analysis()
+                    .get_job(ctx.analysis_request(an::GetJobRequest {
+                        job_id: job_id.to_owned(),
+                    }))
+                    .await
+                    .map(drop),
+            };
+            match r {
+                Err(s) if s.code() == Code::Unavailable => {
+                    seen.push(name);
+                    break;
                 }
+                other if Instant::now() >= probe_deadline => {
+                    return fail(format!(
+                        "{name} while Redis is down answered {:?}, not UNAVAILABLE",
+                        other.map_err(|s| status_text(name, &s))
+                    ));
+                }
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
-        say(
-            began,
-            &format!(
-                "while Redis is down: {} answer UNAVAILABLE",
-                seen.join(", ")
-            ),
-        );
-        blocking(topology, |t| t.start("redis")).await?;
-        // Every container but the killed worker.
-        blocking(topology, |t| {
-            let services = t.services()?;
-            let up: Vec<&str> = services
-                .iter()
-                .map(String::as_str)
-                .filter(|s| *s != "worker-1")
-                .collect();
-            t.wait_healthy(&up, Duration::from_secs(60))
-        })
-        .await?;
-        let after = plies(&ctx, &hosted).await?;
-        for (m, (b, a)) in hosted.iter().zip(before.iter().zip(&after)) {
-            if b.iter().zip(a).any(|(b, a)| a < b) {
-                return fail(format!(
-                    "match {}: plies {b:?} before the Redis restart, {a:?} after",
-                    m.id
-                ));
-            }
-        }
-        let pieces = bughouse_pieces(&ctx.get_match(&bug.id).await?);
-        if pieces != (32, 32) {
+    }
+    say(
+        began,
+        &format!(
+            "while Redis is down: {} answer UNAVAILABLE",
+            seen.join(", ")
+        ),
+    );
+    blocking(topology, |t| t.start("redis")).await?;
+    // Every container but the killed worker.
+    blocking(topology, |t| {
+        let services = t.services()?;
+        let up: Vec<&str> = services
+            .iter()
+            .map(String::as_str)
+            .filter(|s| *s != "worker-1")
+            .collect();
+        t.wait_healthy(&up, Duration::from_secs(60))
+    })
+    .await?;
+    let after = plies(&ctx, hosted).await?;
+    for (m, (b, a)) in hosted.iter().zip(before.iter().zip(&after)) {
+        if b.iter().zip(a).any(|(b, a)| a < b) {
             return fail(format!(
-                "bughouse pieces after the Redis restart: {pieces:?}, not (32, 32)"
+                "match {}: plies {b:?} before the Redis restart, {a:?} after",
+                m.id
             ));
         }
-        say(
-            began,
-            "redis restarted: every service healthy again by itself, no ply lost, 32+32 bughouse pieces",
-        );
     }
-
-    // 3d. The backend network is cut from matches-1 for a few seconds.
-    {
-        const MATCHES: &str = "arbiter.matches.v1.MatchService";
-        in_flight(&ctx, &job_id, "the network cut").await?;
-        let before = total_moves(&hosted);
-        blocking(topology, |t| t.disconnect("matches-1", "backend")).await?;
-        let down = await_health(
-            "matches-1",
-            MATCHES,
-            ServingStatus::NotServing,
-            Duration::from_secs(15),
-        )
-        .await?;
-        say(
-            began,
-            &format!(
-                "fault: matches-1 cut off the backend network: NOT_SERVING after {:.1} s",
-                down.as_secs_f64()
-            ),
-        );
-        // The proxy's checks (every second, two failures) take it out of rotation: from then
-        // on every call through the proxy reaches matches-2.
-        tokio::time::sleep(Duration::from_secs(4)).await;
-        let mut c = ctx.matches();
-        for _ in 0..20 {
-            c.get_match(pb::GetMatchRequest {
-                match_id: flag.id.clone(),
-            })
-            .await
-            .map_err(|s| status_text("GetMatch through the proxy during the cut", &s))?;
-        }
-        let during = total_moves(&hosted) - before;
-        blocking(topology, |t| t.connect("matches-1", "backend")).await?;
-        let up = await_health(
-            "matches-1",
-            MATCHES,
-            ServingStatus::Serving,
-            Duration::from_secs(15),
-        )
-        .await?;
-        blocking(topology, |t| {
-            t.wait_healthy(&["matches-1"], Duration::from_secs(30))
-        })
-        .await?;
-        say(
-            began,
-            &format!(
-                "matches-1 reconnected: SERVING after {:.1} s; 20 unretried calls through the \
-                 proxy answered during the cut, {during} moves went on",
-                up.as_secs_f64()
-            ),
-        );
-    }
-
-    // 3e. A matches replica is killed; the flag game's flag falls while it is down.
-    {
-        let kill_at = flag_deadline.saturating_sub(8_000);
-        let now = now_ms();
-        if now + 1_000 > flag_deadline {
-            return fail("the flag fell before the replica could be killed: a longer time control");
-        }
-        if kill_at > now {
-            tokio::time::sleep(Duration::from_millis(kill_at - now)).await;
-        }
-        let before = total_moves(&hosted);
-        let job = job_status(&ctx, &job_id).await?;
-        blocking(topology, |t| t.kill("matches-1")).await?;
-        say(
-            began,
-            &format!(
-                "fault: matches-1 killed (job: {}/{} positions done)",
-                job.positions_done, job.positions
-            ),
-        );
-        let state = loop {
-            let s = ctx.get_match(&flag.id).await?;
-            if s.outcome.is_some() {
-                break s;
-            }
-            if now_ms() > flag_deadline + 20_000 {
-                return fail(format!("no flag 20 s after the deadline: {s:?}"));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
-        if blocking(topology, |t| t.running("matches-1")).await? {
-            return fail("matches-1 was running again before the flag: the check proves nothing");
-        }
-        let outcome = state.outcome.clone().unwrap_or_default();
-        let o = outcome.outcome.unwrap_or_default();
-        if o.reason != common::EndReason::Timeout as i32
-            || o.score.as_ref().map(|s| s.text.as_str()) != Some("0-1")
-        {
-            return fail(format!("the flag game ended otherwise: {o:?}"));
-        }
-        if state.ended_at_ms < flag_deadline {
-            return fail(format!(
-                "flag recorded at {} before the deadline {flag_deadline}",
-                state.ended_at_ms
-            ));
-        }
-        let during = total_moves(&hosted) - before;
-        if during == 0 {
-            return fail("no move went through while matches-1 was down");
-        }
-        say(
-            began,
-            &format!(
-                "flag game flagged by matches-2, {} ms after the deadline; {during} moves went on",
-                state.ended_at_ms - flag_deadline
-            ),
-        );
-        summary.push(format!(
-            "flag detected {} ms after the deadline, with a replica killed",
-            state.ended_at_ms - flag_deadline
+    let pieces = bughouse_pieces(&ctx.get_match(&bug.id).await?);
+    if pieces != (32, 32) {
+        return fail(format!(
+            "bughouse pieces after the Redis restart: {pieces:?}, not (32, 32)"
         ));
-        blocking(topology, |t| t.start("matches-1")).await?;
-        blocking(topology, |t| {
-            t.wait_healthy(&["matches-1"], Duration::from_secs(60))
-        })
-        .await?;
-        say(began, "matches-1 started again and healthy");
     }
+    say(
+        began,
+        "redis restarted: every service healthy again by itself, no ply lost, 32+32 bughouse pieces",
+    );
+    Ok(())
+}
 
-    // 4. The endings.
+/// Step 3d: The backend network is cut from matches-1 for a few seconds.
+async fn cut_network(
+    d: &Day<'_>,
+    hosted: &[Arc<Hosted>],
+    job_id: &str,
+    flag: &Hosted,
+) -> Result<(), String> {
+    let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
+    const MATCHES: &str = "arbiter.matches.v1.MatchService";
+    in_flight(&ctx, job_id, "the network cut").await?;
+    let before = total_moves(hosted);
+    blocking(topology, |t| t.disconnect("matches-1", "backend")).await?;
+    let down = await_health(
+        "matches-1",
+        MATCHES,
+        ServingStatus::NotServing,
+        Duration::from_secs(15),
+    )
+    .await?;
+    say(
+        began,
+        &format!(
+            "fault: matches-1 cut off the backend network: NOT_SERVING after {:.1} s",
+            down.as_secs_f64()
+        ),
+    );
+    // The proxy's checks (every second, two failures) take it out of rotation: from then
+    // on every call through the proxy reaches matches-2.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut c = ctx.matches();
+    for _ in 0..20 {
+        c.get_match(pb::GetMatchRequest {
+            match_id: flag.id.clone(),
+        })
+        .await
+        .map_err(|s| status_text("GetMatch through the proxy during the cut", &s))?;
+    }
+    let during = total_moves(hosted) - before;
+    blocking(topology, |t| t.connect("matches-1", "backend")).await?;
+    let up = await_health(
+        "matches-1",
+        MATCHES,
+        ServingStatus::Serving,
+        Duration::from_secs(15),
+    )
+    .await?;
+    blocking(topology, |t| {
+        t.wait_healthy(&["matches-1"], Duration::from_secs(30))
+    })
+    .await?;
+    say(
+        began,
+        &format!(
+            "matches-1 reconnected: SERVING after {:.1} s; 20 unretried calls through the \
+                 proxy answered during the cut, {during} moves went on",
+            up.as_secs_f64()
+        ),
+    );
+    Ok(())
+}
+
+/// Step 3e: A matches replica is killed; the flag game's flag falls while it is down. Returns the
+/// summary's line.
+async fn kill_before_flag(
+    d: &Day<'_>,
+    hosted: &[Arc<Hosted>],
+    job_id: &str,
+    flag: &Hosted,
+    flag_deadline: u64,
+) -> Result<String, String> {
+    let mut summary = Vec::new();
+    let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
+    let kill_at = flag_deadline.saturating_sub(8_000);
+    let now = now_ms();
+    if now + 1_000 > flag_deadline {
+        return fail("the flag fell before the replica could be killed: a longer time control");
+    }
+    if kill_at > now {
+        tokio::time::sleep(Duration::from_millis(kill_at - now)).await;
+    }
+    let before = total_moves(hosted);
+    let job = job_status(&ctx, job_id).await?;
+    blocking(topology, |t| t.kill("matches-1")).await?;
+    say(
+        began,
+        &format!(
+            "fault: matches-1 killed (job: {}/{} positions done)",
+            job.positions_done, job.positions
+        ),
+    );
+    let state = loop {
+        let s = ctx.get_match(&flag.id).await?;
+        if s.outcome.is_some() {
+            break s;
+        }
+        if now_ms() > flag_deadline + 20_000 {
+            return fail(format!("no flag 20 s after the deadline: {s:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    if blocking(topology, |t| t.running("matches-1")).await? {
+        return fail("matches-1 was running again before the flag: the check proves nothing");
+    }
+    let outcome = state.outcome.clone().unwrap_or_default();
+    let o = outcome.outcome.unwrap_or_default();
+    if o.reason != common::EndReason::Timeout as i32
+        || o.score.as_ref().map(|s| s.text.as_str()) != Some("0-1")
+    {
+        return fail(format!("the flag game ended otherwise: {o:?}"));
+    }
+    if state.ended_at_ms < flag_deadline {
+        return fail(format!(
+            "flag recorded at {} before the deadline {flag_deadline}",
+            state.ended_at_ms
+        ));
+    }
+    let during = total_moves(hosted) - before;
+    if during == 0 {
+        return fail("no move went through while matches-1 was down");
+    }
+    say(
+        began,
+        &format!(
+            "flag game flagged by matches-2, {} ms after the deadline; {during} moves went on",
+            state.ended_at_ms - flag_deadline
+        ),
+    );
+    summary.push(format!(
+        "flag detected {} ms after the deadline, with a replica killed",
+        state.ended_at_ms - flag_deadline
+    ));
+    blocking(topology, |t| t.start("matches-1")).await?;
+    blocking(topology, |t| {
+        t.wait_healthy(&["matches-1"], Duration::from_secs(60))
+    })
+    .await?;
+    say(began, "matches-1 started again and healthy");
+    Ok(summary.join("; "))
+}
+
+/// Step 4: The endings: the held mates are played, one game resigned, one drawn; every watcher
+/// follows its match to the end.
+async fn endings(
+    d: &Day<'_>,
+    hosted: &[Arc<Hosted>],
+    finish_tx: &watch::Sender<bool>,
+    drivers: Drivers,
+    watchers: Watchers,
+) -> Result<Vec<Watched>, String> {
+    let (ctx, began) = (Arc::clone(&d.ctx), d.began);
     say(began, "finish: mates, a resignation, a draw by agreement");
     finish_tx.send_replace(true);
     for d in drivers {
@@ -1057,7 +1162,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
             .map_err(|_| "a player did not finish within 60 s".to_owned())?
             .map_err(|e| e.to_string())??;
     }
-    for m in &hosted {
+    for m in hosted {
         match m.role {
             Role::Resign => {
                 let s = ctx.get_match(&m.id).await?;
@@ -1115,10 +1220,20 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
     }
     say(began, "every match over; every watcher saw its end");
 
-    // Checks on every match: the outcome its plan gave it, the moves the players saw applied
-    // equal to the watcher's and the stored game's, no event missed or repeated.
+    Ok(watched)
+}
+
+/// Checks on every match: the outcome its plan gave it, the moves the players saw applied
+/// equal to the watcher's and the stored game's, no event missed or repeated.
+async fn check_matches(
+    d: &Day<'_>,
+    hosted: &[Arc<Hosted>],
+    watched: &[Watched],
+) -> Result<String, String> {
+    let mut summary = Vec::new();
+    let (ctx, began) = (Arc::clone(&d.ctx), d.began);
     let mut reconnects = 0;
-    for (m, w) in hosted.iter().zip(&watched) {
+    for (m, w) in hosted.iter().zip(watched) {
         reconnects += w.reconnects;
         let state = ctx.get_match(&m.id).await?;
         let outcome = state.outcome.clone().unwrap_or_default();
@@ -1186,7 +1301,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
             }
         }
     }
-    let moves = total_moves(&hosted);
+    let moves = total_moves(hosted);
     say(
         began,
         &format!(
@@ -1201,7 +1316,16 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         "{moves} moves in 5 matches, {reconnects} watch resumptions"
     ));
 
-    // 5. Ratings: once per finished match.
+    Ok(summary.join("; "))
+}
+
+/// Step 5: Ratings: once per finished match, the right way.
+async fn check_ratings(
+    d: &Day<'_>,
+    hosted: &[Arc<Hosted>],
+    players: &Players,
+) -> Result<(), String> {
+    let (ctx, began) = (Arc::clone(&d.ctx), d.began);
     let ratings_of = |player: String| {
         let ctx = Arc::clone(&ctx);
         async move {
@@ -1244,7 +1368,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
     // that broke and resumed through the faults).
     tokio::time::sleep(Duration::from_secs(5)).await;
     let mut rating = BTreeMap::new();
-    for (p, (variant, m, board, side)) in &players {
+    for (p, (variant, m, board, side)) in players {
         let r = ratings_of(p.clone()).await?;
         let want_variant = match variant {
             Variant::Bughouse => common::Variant::Bughouse,
@@ -1261,7 +1385,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
             (r[0].glicko_rating, Arc::clone(m), *board, *side),
         );
     }
-    for m in &hosted {
+    for m in hosted {
         let state = ctx.get_match(&m.id).await?;
         let score = state
             .outcome
@@ -1297,11 +1421,17 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         "ratings: each of the 12 players has exactly one rated game, moved the right way",
     );
 
-    // 6. The job completes on the surviving worker, each game once.
+    Ok(())
+}
+
+/// Step 6: The job completes on the surviving worker, each game once; the killed worker comes back.
+async fn check_job(d: &Day<'_>, job_id: &str, moves_in_job: &[usize]) -> Result<String, String> {
+    let mut summary = Vec::new();
+    let (cfg, ctx, topology, began) = (d.cfg, Arc::clone(&d.ctx), d.topology, d.began);
     let status = {
         let wait = Instant::now();
         loop {
-            let s = job_status(&ctx, &job_id).await?;
+            let s = job_status(&ctx, job_id).await?;
             if s.state == an::JobState::Done as i32 {
                 break s;
             }
@@ -1322,7 +1452,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
             .call(|| {
                 let mut c = c.clone();
                 let r = ctx.analysis_request(an::GetJobResultsRequest {
-                    job_id: job_id.clone(),
+                    job_id: job_id.to_owned(),
                     offset: results.len() as u32,
                     limit: 0,
                 });
@@ -1369,6 +1499,5 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         "batch job of {} games completed with a worker killed",
         status.games
     ));
-    summary.push(format!("{} retried calls in all", ctx.retries.count()));
     Ok(summary.join("; "))
 }
