@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! cargo test --workspace --release --no-run   # the release binaries the images are made from
-//! target/release/arbiter-e2e                  # about four minutes
+//! target/release/arbiter-e2e                  # about two minutes (the first time: the images too)
 //! ```
 //!
 //! The day, and what each step checks:
