@@ -93,7 +93,6 @@ struct Ctx {
     proxy: Channel,
     platform_token: String,
     retries: Retries,
-    began: Instant,
     run: String,
 }
 
@@ -441,15 +440,15 @@ async fn job_status(ctx: &Ctx, job_id: &str) -> Result<an::JobStatus, String> {
 }
 
 /// Fails unless the job still has games to analyse (a fault is meant to meet it in flight).
-async fn in_flight(ctx: &Ctx, job_id: &str, fault: &str) -> Result<(), String> {
-    let s = job_status(ctx, job_id).await?;
+async fn in_flight(d: &Day<'_>, job_id: &str, fault: &str) -> Result<(), String> {
+    let s = job_status(&d.ctx, job_id).await?;
     if s.games_done >= s.games {
         return fail(format!(
             "the batch job finished before {fault}: raise --job-nodes ({s:?})"
         ));
     }
     say(
-        ctx.began,
+        d.began,
         &format!(
             "{fault} meets the job at {}/{} games, {}/{} positions",
             s.games_done, s.games, s.positions_done, s.positions
@@ -585,7 +584,6 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         proxy: channel(PROXY)?,
         platform_token,
         retries: Retries::default(),
-        began,
         run: format!("{}", now_ms()),
     });
     let mut summary = Vec::new();
@@ -909,7 +907,7 @@ async fn rolling_upgrade(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result<(), Stri
 /// Step 3c: Redis restarts: calls meanwhile answer UNAVAILABLE; nothing applied is lost.
 async fn restart_redis(d: &Day<'_>, hosted: &[Arc<Hosted>], job_id: &str) -> Result<(), String> {
     let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
-    in_flight(&ctx, job_id, "the Redis restart").await?;
+    in_flight(d, job_id, "the Redis restart").await?;
     let before = plies(&ctx, hosted).await?;
     let bug = hosted
         .iter()
@@ -1013,7 +1011,7 @@ async fn cut_network(
 ) -> Result<(), String> {
     let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
     const MATCHES: &str = "arbiter.matches.v1.MatchService";
-    in_flight(&ctx, job_id, "the network cut").await?;
+    in_flight(d, job_id, "the network cut").await?;
     let before = total_moves(hosted);
     blocking(topology, |t| t.disconnect("matches-1", "backend")).await?;
     let down = await_health(
@@ -1074,7 +1072,6 @@ async fn kill_before_flag(
     flag: &Hosted,
     flag_deadline: u64,
 ) -> Result<String, String> {
-    let mut summary = Vec::new();
     let (ctx, topology, began) = (Arc::clone(&d.ctx), d.topology, d.began);
     let kill_at = flag_deadline.saturating_sub(8_000);
     let now = now_ms();
@@ -1131,17 +1128,17 @@ async fn kill_before_flag(
             state.ended_at_ms - flag_deadline
         ),
     );
-    summary.push(format!(
+    let line = format!(
         "flag detected {} ms after the deadline, with a replica killed",
         state.ended_at_ms - flag_deadline
-    ));
+    );
     blocking(topology, |t| t.start("matches-1")).await?;
     blocking(topology, |t| {
         t.wait_healthy(&["matches-1"], Duration::from_secs(60))
     })
     .await?;
     say(began, "matches-1 started again and healthy");
-    Ok(summary.join("; "))
+    Ok(line)
 }
 
 /// Step 4: The endings: the held mates are played, one game resigned, one drawn; every watcher
@@ -1230,7 +1227,6 @@ async fn check_matches(
     hosted: &[Arc<Hosted>],
     watched: &[Watched],
 ) -> Result<String, String> {
-    let mut summary = Vec::new();
     let (ctx, began) = (Arc::clone(&d.ctx), d.began);
     let mut reconnects = 0;
     for (m, w) in hosted.iter().zip(watched) {
@@ -1312,11 +1308,9 @@ async fn check_matches(
     if reconnects == 0 {
         return fail("no watcher had to resume: the rolling upgrade did not reach the watchers");
     }
-    summary.push(format!(
-        "{moves} moves in 5 matches, {reconnects} watch resumptions"
-    ));
+    let line = format!("{moves} moves in 5 matches, {reconnects} watch resumptions");
 
-    Ok(summary.join("; "))
+    Ok(line)
 }
 
 /// Step 5: Ratings: once per finished match, the right way.
@@ -1426,7 +1420,6 @@ async fn check_ratings(
 
 /// Step 6: The job completes on the surviving worker, each game once; the killed worker comes back.
 async fn check_job(d: &Day<'_>, job_id: &str, moves_in_job: &[usize]) -> Result<String, String> {
-    let mut summary = Vec::new();
     let (cfg, ctx, topology, began) = (d.cfg, Arc::clone(&d.ctx), d.topology, d.began);
     let status = {
         let wait = Instant::now();
@@ -1495,9 +1488,9 @@ async fn check_job(d: &Day<'_>, job_id: &str, moves_in_job: &[usize]) -> Result<
             status.games, status.positions
         ),
     );
-    summary.push(format!(
+    let line = format!(
         "batch job of {} games completed with a worker killed",
         status.games
-    ));
-    Ok(summary.join("; "))
+    );
+    Ok(line)
 }
