@@ -8,7 +8,8 @@
 //! same position gives the same result. It reads the stop flag, the node count and the time
 //! every [`CHECK_EVERY`] nodes, and the node limit at every node.
 
-use crate::hooks::{EnginePosition, MOVE_SLOTS, PIECE_TO_SLOTS};
+use crate::hooks::EnginePosition;
+use crate::ordering::{HISTORY_MAX, Histories, Orderer, REFUTATION, order_quiescence, pick_next};
 use crate::score::{
     INFINITE, MATE, MATE_BOUND, MAX_PLY, Reported, from_tt, is_mate, outcome_score, to_tt,
 };
@@ -137,43 +138,22 @@ struct RootMove<M> {
 #[derive(Debug)]
 pub struct Engine<P: EnginePosition> {
     tt: Table<P::Move>,
-    history: Vec<i32>,
-    /// Continuation histories: a quiet move's record as the reply to the move one ply and two
-    /// plies before it (see [`cont_index`]).
-    continuation: Vec<i16>,
-    counter: Vec<Option<P::Move>>,
+    histories: Histories<P::Move>,
 }
-
-/// Entries of the continuation histories: per side to move, per distance back (one or two
-/// plies), per earlier move's and this move's [`EnginePosition::piece_to`] slot.
-const CONTINUATION_LEN: usize = 2 * 2 * PIECE_TO_SLOTS * PIECE_TO_SLOTS;
-
-/// Where the continuation history of the move `now` after the move `earlier`, made `back + 1`
-/// plies before it, is kept.
-fn cont_index(side: usize, back: usize, earlier: usize, now: usize) -> usize {
-    ((side * 2 + back) * PIECE_TO_SLOTS + earlier) * PIECE_TO_SLOTS + now
-}
-
-/// No move (a null move, or before the root) in the stack of moves made.
-const NO_SLOT: usize = usize::MAX;
 
 impl<P: EnginePosition> Engine<P> {
     /// An engine with a transposition table of about `hash_mib` MiB.
     pub fn new(hash_mib: usize) -> Engine<P> {
         Engine {
             tt: Table::new(hash_mib),
-            history: vec![0; 2 * MOVE_SLOTS],
-            continuation: vec![0; CONTINUATION_LEN],
-            counter: vec![None; 2 * MOVE_SLOTS],
+            histories: Histories::new(),
         }
     }
 
     /// Forgets everything learnt (a new game, or a reproducible search).
     pub fn clear(&mut self) {
         self.tt.clear();
-        self.history.iter_mut().for_each(|h| *h = 0);
-        self.continuation.iter_mut().for_each(|h| *h = 0);
-        self.counter.iter_mut().for_each(|c| *c = None);
+        self.histories.clear();
     }
 
     /// Replaces the table with an empty one of about `hash_mib` MiB.
@@ -206,12 +186,8 @@ impl<P: EnginePosition> Engine<P> {
         keys.push(root.repetition_key());
         let mut w = Worker {
             tt: &mut self.tt,
-            history: &mut self.history,
-            continuation: &mut self.continuation,
-            counter: &mut self.counter,
-            moved: vec![NO_SLOT; MAX_PLY + 2],
+            ordering: Orderer::new(&mut self.histories, MAX_PLY + 2),
             evals: vec![-INFINITE; MAX_PLY + 2],
-            killers: vec![[None, None]; MAX_PLY + 2],
             pv: (0..MAX_PLY + 2)
                 .map(|_| Vec::with_capacity(MAX_PLY))
                 .collect(),
@@ -234,16 +210,10 @@ impl<P: EnginePosition> Engine<P> {
 
 struct Worker<'a, P: EnginePosition> {
     tt: &'a mut Table<P::Move>,
-    history: &'a mut [i32],
-    continuation: &'a mut [i16],
-    counter: &'a mut [Option<P::Move>],
-    /// The [`EnginePosition::piece_to`] slot of the move made at each ply of the current path
-    /// ([`NO_SLOT`] for a null move).
-    moved: Vec<usize>,
+    ordering: Orderer<'a, P::Move>,
     /// The static evaluation at each ply of the current path (`-INFINITE` in check), to tell
     /// whether the side to move is improving on its position two plies earlier.
     evals: Vec<i32>,
-    killers: Vec<[Option<P::Move>; 2]>,
     pv: Vec<Vec<P::Move>>,
     order: Vec<Vec<(i32, P::Move)>>,
     quiets: Vec<Vec<P::Move>>,
@@ -260,14 +230,60 @@ struct Worker<'a, P: EnginePosition> {
     aborted: bool,
 }
 
-/// Late-move reduction for a move searched `index`-th at `depth`.
+// The margins of the search, in centipawns and plies. Each rule holds up to its `*_MAX_DEPTH`
+// plies left. A change to one changes the engine's play: measure it by self-play against the
+// build before (docs/engine.md) before keeping it.
+
+/// Half-width of the first aspiration window around the previous iteration's score (from depth
+/// 4); doubled after each failure.
+const ASPIRATION_WINDOW: i32 = 25;
+/// Reverse futility: a non-PV node whose static evaluation beats beta by this much per ply left
+/// (one ply less when improving) returns it.
+const REVERSE_FUTILITY_MAX_DEPTH: i32 = 6;
+const REVERSE_FUTILITY_MARGIN: i32 = 80;
+/// Razoring: a node whose evaluation is this much per ply below alpha is tried in quiescence
+/// first and returns when that fails low too.
+const RAZOR_MAX_DEPTH: i32 = 2;
+const RAZOR_MARGIN: i32 = 250;
+/// Null-move reduction: this base, plus a ply per [`NULL_MOVE_DEPTH_DIVISOR`] plies left, plus a
+/// ply per [`NULL_MOVE_EVAL_DIVISOR`] centipawns of evaluation above beta (at most
+/// [`NULL_MOVE_EVAL_MAX`]).
+const NULL_MOVE_BASE: i32 = 3;
+const NULL_MOVE_DEPTH_DIVISOR: i32 = 6;
+const NULL_MOVE_EVAL_DIVISOR: i32 = 200;
+const NULL_MOVE_EVAL_MAX: i32 = 3;
+/// Internal iterative reduction: a node without a table move searches a ply shallower from this
+/// depth.
+const IIR_MIN_DEPTH: i32 = 6;
+/// A capture or check is pruned when the static exchange loses more than this per ply left.
+const SEE_LOUD_MAX_DEPTH: i32 = 6;
+const SEE_LOUD_MARGIN: i32 = 90;
+/// Late-move pruning of quiet moves, after `2 + depth²` quiet moves (`3 + 2·depth²` when
+/// improving).
+const LATE_MOVE_MAX_DEPTH: i32 = 5;
+/// Futility pruning of quiet moves: evaluation plus this base and this much per ply left is
+/// still at most alpha.
+const FUTILITY_MAX_DEPTH: i32 = 3;
+const FUTILITY_BASE: i32 = 100;
+const FUTILITY_PER_DEPTH: i32 = 120;
+/// A quiet move is pruned when the exchange on its square loses more than this times depth².
+const SEE_QUIET_MAX_DEPTH: i32 = 7;
+const SEE_QUIET_MARGIN: i32 = 25;
+/// Late-move reductions apply from this depth, to quiet moves after the first two (three at PV
+/// nodes); a quiet move's history moves its reduction by one ply per this much.
+const LMR_MIN_DEPTH: i32 = 3;
+const LMR_HISTORY_DIVISOR: i32 = 16_384;
+/// Delta pruning in quiescence: a capture that, won outright, still leaves the static
+/// evaluation this far below alpha is not tried.
+const DELTA_MARGIN: i32 = 200;
+
+/// Late-move reduction for a move searched `index`-th at `depth`: `0.5 + ln(depth)·ln(index) /
+/// 2.4` plies, before the adjustments for PV nodes, improvement and history.
 fn reduction(depth: i32, index: usize) -> i32 {
     let d = f64::from(depth.max(1));
     let m = (index.max(1)) as f64;
     (0.5 + d.ln() * m.ln() / 2.4) as i32
 }
-
-const HISTORY_MAX: i32 = 16_384;
 
 impl<P: EnginePosition> Worker<'_, P> {
     fn elapsed(&self) -> u64 {
@@ -324,7 +340,7 @@ impl<P: EnginePosition> Worker<'_, P> {
         let tt_move = self.tt.probe(root.zobrist()).and_then(|e| e.mv);
         let mut ordered: Vec<(i32, P::Move)> = moves
             .iter()
-            .map(|&m| (self.score_move(root, m, tt_move, None, 0), m))
+            .map(|&m| (self.ordering.score(root, m, tt_move, None, 0), m))
             .collect();
         ordered.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
         let mut root_moves: Vec<RootMove<P::Move>> = ordered
@@ -360,7 +376,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             self.seldepth = 0;
             for line in 0..lines {
                 let previous = root_moves[line].previous;
-                let mut delta = 25;
+                let mut delta = ASPIRATION_WINDOW;
                 let (mut alpha, mut beta) =
                     if depth >= 4 && previous > -INFINITE && !is_mate(previous) {
                         (
@@ -484,7 +500,7 @@ impl<P: EnginePosition> Worker<'_, P> {
         };
         for (i, rm) in root_moves.iter_mut().enumerate().skip(first) {
             let m = rm.mv;
-            self.moved[0] = pos.piece_to(m);
+            self.ordering.made(pos, 0, Some(m));
             let mut child = pos.clone();
             child.play_unchecked(m);
             self.keys.push(child.repetition_key());
@@ -554,84 +570,6 @@ impl<P: EnginePosition> Worker<'_, P> {
             }
         }
         false
-    }
-
-    fn side(pos: &P) -> usize {
-        pos.turn().index()
-    }
-
-    fn score_move(
-        &self,
-        pos: &P,
-        m: P::Move,
-        tt_move: Option<P::Move>,
-        counter: Option<P::Move>,
-        ply: usize,
-    ) -> i32 {
-        if Some(m) == tt_move {
-            return 1 << 30;
-        }
-        if pos.is_tactical(m) {
-            let mvv = pos.gain(m) * 16 - pos.mover_value(m) / 16;
-            return if pos.see_ge(m, 0) {
-                4_000_000 + mvv
-            } else {
-                -4_000_000 + mvv
-            };
-        }
-        let k = &self.killers[ply];
-        if k[0] == Some(m) {
-            return 3_000_002;
-        }
-        if k[1] == Some(m) {
-            return 3_000_001;
-        }
-        if counter == Some(m) {
-            return 3_000_000;
-        }
-        self.quiet_history(pos, m, ply)
-    }
-
-    /// The slots of the moves one and two plies before `ply` (each [`NO_SLOT`] when none).
-    fn earlier_moves(&self, ply: usize) -> [usize; 2] {
-        let back = |n: usize| {
-            if ply >= n {
-                self.moved[ply - n]
-            } else {
-                NO_SLOT
-            }
-        };
-        [back(1), back(2)]
-    }
-
-    /// A quiet move's history: the butterfly table plus the continuation histories after the
-    /// last two moves (each within ±[`HISTORY_MAX`]).
-    fn quiet_history(&self, pos: &P, m: P::Move, ply: usize) -> i32 {
-        let side = Self::side(pos);
-        let now = pos.piece_to(m);
-        let mut h = self.history[side * MOVE_SLOTS + pos.move_slot(m)];
-        for (back, earlier) in self.earlier_moves(ply).into_iter().enumerate() {
-            if earlier != NO_SLOT {
-                h += i32::from(self.continuation[cont_index(side, back, earlier, now)]);
-            }
-        }
-        h
-    }
-
-    fn update_history(&mut self, pos: &P, m: P::Move, bonus: i32, ply: usize) {
-        let side = Self::side(pos);
-        let h = &mut self.history[side * MOVE_SLOTS + pos.move_slot(m)];
-        *h += bonus - *h * bonus.abs() / HISTORY_MAX;
-        let now = pos.piece_to(m);
-        for (back, e) in self.earlier_moves(ply).into_iter().enumerate() {
-            if e == NO_SLOT {
-                continue;
-            }
-            let c = &mut self.continuation[cont_index(side, back, e, now)];
-            let v = i32::from(*c);
-            // The same gravity keeps |v| within HISTORY_MAX, which fits an i16.
-            *c = (v + bonus - v * bonus.abs() / HISTORY_MAX) as i16;
-        }
     }
 
     fn set_pv(&mut self, ply: usize, m: P::Move) {
@@ -713,10 +651,13 @@ impl<P: EnginePosition> Worker<'_, P> {
         let improving = !in_check
             && (ply < 2 || self.evals[ply - 2] == -INFINITE || eval > self.evals[ply - 2]);
         if !pv_node && !in_check {
-            if depth <= 6 && eval - 80 * (depth - i32::from(improving)) >= beta && !is_mate(beta) {
+            if depth <= REVERSE_FUTILITY_MAX_DEPTH
+                && eval - REVERSE_FUTILITY_MARGIN * (depth - i32::from(improving)) >= beta
+                && !is_mate(beta)
+            {
                 return eval;
             }
-            if depth <= 2 && eval + 250 * depth <= alpha && !is_mate(alpha) {
+            if depth <= RAZOR_MAX_DEPTH && eval + RAZOR_MARGIN * depth <= alpha && !is_mate(alpha) {
                 let q = self.quiesce(pos, alpha, alpha + 1, ply, 0);
                 if q <= alpha {
                     return q;
@@ -724,7 +665,9 @@ impl<P: EnginePosition> Worker<'_, P> {
             }
             // The reduced search after a pass keeps at least one ply: in quiescence alone it
             // could not see a quiet mate the pass allows.
-            let r = 3 + depth / 6 + ((eval - beta) / 200).clamp(0, 3);
+            let r = NULL_MOVE_BASE
+                + depth / NULL_MOVE_DEPTH_DIVISOR
+                + ((eval - beta) / NULL_MOVE_EVAL_DIVISOR).clamp(0, NULL_MOVE_EVAL_MAX);
             if null_ok
                 && depth - 1 - r >= 1
                 && eval >= beta
@@ -733,7 +676,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 && let Some(passed) = pos.null_move()
             {
                 self.keys.push(passed.repetition_key());
-                self.moved[ply] = NO_SLOT;
+                self.ordering.made(pos, ply, None);
                 let floor = std::mem::replace(&mut self.null_floor, self.keys.len() - 1);
                 let s = -self.negamax(
                     &passed,
@@ -754,15 +697,14 @@ impl<P: EnginePosition> Worker<'_, P> {
                 }
             }
         }
-        if tt_move.is_none() && depth >= 6 {
+        if tt_move.is_none() && depth >= IIR_MIN_DEPTH {
             depth -= 1;
         }
-        let side = Self::side(pos);
-        let counter = previous.and_then(|p| self.counter[side * MOVE_SLOTS + pos.move_slot(p)]);
+        let counter = self.ordering.counter(pos, previous);
         let mut order = std::mem::take(&mut self.order[ply]);
         order.clear();
         for &m in moves.iter() {
-            order.push((self.score_move(pos, m, tt_move, counter, ply), m));
+            order.push((self.ordering.score(pos, m, tt_move, counter, ply), m));
         }
         let mut best = -INFINITE;
         let mut best_move = None;
@@ -770,14 +712,7 @@ impl<P: EnginePosition> Worker<'_, P> {
         let mut quiets = std::mem::take(&mut self.quiets[ply]);
         quiets.clear();
         for i in 0..order.len() {
-            // Selection: the best remaining move first (most nodes cut off after one or two).
-            let mut top = i;
-            for j in i + 1..order.len() {
-                if order[j].0 > order[top].0 {
-                    top = j;
-                }
-            }
-            order.swap(i, top);
+            pick_next(&mut order, i);
             let (order_score, m) = order[i];
             let tactical = pos.is_tactical(m);
             // Pruning is decided before the move is made: a pruned move costs no copy. Whether a
@@ -785,7 +720,8 @@ impl<P: EnginePosition> Worker<'_, P> {
             // would prune it, or the rule for captures and checks would.
             if !pv_node && !in_check && searched > 0 && best > -MATE_BOUND && !is_mate(alpha) {
                 // A capture or check that loses more than a pawn a ply of depth left.
-                let loud_prune = || depth <= 6 && !pos.see_ge(m, -90 * depth);
+                let loud_prune =
+                    || depth <= SEE_LOUD_MAX_DEPTH && !pos.see_ge(m, -SEE_LOUD_MARGIN * depth);
                 let prune = if tactical {
                     loud_prune()
                 } else {
@@ -795,10 +731,13 @@ impl<P: EnginePosition> Worker<'_, P> {
                     } else {
                         2 + depth * depth
                     };
-                    let quiet_prune = (depth <= 5 && quiets.len() >= late as usize)
-                        || (depth <= 3 && eval + 100 + 120 * depth <= alpha)
+                    let quiet_prune = (depth <= LATE_MOVE_MAX_DEPTH
+                        && quiets.len() >= late as usize)
+                        || (depth <= FUTILITY_MAX_DEPTH
+                            && eval + FUTILITY_BASE + FUTILITY_PER_DEPTH * depth <= alpha)
                         // A quiet move that loses material in the exchange on its square.
-                        || (depth <= 7 && !pos.see_ge(m, -25 * depth * depth));
+                        || (depth <= SEE_QUIET_MAX_DEPTH
+                            && !pos.see_ge(m, -SEE_QUIET_MARGIN * depth * depth));
                     if quiet_prune {
                         !pos.gives_check(m) || loud_prune()
                     } else {
@@ -813,14 +752,18 @@ impl<P: EnginePosition> Worker<'_, P> {
             child.play_unchecked(m);
             let gives_check = child.is_check();
             let quiet = !tactical && !gives_check;
-            self.moved[ply] = pos.piece_to(m);
+            self.ordering.made(pos, ply, Some(m));
             self.keys.push(child.repetition_key());
             let new_depth = depth - 1;
             let score = if searched == 0 {
                 -self.negamax(&child, new_depth, -beta, -alpha, ply + 1, Some(m), true)
             } else {
                 let mut r = 0;
-                if depth >= 3 && searched >= 2 + usize::from(pv_node) && quiet && !in_check {
+                if depth >= LMR_MIN_DEPTH
+                    && searched >= 2 + usize::from(pv_node)
+                    && quiet
+                    && !in_check
+                {
                     r = reduction(depth, searched);
                     if pv_node {
                         r -= 1;
@@ -828,15 +771,17 @@ impl<P: EnginePosition> Worker<'_, P> {
                     if !improving {
                         r += 1;
                     }
-                    if order_score >= 3_000_000 {
+                    if order_score >= REFUTATION {
                         // Killers and the counter-move: reduced less, by their record too.
                         r -= 1;
                         r -= self
+                            .ordering
                             .quiet_history(pos, m, ply)
                             .clamp(-2 * HISTORY_MAX, 2 * HISTORY_MAX)
-                            / 16_384;
+                            / LMR_HISTORY_DIVISOR;
                     } else {
-                        r -= order_score.clamp(-2 * HISTORY_MAX, 2 * HISTORY_MAX) / 16_384;
+                        r -= order_score.clamp(-2 * HISTORY_MAX, 2 * HISTORY_MAX)
+                            / LMR_HISTORY_DIVISOR;
                     }
                     r = r.clamp(0, new_depth - 1);
                 }
@@ -880,19 +825,8 @@ impl<P: EnginePosition> Worker<'_, P> {
                     self.set_pv(ply, m);
                     if score >= beta {
                         if !tactical {
-                            let bonus = (depth * depth * 16).min(1600);
-                            self.update_history(pos, m, bonus, ply);
-                            for &q in &quiets {
-                                self.update_history(pos, q, -bonus, ply);
-                            }
-                            let k = &mut self.killers[ply];
-                            if k[0] != Some(m) {
-                                k[1] = k[0];
-                                k[0] = Some(m);
-                            }
-                            if let Some(p) = previous {
-                                self.counter[side * MOVE_SLOTS + pos.move_slot(p)] = Some(m);
-                            }
+                            self.ordering
+                                .quiet_cutoff(pos, m, &quiets, depth, ply, previous);
                         }
                         break;
                     }
@@ -967,19 +901,10 @@ impl<P: EnginePosition> Worker<'_, P> {
             }
         }
         let mut order = std::mem::take(&mut self.order[ply]);
-        order.clear();
-        for &m in moves.iter() {
-            let s = if pos.is_tactical(m) {
-                pos.gain(m) * 16 - pos.mover_value(m) / 16
-            } else {
-                0
-            };
-            order.push((s, m));
-        }
-        order.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
+        order_quiescence(pos, &moves, &mut order);
         for &(_, m) in order.iter() {
             if !in_check {
-                if pos.is_tactical(m) && stand + pos.gain(m) + 200 <= alpha {
+                if pos.is_tactical(m) && stand + pos.gain(m) + DELTA_MARGIN <= alpha {
                     continue;
                 }
                 if !pos.see_ge(m, 0) {
