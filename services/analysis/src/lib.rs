@@ -9,7 +9,8 @@
 //!   workers, in process or on Redis Streams ([`run_workers`] is a worker process's loop);
 //! - [`pool`]: the engine threads and their bounded queue, in which clients take turns;
 //! - [`service`]: the thin tonic handlers;
-//! - [`config`]: the caps on one request, the pool's size, and their flags.
+//! - [`caps`]: the bounds on one request;
+//! - [`config`]: the configuration (caps, the pool's size, the queue) and its flags.
 //!
 //! Searches never run on the async workers: each runs on one of the pool's threads, with the
 //! request's stop flag, raised when the call goes away. Serving (health, reflection, tracing,
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod caps;
 pub mod config;
 pub mod live;
 pub mod pool;
@@ -26,7 +28,8 @@ pub mod service;
 pub use arbiter_timekeeping::redis_config::{RedisArgs, RedisConfig};
 pub use batch::redis::{WorkerConfig, run_workers};
 pub use batch::worker::{WORKER_HEALTH_NAME, run_worker_process};
-pub use config::{AnalysisArgs, AnalysisConfig, Caps, PoolConfig, QueueArgs, WorkerArgs};
+pub use caps::Caps;
+pub use config::{AnalysisArgs, AnalysisConfig, PoolConfig, QueueArgs, WorkerArgs};
 pub use service::Analysis;
 
 use arbiter_kit::{Host, ServeConfig, ServeError};

@@ -3,7 +3,7 @@
 //! and result encoded as `arbiter.analysis.v1` messages. The handlers in [`crate::service`] only
 //! move these between the network and the pool.
 
-use crate::config::{Caps, MAX_DEPTH};
+use crate::caps::{Caps, MAX_DEPTH};
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
 use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze_settled};
 use arbiter_engine::score::{Reported, outcome_score};

@@ -6,7 +6,7 @@
 //! waiting.
 
 use crate::batch::{BatchConfig, Caller, JobQueue, decode_job, ended};
-use crate::config::Caps;
+use crate::caps::Caps;
 use crate::live::{self, Query};
 use crate::pool::{Job, SearchPool, Turn};
 use arbiter_core::Position;

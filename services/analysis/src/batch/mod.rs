@@ -14,7 +14,7 @@
 //! - [`Caller`]: who a call comes from. Request ids are scoped to their caller, and a job
 //!   answers only to the caller that submitted it.
 
-use crate::config::{Caps, MAX_DEPTH};
+use crate::caps::{Caps, MAX_DEPTH};
 use crate::live::{score_to_proto, within};
 use arbiter_core::bughouse::{BoardId, Match, Seat, read_bpgn};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
