@@ -8,7 +8,7 @@ use crate::batch::BatchConfig;
 use crate::batch::redis::WorkerConfig;
 use crate::caps::{Caps, MULTIPV_LIMIT};
 use arbiter_engine::{SystemTime, TimeSource};
-use arbiter_timekeeping::redis_config::{RedisArgs, RedisConfig};
+use arbiter_redis_conn::{RedisArgs, RedisConfig};
 use std::time::Duration;
 
 /// The pool searches run on.

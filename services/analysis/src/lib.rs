@@ -25,7 +25,7 @@ pub mod live;
 pub mod pool;
 pub mod service;
 
-pub use arbiter_timekeeping::redis_config::{RedisArgs, RedisConfig};
+pub use arbiter_redis_conn::{RedisArgs, RedisConfig};
 pub use batch::redis::{WorkerConfig, run_workers};
 pub use batch::worker::{WORKER_HEALTH_NAME, run_worker_process};
 pub use caps::Caps;

@@ -1,6 +1,6 @@
 //! The clock service's configuration, from flags and the environment (read in `main` only).
 
-use arbiter_timekeeping::redis_config::RedisConfig;
+use arbiter_redis_conn::RedisConfig;
 use arbiter_timekeeping::watchers::WatchLimits;
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ pub mod record;
 pub mod store;
 pub mod sync;
 
-pub use arbiter_timekeeping::redis_config::RedisArgs;
+pub use arbiter_redis_conn::RedisArgs;
 /// The watchers of this process (from `arbiter-timekeeping`).
 pub use arbiter_timekeeping::watchers;
 pub use config::{ClockArgs, ClockConfig};

@@ -28,7 +28,7 @@ impl StoreConfig {
     }
 }
 
-pub use arbiter_timekeeping::redis_config::redact_url;
+pub use arbiter_redis_conn::redact_url;
 
 /// Bounds on what the match service holds and accepts.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
 use arbiter_core::rating::glicko2;
-use arbiter_timekeeping::redis_config::RedisConfig;
+use arbiter_redis_conn::RedisConfig;
 use std::time::Duration;
 
 /// How waves and places behave.

@@ -25,7 +25,7 @@ pub mod pool;
 pub mod ratings;
 pub mod store;
 
-pub use arbiter_timekeeping::redis_config::RedisArgs;
+pub use arbiter_redis_conn::RedisArgs;
 pub use backend::{GrpcMatches, MatchBackend};
 pub use config::{MatchmakingArgs, MatchmakingConfig, Tuning};
 pub use domain::Matchmaker;

@@ -19,7 +19,6 @@
 
 pub mod fields;
 pub mod lua;
-pub mod redis_config;
 pub mod watchers;
 
 use std::collections::{BTreeSet, HashMap};

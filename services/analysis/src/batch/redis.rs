@@ -33,7 +33,7 @@ use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::ApiError;
 use arbiter_kit::cpu::RaiseOnDrop;
 use arbiter_proto::analysis::v1 as pb;
-use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background, wait_connected};
+use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};

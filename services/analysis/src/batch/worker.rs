@@ -9,7 +9,7 @@
 use super::BatchConfig;
 use super::redis::{RedisJobs, WorkerConfig, run_workers};
 use arbiter_engine::TimeSource;
-use arbiter_timekeeping::redis_config::RedisConfig;
+use arbiter_redis_conn::RedisConfig;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

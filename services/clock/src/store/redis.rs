@@ -8,8 +8,8 @@ use crate::record::{
     ClockRecord, REMEMBERED_REQUESTS, board_letter, encode_clock, encode_deadline, side_letter,
 };
 use arbiter_core::clock::MAX_REMAINING_MS;
+use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use arbiter_timekeeping::lua;
-use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
 use std::sync::Arc;

@@ -21,8 +21,8 @@ use crate::record::{
     encode_clock, encode_deadline, encode_outcome, is_window_field, pack, side_letter,
 };
 use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
+use arbiter_redis_conn::{connect_in_background, wait_connected};
 use arbiter_timekeeping::lua;
-use arbiter_timekeeping::redis_config::{connect_in_background, wait_connected};
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
@@ -392,7 +392,7 @@ fn script(body: &str) -> Script {
 /// watchers wake at once.
 pub const CHANGES: &str = "arbiter:matches:changes";
 
-pub use arbiter_timekeeping::redis_config::RedisConfig;
+pub use arbiter_redis_conn::RedisConfig;
 
 /// Matches in Redis (see the module documentation).
 pub struct RedisStore {

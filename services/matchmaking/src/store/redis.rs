@@ -16,8 +16,8 @@
 
 use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
+use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use arbiter_timekeeping::lua;
-use arbiter_timekeeping::redis_config::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
 use std::sync::{Arc, OnceLock};

@@ -1,5 +1,12 @@
-//! How to reach Redis: the URL and password every service with state reads the same way, with
-//! the password kept out of logs.
+//! # arbiter-redis-conn
+//!
+//! How Arbiter's services with state reach Redis (the match, clock, matchmaking and analysis
+//! services and the batch workers): the URL and password, read the same way by every service
+//! ([`RedisArgs`], flags and environment, resolved in `main` into a [`RedisConfig`]) and kept out
+//! of logs ([`redact_url`]), and a connection made in the background and retried until Redis
+//! answers ([`connect_in_background`], [`wait_connected`]), so that a service starts, and
+//! reports `NOT_SERVING`, before Redis is up.
+#![warn(missing_docs)]
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
