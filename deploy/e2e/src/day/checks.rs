@@ -22,50 +22,45 @@ pub(super) async fn endings(
             .map_err(|e| e.to_string())??;
     }
     for m in hosted {
-        match m.role {
-            Role::Resign => {
-                let s = ctx.get_match(&m.id).await?;
-                let side = s.boards.first().map_or(0, |b| b.side_to_move);
-                let token = m.token(1, side as u32)?.to_owned();
-                let request = pb::ResignRequest {
-                    match_id: m.id.clone(),
-                    side,
-                    request_id: "resign".to_owned(),
-                    ..Default::default()
-                };
-                let c = ctx.matches();
-                ctx.retries
-                    .call(|| {
-                        let mut c = c.clone();
-                        let r = bearer(request.clone(), &token);
-                        async move { c.resign(r).await }
-                    })
-                    .await
-                    .map_err(|s| status_text("Resign", &s))?;
-            }
+        // The resigning side, or both sides of the draw (an offer each: the second accepts).
+        let first = |s: &pb::MatchState, none| s.boards.first().map_or(none, |b| b.side_to_move);
+        let (sides, resign) = match m.role {
+            Role::Resign => (vec![first(&ctx.get_match(&m.id).await?, 0)], true),
             Role::Draw => {
-                let s = ctx.get_match(&m.id).await?;
-                let first = s.boards.first().map_or(1, |b| b.side_to_move);
-                for side in [first, 3 - first] {
-                    let token = m.token(1, side as u32)?.to_owned();
-                    let request = pb::OfferDrawRequest {
-                        match_id: m.id.clone(),
-                        side,
-                        request_id: format!("draw-{side}"),
-                        ..Default::default()
-                    };
-                    let c = ctx.matches();
-                    ctx.retries
-                        .call(|| {
-                            let mut c = c.clone();
-                            let r = bearer(request.clone(), &token);
-                            async move { c.offer_draw(r).await }
-                        })
-                        .await
-                        .map_err(|s| status_text("OfferDraw", &s))?;
-                }
+                let side = first(&ctx.get_match(&m.id).await?, 1);
+                (vec![side, 3 - side], false)
             }
-            _ => {}
+            _ => continue,
+        };
+        let what = if resign { "Resign" } else { "OfferDraw" };
+        for side in sides {
+            let token = m.token(1, side as u32)?.to_owned();
+            let c = ctx.matches();
+            ctx.retries
+                .call(|| {
+                    let (mut c, id, token) = (c.clone(), m.id.clone(), token.clone());
+                    async move {
+                        if resign {
+                            let request = pb::ResignRequest {
+                                match_id: id,
+                                side,
+                                request_id: "resign".to_owned(),
+                                ..Default::default()
+                            };
+                            c.resign(bearer(request, &token)).await.map(drop)
+                        } else {
+                            let request = pb::OfferDrawRequest {
+                                match_id: id,
+                                side,
+                                request_id: format!("draw-{side}"),
+                                ..Default::default()
+                            };
+                            c.offer_draw(bearer(request, &token)).await.map(drop)
+                        }
+                    }
+                })
+                .await
+                .map_err(|s| status_text(what, &s))?;
         }
     }
     let mut watched = Vec::new();
