@@ -14,7 +14,7 @@
 //! ```
 //!
 //! The day, and what each step checks:
-//! 1. **Pools.** Four players join the bughouse pool and eight the chess pool (`1+2`, rated)
+//! 1. **Pools.** Four players join the bughouse pool and eight the chess pool (`2+2`, rated)
 //!    through matchmaking; they are paired into one bughouse match and four chess matches,
 //!    which matchmaking creates through the proxy. Each player acknowledges its match; a
 //!    watcher streams every match from its first event.
