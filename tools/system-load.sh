@@ -2,8 +2,9 @@
 # A platform's load on the compose topology, then the same load on `arbiter serve` alone, in
 # one session (docs/performance.md, "The whole system under load"):
 #
-#   cargo test --workspace --release --no-run     # the release binaries (images, bench, serve)
-#   bash tools/system-load.sh                     # about 15 minutes with the defaults
+#   cargo test --workspace --release --no-run                 # the release binaries (images, serve)
+#   cargo build --release -p arbiter-cli --features bench     # `arbiter` with its load generators
+#   bash tools/system-load.sh                                 # about 15 minutes with the defaults
 #
 # For each target it starts `arbiter bench system` (games with clocks moved at an open-loop
 # rate, a watcher on each, games left to flag, pool joins), and once the load runs samples each
@@ -24,8 +25,9 @@ TC="${TC:-10+5}"
 SERVE_PORT="${SERVE_PORT:-50200}"
 ARBITER=target/release/arbiter
 COMPOSE=(docker-compose -p arbiterload -f deploy/compose.yaml)
-[ -x "$ARBITER" ] || {
-  echo "system-load: build first: cargo test --workspace --release --no-run" >&2
+"$ARBITER" bench --help >/dev/null 2>&1 || {
+  echo "system-load: build first: cargo test --workspace --release --no-run, then" \
+    "cargo build --release -p arbiter-cli --features bench" >&2
   exit 1
 }
 say() { echo "system-load: $*"; }

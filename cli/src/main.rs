@@ -11,6 +11,9 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[cfg(feature = "bench")]
+mod bench;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "arbiter",
@@ -241,10 +244,11 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         samples: usize,
     },
-    /// Load generators for the services.
+    /// Load generators for the services (built with the `bench` feature).
+    #[cfg(feature = "bench")]
     Bench {
         #[command(subcommand)]
-        target: BenchTarget,
+        target: arbiter_bench::command::BenchTarget,
     },
     /// Read PGN on stdin, validate every move, print normalised PGN.
     Pgn {
@@ -524,144 +528,6 @@ fn texel_tune<P: arbiter_engine::tune::Tunable>(
     ))
 }
 
-#[derive(Subcommand, Debug)]
-enum BenchTarget {
-    /// Batch jobs: positions/s through embedded servers with 1 and 2 batch workers, against
-    /// the engine alone on one thread, in the same run.
-    Jobs {
-        /// Games in the job (random legal chess games).
-        #[arg(long, default_value_t = 40)]
-        games: usize,
-        /// Moves per game.
-        #[arg(long, default_value_t = 60)]
-        plies: usize,
-        /// Nodes per position.
-        #[arg(long, default_value_t = 20_000)]
-        nodes: u64,
-        /// Seed of the games.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Queue the job in this Redis and analyse it in `arbiter worker` processes (1, then
-        /// 2, each with one worker), instead of in the embedded server's own threads.
-        #[arg(long)]
-        redis_url: Option<String>,
-    },
-    /// Live analysis: time to the first info, and cancel latency (one engine thread).
-    Analysis {
-        /// Server to measure (its analysis service should have one engine thread:
-        /// `--analysis-threads 1`); without it an embedded server with one is started.
-        #[arg(long)]
-        addr: Option<String>,
-        /// Trials of each measurement.
-        #[arg(long, default_value_t = 200)]
-        trials: usize,
-        /// How long the endless search runs before it is cancelled, in ms.
-        #[arg(long, default_value_t = 20)]
-        run_ms: u64,
-    },
-    /// Drive the rules service: unary and streaming validation next to the no-op ceiling.
-    Rules {
-        /// Server to load, e.g. http://127.0.0.1:50051; without it an embedded server is started
-        /// in this process on a free port.
-        #[arg(long)]
-        addr: Option<String>,
-        /// Seconds per phase.
-        #[arg(long, default_value_t = 5.0)]
-        duration_secs: f64,
-        /// Concurrent unary requests.
-        #[arg(long, default_value_t = 64)]
-        concurrency: usize,
-        /// Concurrent streams in the streaming phases.
-        #[arg(long, default_value_t = 4)]
-        streams: usize,
-    },
-    /// Drive hosted matches: many in parallel, random legal moves through MakeMove.
-    Matches {
-        /// Server to load; without it an embedded server is started in this process.
-        #[arg(long)]
-        addr: Option<String>,
-        /// For the embedded server: keep matches in Redis at this URL (else in process).
-        #[arg(long)]
-        redis_url: Option<String>,
-        /// The variant played (bughouse: two-board matches, two clients each).
-        #[arg(long, default_value = "bughouse", value_parser = parse_variant)]
-        variant: Variant,
-        /// Matches played at once.
-        #[arg(long, default_value_t = 64)]
-        matches: usize,
-        /// Seconds to play.
-        #[arg(long, default_value_t = 10.0)]
-        duration_secs: f64,
-        /// The platform's bearer token, when the server has one (for creating matches).
-        #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
-        platform_token: Option<String>,
-        /// The matches' time control (empty: no clocks).
-        #[arg(long, default_value = "")]
-        time_control: String,
-    },
-    /// Hosted games with clocks under an open-loop move rate, against the same load without
-    /// clocks, and the delay of flags falling with no move sent.
-    Clocks {
-        /// Server to load (run the bench as a separate process on the server's machine); without
-        /// it an embedded server is started in this process.
-        #[arg(long)]
-        addr: Option<String>,
-        /// For the embedded server: keep matches in Redis at this URL.
-        #[arg(long)]
-        redis_url: Option<String>,
-        /// Games moved by the load.
-        #[arg(long, default_value_t = 10_000)]
-        games: usize,
-        /// Moves sent per second.
-        #[arg(long, default_value_t = 2_000.0)]
-        rate: f64,
-        /// Seconds of load for each kind (without and with clocks), in alternated stretches.
-        #[arg(long, default_value_t = 30.0)]
-        duration_secs: f64,
-        /// The time control of the clocked games.
-        #[arg(long, default_value = "30+0")]
-        time_control: String,
-        /// Games left to flag during the clocked run.
-        #[arg(long, default_value_t = 500)]
-        flags: usize,
-        /// The platform's bearer token, when the server has one.
-        #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
-        platform_token: Option<String>,
-    },
-    /// A platform's load on a whole deployment: games with clocks moved at an open-loop rate,
-    /// a watcher on each, games left to flag, and pool joins, all at once (see
-    /// tools/system-load.sh, which runs it against the compose topology and `arbiter serve`).
-    System {
-        /// The deployment's address (the compose proxy, or an `arbiter serve`).
-        #[arg(long)]
-        addr: String,
-        /// Games moved by the load, each with a watcher.
-        #[arg(long, default_value_t = 2_000)]
-        games: usize,
-        /// Moves per second per game.
-        #[arg(long, default_value_t = 1.0)]
-        moves_per_game_per_sec: f64,
-        /// Seconds of load.
-        #[arg(long, default_value_t = 300.0)]
-        duration_secs: f64,
-        /// The time control of the moved games (and of the pool joined).
-        #[arg(long, default_value = "10+5")]
-        time_control: String,
-        /// Games left to flag during the run.
-        #[arg(long, default_value_t = 200)]
-        flags: usize,
-        /// Players joining the pool per second.
-        #[arg(long, default_value_t = 2.0)]
-        joins_per_sec: f64,
-        /// HTTP/2 connections the watch streams are spread over.
-        #[arg(long, default_value_t = 32)]
-        connections: usize,
-        /// The platform's bearer token, when the server has one.
-        #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
-        platform_token: Option<String>,
-    },
-}
-
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -682,18 +548,6 @@ fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
             .map_err(|e| CliError(format!("server failed: {e}")))
     })?;
     Ok(String::new())
-}
-
-/// An `arbiter worker` process on the Redis at `url`, with one worker, quiet.
-fn spawn_worker(url: &str) -> Result<std::process::Child, CliError> {
-    let exe = std::env::current_exe().map_err(|e| CliError(format!("this program: {e}")))?;
-    std::process::Command::new(exe)
-        .args(["worker", "--workers", "1", "--redis-url", url])
-        .env("RUST_LOG", "warn")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| CliError(format!("cannot start a worker process: {e}")))
 }
 
 fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
@@ -721,76 +575,6 @@ fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
         .map_err(CliError)
     })?;
     Ok(String::new())
-}
-
-/// An embedded server on a free port with `config`: its URL and how to stop it.
-async fn embedded(
-    config: arbiter_server::ServerConfig,
-) -> Result<(String, EmbeddedServer), CliError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| CliError(format!("bind: {e}")))?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().map_err(|e| CliError(e.to_string()))?
-    );
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(arbiter_server::serve(listener, config, async {
-        let _ = rx.await;
-    }));
-    Ok((url, (tx, handle)))
-}
-
-type EmbeddedServer = (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), arbiter_kit::ServeError>>,
-);
-
-async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
-    tonic::transport::Endpoint::from_shared(url.to_owned())
-        .map_err(|e| CliError(format!("--addr {url}: {e}")))?
-        .connect()
-        .await
-        .map_err(|e| CliError(format!("--addr {url}: {e}")))
-}
-
-/// Runs `work` against `addr`, or against an embedded server with `config` when there is none,
-/// once the server reports `service` as serving (at most 30 s: a Redis may still be starting).
-async fn against<T, F, Fut>(
-    addr: Option<String>,
-    service: &str,
-    config: impl FnOnce() -> Result<arbiter_server::ServerConfig, CliError>,
-    work: F,
-) -> Result<T, CliError>
-where
-    F: FnOnce(tonic::transport::Channel) -> Fut,
-    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
-{
-    let (url, stop) = match addr {
-        Some(url) => (url, None),
-        None => {
-            let (url, server) = embedded(config()?).await?;
-            (url, Some(server))
-        }
-    };
-    let channel = connect(&url).await?;
-    let result = match arbiter_bench::wait_until_serving(
-        channel.clone(),
-        service,
-        std::time::Duration::from_secs(30),
-    )
-    .await
-    {
-        Ok(()) => work(channel)
-            .await
-            .map_err(|e| CliError(format!("bench failed: {e}"))),
-        Err(e) => Err(CliError(format!("bench not started: {e}"))),
-    };
-    if let Some((tx, handle)) = stop {
-        let _ = tx.send(());
-        let _ = handle.await;
-    }
-    result
 }
 
 fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
@@ -835,258 +619,6 @@ fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
         );
         Ok::<_, CliError>(out)
     })
-}
-
-fn bench(target: BenchTarget) -> Result<String, CliError> {
-    match target {
-        BenchTarget::Jobs {
-            games,
-            plies,
-            nodes,
-            seed,
-            redis_url,
-        } => {
-            use arbiter_bench::jobs;
-            let cfg = jobs::JobsBenchConfig {
-                games: games.clamp(1, 1000),
-                plies: plies.clamp(1, 1000),
-                nodes: nodes.clamp(1, 10_000_000),
-                seed,
-            };
-            let list = jobs::games(&cfg);
-            // The reference is measured before and after the service runs, and averaged, so
-            // that a drift of the machine's speed during the run cancels out.
-            let raw_before = jobs::raw(&list, cfg.nodes);
-            let runtime = runtime()?;
-            let mut rates = Vec::new();
-            // Unique per run: a job store in Redis outlives the run.
-            let run = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis());
-            for workers in [1, 2] {
-                // With Redis, the workers are processes of their own.
-                let processes = match &redis_url {
-                    None => Vec::new(),
-                    Some(url) => (0..workers)
-                        .map(|_| spawn_worker(url))
-                        .collect::<Result<Vec<_>, _>>()?,
-                };
-                let rate = runtime.block_on(against(
-                    None,
-                    "arbiter.analysis.v1.AnalysisService",
-                    || {
-                        let mut config = arbiter_server::ServerConfig::default();
-                        match &redis_url {
-                            None => config.analysis.batch.workers = workers,
-                            Some(url) => {
-                                config.analysis.batch.workers = 0;
-                                config.analysis.redis = Some(arbiter_analysis::RedisConfig {
-                                    url: url.clone(),
-                                    password: None,
-                                });
-                            }
-                        }
-                        Ok(config)
-                    },
-                    |channel| {
-                        let list = list.clone();
-                        async move {
-                            jobs::service(channel, &list, cfg.nodes, &format!("{run}-{workers}"))
-                                .await
-                        }
-                    },
-                ));
-                for mut p in processes {
-                    let _ = p.kill();
-                    let _ = p.wait();
-                }
-                rates.push(rate?);
-            }
-            let raw_after = jobs::raw(&list, cfg.nodes);
-            let mode = if redis_url.is_some() {
-                jobs::Mode::RedisProcesses
-            } else {
-                jobs::Mode::InProcess
-            };
-            Ok(jobs::report(
-                &cfg,
-                mode,
-                jobs::positions(&list),
-                [raw_before, raw_after],
-                rates[0],
-                rates[1],
-            ))
-        }
-        BenchTarget::Analysis {
-            addr,
-            trials,
-            run_ms,
-        } => {
-            let cfg = arbiter_bench::analysis::AnalysisBenchConfig {
-                trials: trials.clamp(1, 100_000),
-                run_before_cancel: std::time::Duration::from_millis(run_ms),
-            };
-            runtime()?.block_on(async {
-                let rows = against(
-                    addr,
-                    "arbiter.analysis.v1.AnalysisService",
-                    || {
-                        let mut config = arbiter_server::ServerConfig::default();
-                        config.analysis.pool.threads = 1;
-                        Ok(config)
-                    },
-                    |channel| {
-                        let cfg = cfg.clone();
-                        async move { arbiter_bench::analysis::run(channel, &cfg).await }
-                    },
-                )
-                .await?;
-                Ok(arbiter_bench::analysis::report(&rows, &cfg))
-            })
-        }
-        BenchTarget::Rules {
-            addr,
-            duration_secs,
-            concurrency,
-            streams,
-        } => {
-            let cfg = arbiter_bench::rules::BenchConfig {
-                duration: std::time::Duration::from_secs_f64(duration_secs),
-                concurrency,
-                streams,
-            };
-            runtime()?.block_on(async {
-                let phases = against(
-                    addr,
-                    "arbiter.rules.v1.RulesService",
-                    || Ok(Default::default()),
-                    |channel| {
-                        let cfg = cfg.clone();
-                        async move { arbiter_bench::rules::run(channel, &cfg).await }
-                    },
-                )
-                .await?;
-                Ok(arbiter_bench::rules::report(&phases, &cfg))
-            })
-        }
-        BenchTarget::Matches {
-            addr,
-            redis_url,
-            variant,
-            matches,
-            duration_secs,
-            platform_token,
-            time_control,
-        } => {
-            let cfg = arbiter_bench::matches::MatchBenchConfig {
-                duration: std::time::Duration::from_secs_f64(duration_secs),
-                matches,
-                variant,
-                platform_token,
-                time_control,
-            };
-            let store = match (&addr, &redis_url) {
-                (Some(_), _) => "remote",
-                (None, Some(_)) => "redis",
-                (None, None) => "in-process",
-            };
-            let config = || {
-                let mut config = arbiter_server::ServerConfig::default();
-                if let Some(url) = redis_url {
-                    config.matches.store = arbiter_server::StoreConfig::redis(url);
-                }
-                Ok(config)
-            };
-            runtime()?.block_on(async {
-                let result = against(addr, "arbiter.matches.v1.MatchService", config, |channel| {
-                    let cfg = cfg.clone();
-                    async move { arbiter_bench::matches::run(channel, &cfg).await }
-                })
-                .await?;
-                Ok(arbiter_bench::matches::report(&result, &cfg, store))
-            })
-        }
-        BenchTarget::System {
-            addr,
-            games,
-            moves_per_game_per_sec,
-            duration_secs,
-            time_control,
-            flags,
-            joins_per_sec,
-            connections,
-            platform_token,
-        } => {
-            let cfg = arbiter_bench::system::SystemBenchConfig {
-                games: games.max(1),
-                moves_per_game_per_sec,
-                duration: std::time::Duration::from_secs_f64(duration_secs),
-                time_control,
-                flags,
-                joins_per_sec,
-                platform_token,
-            };
-            runtime()?.block_on(async {
-                let channel = connect(&addr).await?;
-                // The whole process's health: behind the compose proxy, health calls reach a
-                // rules replica, which knows no other service.
-                arbiter_bench::wait_until_serving(
-                    channel.clone(),
-                    "",
-                    std::time::Duration::from_secs(60),
-                )
-                .await
-                .map_err(|e| CliError(format!("bench not started: {e}")))?;
-                let mut extra = Vec::new();
-                for _ in 1..connections.max(1) {
-                    extra.push(connect(&addr).await?);
-                }
-                let result = arbiter_bench::system::run(channel, extra, &cfg)
-                    .await
-                    .map_err(|e| CliError(format!("bench failed: {e}")))?;
-                Ok(arbiter_bench::system::report(&result, &cfg, &addr))
-            })
-        }
-        BenchTarget::Clocks {
-            addr,
-            redis_url,
-            games,
-            rate,
-            duration_secs,
-            time_control,
-            flags,
-            platform_token,
-        } => {
-            let cfg = arbiter_bench::clocks::ClockBenchConfig {
-                games: games.max(1),
-                rate,
-                duration: std::time::Duration::from_secs_f64(duration_secs),
-                time_control,
-                flags,
-                platform_token,
-            };
-            let store = match (&addr, &redis_url) {
-                (Some(_), _) => "remote",
-                (None, Some(_)) => "redis",
-                (None, None) => "in-process",
-            };
-            let config = || {
-                let mut config = arbiter_server::ServerConfig::default();
-                if let Some(url) = redis_url {
-                    config.matches.store = arbiter_server::StoreConfig::redis(url);
-                }
-                Ok(config)
-            };
-            runtime()?.block_on(async {
-                let result = against(addr, "arbiter.matches.v1.MatchService", config, |channel| {
-                    let cfg = cfg.clone();
-                    async move { arbiter_bench::clocks::run(channel, &cfg).await }
-                })
-                .await?;
-                Ok(arbiter_bench::clocks::report(&result, &cfg, store))
-            })
-        }
-    }
 }
 
 fn run(cli: Cli) -> Result<String, CliError> {
@@ -1203,7 +735,10 @@ fn run(cli: Cli) -> Result<String, CliError> {
         } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
         Command::Serve { server } => serve(*server)?,
         Command::Worker { worker } => run_worker(&worker)?,
-        Command::Bench { target } => bench(target)?,
+        #[cfg(feature = "bench")]
+        Command::Bench { target } => {
+            arbiter_bench::command::run(target, &bench::Embedder).map_err(CliError)?
+        }
         Command::ClockSync { addr, samples } => clock_sync(&addr, samples)?,
         Command::Bpgn { locale } => {
             let mut input = String::new();

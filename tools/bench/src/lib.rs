@@ -1,6 +1,7 @@
 //! # arbiter-bench
 //!
-//! Load generators for Arbiter's services, driven by `arbiter bench`. They reach a server only
+//! Load generators for Arbiter's services, driven by `arbiter bench` ([`command`]: its
+//! arguments and the orchestration of each bench). They reach a server only
 //! through the generated gRPC clients, like any other client, so they measure what a platform
 //! would see; they know no service crate.
 //!
@@ -25,6 +26,7 @@
 
 pub mod analysis;
 pub mod clocks;
+pub mod command;
 pub mod jobs;
 pub mod matches;
 pub mod rules;
