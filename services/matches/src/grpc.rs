@@ -2,7 +2,9 @@
 //! credential, call [`Matches`], encode the answer. Refusals become a `Status` through
 //! `arbiter-kit`'s one map.
 
-use crate::domain::{BoardStatus, Creation, Matches, PlayedMove, SeatRef, board_status, seats_of};
+use crate::domain::{
+    BoardStatus, Creation, Matches, MoveRequest, PlayedMove, SeatRef, board_status, seats_of,
+};
 use crate::error::MatchError;
 use crate::record::{Record, StoredEvent};
 use crate::store::{AnyStore, StoreError};
@@ -384,13 +386,15 @@ impl MatchService for MatchGrpc {
             .inner
             .play(
                 &r.match_id,
-                seat,
-                token.as_deref(),
-                &r.r#move,
-                r.expected_ply,
-                locale(r.locale),
-                request_id(&r.request_id),
-                lag_ms,
+                MoveRequest {
+                    seat,
+                    token: token.as_deref(),
+                    text: &r.r#move,
+                    expected_ply: r.expected_ply,
+                    locale: locale(r.locale),
+                    request_id: request_id(&r.request_id),
+                    lag_ms,
+                },
             )
             .await
             .map_err(fail)?;

@@ -15,7 +15,7 @@ use arbiter_core::clock::{Clock, PressPlan, TimeControl};
 use arbiter_core::{Color, EndReason, Locale, Score, Variant};
 use arbiter_kit::ServeConfig;
 use arbiter_kit::auth::PlatformAuth;
-use arbiter_matches::domain::{Creation, SeatRef};
+use arbiter_matches::domain::{Creation, MoveRequest, SeatRef};
 use arbiter_matches::record::StoredEvent;
 use arbiter_matches::seats::SeatKey;
 use arbiter_matches::store::memory::MemoryStore;
@@ -398,9 +398,20 @@ async fn play<S: MatchStore>(
         .iter()
         .find(|(s, _)| s.color == color)
         .map(|(_, t)| t.as_str());
-    m.play(id, seat(color), token, text, ply, Locale::English, None, 0)
-        .await
-        .map(|_| ())
+    m.play(
+        id,
+        MoveRequest {
+            seat: seat(color),
+            token,
+            text,
+            expected_ply: ply,
+            locale: Locale::English,
+            request_id: None,
+            lag_ms: 0,
+        },
+    )
+    .await
+    .map(|_| ())
 }
 
 /// A side that never makes its first move gets the game aborted, with no result.

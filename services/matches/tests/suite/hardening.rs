@@ -8,7 +8,7 @@ use arbiter_core::Color;
 use arbiter_core::bughouse::BoardId;
 use arbiter_kit::ServeConfig;
 use arbiter_kit::auth::PlatformAuth;
-use arbiter_matches::domain::{Creation, SeatRef};
+use arbiter_matches::domain::{Creation, MoveRequest, SeatRef};
 use arbiter_matches::seats::SeatKey;
 use arbiter_matches::store::Retention;
 use arbiter_matches::store::redis::RedisStore;
@@ -412,13 +412,15 @@ async fn a_lost_reply_is_answered_on_retry_exactly_once() {
         async move {
             m.play(
                 &id,
-                seat(color),
-                Some(&tok),
-                &text,
-                ply,
-                arbiter_core::Locale::English,
-                request.as_deref(),
-                0,
+                MoveRequest {
+                    seat: seat(color),
+                    token: Some(&tok),
+                    text: &text,
+                    expected_ply: ply,
+                    locale: arbiter_core::Locale::English,
+                    request_id: request.as_deref(),
+                    lag_ms: 0,
+                },
             )
             .await
         }

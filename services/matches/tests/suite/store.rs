@@ -10,7 +10,7 @@
 
 use arbiter_core::bughouse::BoardId;
 use arbiter_core::{AnyPosition, Color, DrawClaim, Locale, Position, RuleOptions, Variant};
-use arbiter_matches::domain::{Creation, MoveAnswer, SeatRef};
+use arbiter_matches::domain::{Creation, MoveAnswer, MoveRequest, SeatRef};
 use arbiter_matches::record::{Record, StoredEvent};
 use arbiter_matches::seats::SeatKey;
 use arbiter_matches::store::memory::MemoryStore;
@@ -83,13 +83,15 @@ async fn mv<S: MatchStore>(
 ) -> Result<MoveAnswer, MatchError> {
     m.play(
         &t.id,
-        seat(board, color),
-        Some(t.token(board, color)),
-        text,
-        ply,
-        Locale::English,
-        None,
-        0,
+        MoveRequest {
+            seat: seat(board, color),
+            token: Some(t.token(board, color)),
+            text,
+            expected_ply: ply,
+            locale: Locale::English,
+            request_id: None,
+            lag_ms: 0,
+        },
     )
     .await
 }
@@ -306,13 +308,15 @@ async fn retries_and_refusals<S: MatchStore>(m: &Matches<S>) {
         async move {
             m.play(
                 &id,
-                seat(A, Black),
-                token.as_deref(),
-                "e5",
-                1,
-                Locale::English,
-                None,
-                0,
+                MoveRequest {
+                    seat: seat(A, Black),
+                    token: token.as_deref(),
+                    text: "e5",
+                    expected_ply: 1,
+                    locale: Locale::English,
+                    request_id: None,
+                    lag_ms: 0,
+                },
             )
             .await
         }
@@ -481,13 +485,15 @@ async fn contention<S: MatchStore>(m: Arc<Matches<S>>) {
                         let play = || {
                             m.play(
                                 &t.id,
-                                seat(board, color),
-                                Some(t.token(board, color)),
-                                &uci,
-                                b.ply,
-                                Locale::English,
-                                Some(&request),
-                                0,
+                                MoveRequest {
+                                    seat: seat(board, color),
+                                    token: Some(t.token(board, color)),
+                                    text: &uci,
+                                    expected_ply: b.ply,
+                                    locale: Locale::English,
+                                    request_id: Some(&request),
+                                    lag_ms: 0,
+                                },
                             )
                         };
                         let first = play().await;

@@ -1,0 +1,38 @@
+//! OfferDraw.
+
+use super::checks::check_request_id;
+use super::{Changed, Matches, SeatRef, delays_of, match_side};
+use crate::error::MatchError;
+use crate::record::{RequestId, RequestKind};
+use crate::store::{MatchStore, OfferCommit};
+use arbiter_core::bughouse::MatchOutcome;
+use arbiter_core::{EndReason, Score};
+
+impl<S: MatchStore> Matches<S> {
+    /// Records the seat's side's draw offer; the match is drawn once both sides offer.
+    pub async fn offer_draw(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+        request_id: Option<&str>,
+    ) -> Result<Changed, MatchError> {
+        check_request_id(request_id)?;
+        let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
+        let request = request_id
+            .map(|r| RequestId::seat(seat.board, seat.color, r, RequestKind::OfferDraw, &[]));
+        let commit = OfferCommit {
+            nonce: record.nonce.clone(),
+            side: match_side(&record, seat),
+            agreed: MatchOutcome {
+                score: Score::DRAW,
+                board: None,
+                reason: EndReason::Agreement,
+            },
+            request: request.clone(),
+            delays: delays_of(&record),
+        };
+        let result = self.store.commit_offer(id, &commit).await?;
+        self.change(id, result, request.as_ref()).await
+    }
+}
