@@ -240,11 +240,11 @@ try:
 except yaml.YAMLError as e:
     fail("%s: not valid YAML: %s" % (keda_path, e))
     keda_docs = []
-with open("services/analysis/src/batch/redis.rs") as f:
+with open("services/analysis/src/batch/redis/mod.rs") as f:
     m = re.search(r'pub const WORK: &str = "([^"]+)";', f.read())
 stream = m.group(1) if m else None
 if stream is None:
-    fail("services/analysis/src/batch/redis.rs: no `pub const WORK` (the work stream's name)")
+    fail("services/analysis/src/batch/redis/mod.rs: no `pub const WORK` (the work stream's name)")
 custom, known = [], []
 for d in keda_docs:
     (custom if str(d.get("apiVersion", "")).startswith("keda.sh/") else known).append(d)

@@ -14,8 +14,10 @@
 //! play moves to judge them: it finds the pieces that shield the king from a rook (the only slider)
 //! and tests the few moves that need it against the board as it will be (see `gen_natural`).
 
+mod attacks;
 pub mod render;
 mod text;
+mod zobrist;
 
 use crate::outcome::{EndReason, Outcome};
 use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position, tick};
@@ -23,6 +25,13 @@ use crate::types::Color;
 use crate::variant::Variant;
 use arrayvec::ArrayVec;
 use std::fmt;
+
+use attacks::{
+    COUNSELOR, ELEPHANT, KING, KNIGHT, PAWN_CAPTURE, PAWN_STEP, citadel_neighbours, ring_step_down,
+    ring_step_up,
+};
+pub use attacks::{far_citadel, rook_attacks};
+use zobrist::KEYS;
 
 /// A piece kind of Byzantine chess.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -159,151 +168,6 @@ pub type Cell = u8;
 /// The first citadel index (`e1`); `e2`..`e4` follow.
 pub const CITADEL_BASE: Cell = 64;
 
-const fn cell_at(ring: i32, number0: i32) -> Option<usize> {
-    if ring < 0 || ring > 3 {
-        return None;
-    }
-    Some((ring * 16 + number0.rem_euclid(16)) as usize)
-}
-
-const fn leaper_table(deltas: &[(i32, i32)]) -> [u64; 64] {
-    let mut t = [0u64; 64];
-    let mut c = 0;
-    while c < 64 {
-        let (r, n) = ((c / 16) as i32, (c % 16) as i32);
-        let mut i = 0;
-        while i < deltas.len() {
-            if let Some(to) = cell_at(r + deltas[i].0, n + deltas[i].1) {
-                t[c] |= 1 << to;
-            }
-            i += 1;
-        }
-        c += 1;
-    }
-    t
-}
-
-static KING: [u64; 64] = leaper_table(&[
-    (1, 0),
-    (-1, 0),
-    (0, 1),
-    (0, -1),
-    (1, 1),
-    (1, -1),
-    (-1, 1),
-    (-1, -1),
-]);
-static COUNSELOR: [u64; 64] = leaper_table(&[(1, 1), (1, -1), (-1, 1), (-1, -1)]);
-static ELEPHANT: [u64; 64] = leaper_table(&[(2, 2), (2, -2), (-2, 2), (-2, -2)]);
-static KNIGHT: [u64; 64] = leaper_table(&[
-    (1, 2),
-    (1, -2),
-    (-1, 2),
-    (-1, -2),
-    (2, 1),
-    (2, -1),
-    (-2, 1),
-    (-2, -1),
-]);
-/// Pawn captures: `[0]` for pawns travelling `+`, `[1]` for `-`.
-static PAWN_CAPTURE: [[u64; 64]; 2] = [
-    leaper_table(&[(1, 1), (-1, 1)]),
-    leaper_table(&[(1, -1), (-1, -1)]),
-];
-static PAWN_STEP: [[u64; 64]; 2] = [leaper_table(&[(0, 1)]), leaper_table(&[(0, -1)])];
-
-/// Ring attacks of a rook standing on bit 0 of a sixteen-cell ring whose occupied cells are `occ`
-/// (bit 0 ignored): every cell up to and including the first blocker each way round; all fifteen
-/// others when the ring is empty.
-const fn ring_attacks_from_zero(occ: u16) -> u16 {
-    let blockers = occ & !1;
-    if blockers == 0 {
-        return 0xfffe;
-    }
-    let first = blockers.trailing_zeros(); // nearest blocker going up
-    let last = 15 - blockers.leading_zeros(); // nearest blocker going down (wrapping)
-    let up = ((2u32 << first) - 2) as u16; // bits 1..=first
-    let down = (!((1u32 << last) - 1)) as u16; // bits last..=15
-    up | down
-}
-
-/// Radial rook attacks: `[cell][occupancy of the cell's column]`, the column's four cells (rings
-/// `a`..`d`) gathered into bits 0..4 by [`column_index`].
-static RADIAL: [[u64; 16]; 64] = {
-    let mut t = [[0u64; 16]; 64];
-    let mut c = 0;
-    while c < 64 {
-        let (r, n) = ((c / 16) as i32, c % 16);
-        let mut idx = 0;
-        while idx < 16 {
-            let mut att = 0u64;
-            let mut dir = -1;
-            while dir <= 1 {
-                let mut rr = r + dir;
-                while rr >= 0 && rr < 4 {
-                    att |= 1 << (rr as usize * 16 + n);
-                    if idx & (1 << rr) != 0 {
-                        break;
-                    }
-                    rr += dir;
-                }
-                dir += 2;
-            }
-            t[c][idx] = att;
-            idx += 1;
-        }
-        c += 1;
-    }
-    t
-};
-
-/// The occupancy of column `number0` (cells `number0`, `+16`, `+32`, `+48`) as four bits, ring `a`
-/// in bit 0. One multiplication moves bit `16k` to bit `48 + k`; the partial products never
-/// collide, so nothing carries.
-#[inline]
-fn column_index(occupied: u64, number0: u32) -> usize {
-    const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
-    let column = (occupied >> number0) & 0x0001_0001_0001_0001;
-    (column.wrapping_mul(GATHER) >> 48) as usize & 0xf
-}
-
-/// Cells a rook on `cell` attacks with `occupied` blocking: along its ring both ways (wrapping,
-/// never back onto its own cell) and radially. The ring is rotated so the rook stands on bit 0 and
-/// its attacks come from two bit scans; the radial attacks come from a table.
-#[inline]
-pub fn rook_attacks(cell: Cell, occupied: u64) -> u64 {
-    let (ring, number) = (u32::from(cell / 16), u32::from(cell % 16));
-    let ring_occ = (occupied >> (16 * ring)) as u16;
-    let along = ring_attacks_from_zero(ring_occ.rotate_right(number)).rotate_left(number);
-    (u64::from(along) << (16 * ring)) | RADIAL[cell as usize][column_index(occupied, number)]
-}
-
-/// Each pawn of `pawns` moved one cell along its ring towards higher numbers (wrapping 16 → 1).
-#[inline]
-const fn ring_step_up(pawns: u64) -> u64 {
-    ((pawns << 1) & 0xfffe_fffe_fffe_fffe) | ((pawns >> 15) & 0x0001_0001_0001_0001)
-}
-
-/// Each pawn of `pawns` moved one cell along its ring towards lower numbers (wrapping 1 → 16).
-#[inline]
-const fn ring_step_down(pawns: u64) -> u64 {
-    ((pawns >> 1) & 0x7fff_7fff_7fff_7fff) | ((pawns << 15) & 0x8000_8000_8000_8000)
-}
-
-/// The citadel a king of `color` may enter (its far one): `e3` for White, `e1` for Black.
-pub const fn far_citadel(color: Color) -> Cell {
-    match color {
-        Color::White => CITADEL_BASE + 2,
-        Color::Black => CITADEL_BASE,
-    }
-}
-
-/// Inner-ring cells adjoining citadel `citadel` (`64..68`): e1 → d1–d4, … e4 → d13–d16.
-const fn citadel_neighbours(citadel: Cell) -> u64 {
-    let k = (citadel - CITADEL_BASE) as u32;
-    0xf << (48 + 4 * k)
-}
-
 /// A move: origin and destination cells (a citadel entry goes to `64..68`).
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct ByzMove {
@@ -337,56 +201,6 @@ pub fn cell_name(cell: Cell) -> String {
 
 /// Legal moves of one Byzantine position (the most a position can have is far below this).
 pub type ByzMoveList = ArrayVec<ByzMove, 256>;
-
-/// Zobrist keys: `[color][role][cell]`, pawn direction, side to move, citadel kings.
-struct Keys {
-    pieces: [[[u64; 64]; 6]; 2],
-    pawn_up: [u64; 64],
-    black: u64,
-    citadel: [[u64; 4]; 2],
-}
-
-const fn keys() -> Keys {
-    let mut k = Keys {
-        pieces: [[[0; 64]; 6]; 2],
-        pawn_up: [0; 64],
-        black: 0,
-        citadel: [[0; 4]; 2],
-    };
-    let mut state: u64 = 0x4279_7a61_6e74_696e; // "Byzantin"
-    const fn next(state: &mut u64) -> u64 {
-        let (st, v) = crate::chess::zobrist::splitmix(*state);
-        *state = st;
-        v
-    }
-    let mut c = 0;
-    while c < 2 {
-        let mut r = 0;
-        while r < 6 {
-            let mut s = 0;
-            while s < 64 {
-                k.pieces[c][r][s] = next(&mut state);
-                s += 1;
-            }
-            r += 1;
-        }
-        let mut i = 0;
-        while i < 4 {
-            k.citadel[c][i] = next(&mut state);
-            i += 1;
-        }
-        c += 1;
-    }
-    let mut s = 0;
-    while s < 64 {
-        k.pawn_up[s] = next(&mut state);
-        s += 1;
-    }
-    k.black = next(&mut state);
-    k
-}
-
-static KEYS: Keys = keys();
 
 /// What the generator needs to test a move against its own king: the king's cell, the enemy's
 /// cells and the occupied cells before the move.

@@ -1,0 +1,492 @@
+//! The worker side of the Redis job queue: [`run_workers`] takes items from the stream with
+//! the consumer group, keeps each its own with heartbeats while it analyses it, records the
+//! result once, and hands items back on shutdown (see the parent module for the keys and the
+//! protocol).
+
+use super::super::{Game, JobSpec, analyse_game};
+use super::{BLOCK_MS, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts, WORK};
+use arbiter_engine::{Limits, TimeSource};
+use arbiter_kit::cpu::RaiseOnDrop;
+use arbiter_proto::analysis::v1 as pb;
+use arbiter_redis_conn::RedisConfig;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How a worker process takes and keeps items.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// Games analysed at once by this process (one engine thread each).
+    pub workers: usize,
+    /// How long an item may go without its worker's heartbeat before another worker claims it.
+    /// The heartbeat comes every third of it (at most every second).
+    pub claim_idle: Duration,
+    /// Deliveries after which an item is given up on: the next one sends it to the
+    /// dead-letter stream.
+    pub max_deliveries: u32,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> WorkerConfig {
+        WorkerConfig {
+            workers: 1,
+            claim_idle: Duration::from_secs(30),
+            max_deliveries: 3,
+        }
+    }
+}
+
+impl WorkerConfig {
+    pub(super) fn heartbeat(&self) -> Duration {
+        (self.claim_idle / 3).clamp(Duration::from_millis(10), Duration::from_secs(1))
+    }
+}
+
+/// What a worker shares with its siblings.
+struct Ctx {
+    client: redis::Client,
+    config: WorkerConfig,
+    scripts: Scripts,
+    time: Arc<dyn TimeSource>,
+}
+
+/// Runs `config.workers` workers on the job queue in Redis until `shutdown` turns true. Each
+/// takes one item at a time: a new one, or one abandoned for the claim timeout. On shutdown the
+/// games being analysed stop and their items are put back for other workers; this returns when
+/// every worker has stopped (within about a second, plus one heartbeat).
+///
+/// # Errors
+/// A malformed Redis URL. Redis being unreachable is not an error: workers retry.
+pub async fn run_workers(
+    redis: &RedisConfig,
+    config: WorkerConfig,
+    time: Arc<dyn TimeSource>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let ctx = Arc::new(Ctx {
+        client: redis.client()?,
+        config,
+        scripts: Scripts::new(),
+        time,
+    });
+    // Unique among the group's consumers: a consumer name is the owner of its pending items.
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into());
+    static STARTS: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "{host}-{}-{:x}-{}",
+        std::process::id(),
+        arbiter_timekeeping::process_now(),
+        STARTS.fetch_add(1, Ordering::Relaxed)
+    );
+    tracing::info!(
+        workers = ctx.config.workers.max(1),
+        consumer = %name,
+        redis = ?redis,
+        "analysis workers starting"
+    );
+    // A set: dropping this future (the process dying, or a test killing a worker) aborts
+    // every worker with it, leaving their items pending as a killed process would.
+    let mut slots = tokio::task::JoinSet::new();
+    for i in 0..ctx.config.workers.max(1) {
+        slots.spawn(slot(
+            Arc::clone(&ctx),
+            format!("{name}-{i}"),
+            shutdown.clone(),
+        ));
+    }
+    while slots.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Sleeps for `d`, or less if shutdown begins.
+async fn pause(d: Duration, shutdown: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        () = tokio::time::sleep(d) => {}
+        () = async { let _ = shutdown.wait_for(|down| *down).await; } => {}
+    }
+}
+
+async fn connect(client: &redis::Client) -> redis::RedisResult<ConnectionManager> {
+    // Reads block up to BLOCK_MS: the response timeout must outlast them.
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Duration::from_secs(2))
+        .set_response_timeout(Duration::from_millis(BLOCK_MS + 2_000))
+        .set_number_of_retries(2)
+        .set_max_delay(500);
+    let mut c = ConnectionManager::new_with_config(client.clone(), config).await?;
+    ensure_group(&mut c).await?;
+    Ok(c)
+}
+
+/// Creates the stream and its group unless they exist.
+pub(super) async fn ensure_group(c: &mut ConnectionManager) -> redis::RedisResult<()> {
+    let made: redis::RedisResult<()> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(WORK)
+        .arg(GROUP)
+        .arg("0")
+        .arg("MKSTREAM")
+        .query_async(c)
+        .await;
+    match made {
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        other => other,
+    }
+}
+
+/// One worker: a connection of its own (its reads block), one item at a time.
+async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<bool>) {
+    let mut conn: Option<ConnectionManager> = None;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let mut c = match &conn {
+            Some(c) => c.clone(),
+            None => match connect(&ctx.client).await {
+                Ok(c) => {
+                    tracing::info!(consumer, "analysis worker connected to Redis");
+                    backoff = Duration::from_millis(100);
+                    conn = Some(c.clone());
+                    c
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "analysis worker: cannot reach Redis; retrying");
+                    pause(backoff, &mut shutdown).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            },
+        };
+        match take(&ctx, &mut c, &consumer).await {
+            Ok(Some(taken)) => work(&ctx, &mut c, &consumer, taken, &shutdown).await,
+            Ok(None) => {}
+            Err(e) => {
+                if e.code() == Some("NOGROUP") {
+                    // The stream was deleted (Redis flushed or replaced): make it again.
+                    let _ = ensure_group(&mut c).await;
+                } else {
+                    tracing::warn!(error = %e, "analysis worker: reading the queue failed");
+                    pause(Duration::from_secs(1), &mut shutdown).await;
+                }
+            }
+        }
+    }
+}
+
+/// An item taken, with the number of times it was delivered (this time included).
+struct Taken {
+    entry: StreamId,
+    deliveries: usize,
+}
+
+impl Taken {
+    fn text(&self, field: &str) -> String {
+        self.entry.get::<String>(field).unwrap_or_default()
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        self.entry.get::<Vec<u8>>("item").unwrap_or_default()
+    }
+}
+
+/// An item abandoned for the claim timeout, else a new one (waiting up to [`BLOCK_MS`]).
+async fn take(
+    ctx: &Ctx,
+    c: &mut ConnectionManager,
+    consumer: &str,
+) -> redis::RedisResult<Option<Taken>> {
+    let idle = u64::try_from(ctx.config.claim_idle.as_millis()).unwrap_or(u64::MAX);
+    let claimed: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+        .arg(WORK)
+        .arg(GROUP)
+        .arg(consumer)
+        .arg(idle)
+        .arg("0-0")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(c)
+        .await?;
+    if let Some(entry) = claimed.claimed.into_iter().next() {
+        let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+            .arg(WORK)
+            .arg(GROUP)
+            .arg(&entry.id)
+            .arg(&entry.id)
+            .arg(1)
+            .query_async(c)
+            .await?;
+        let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered);
+        return Ok(Some(Taken { entry, deliveries }));
+    }
+    let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(GROUP)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(1)
+        .arg("BLOCK")
+        .arg(BLOCK_MS)
+        .arg("STREAMS")
+        .arg(WORK)
+        .arg(">")
+        .query_async(c)
+        .await?;
+    Ok(read
+        .and_then(|r| r.keys.into_iter().next())
+        .and_then(|k| k.ids.into_iter().next())
+        .map(|entry| Taken {
+            entry,
+            deliveries: 1,
+        }))
+}
+
+/// Why a game's analysis stopped before its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Halt {
+    /// The job was cancelled or expired: the item is dropped.
+    Unwanted,
+    /// Another worker holds the item now: leave it to them.
+    Lost,
+    /// This worker is shutting down: the item goes back.
+    Shutdown,
+}
+
+/// Records that the item's analysis failed (for its dead-letter entry), leaving it pending: it
+/// is claimed again after the claim timeout.
+async fn failed(c: &mut ConnectionManager, taken: &Taken, error: &str) {
+    tracing::warn!(item = %taken.entry.id, error, "analysis worker: an item failed");
+    let _: redis::RedisResult<()> = redis::cmd("SET")
+        .arg(format!("an:err:{}", taken.entry.id))
+        .arg(error)
+        .arg("PX")
+        .arg(ERROR_TTL_MS)
+        .query_async(c)
+        .await;
+}
+
+fn failed_result(game: &str, error: &str) -> Vec<u8> {
+    prost::Message::encode_to_vec(&pb::GameResult {
+        index: game.parse().unwrap_or(0),
+        error: format!("analysis failed: {error}"),
+        ..pb::GameResult::default()
+    })
+}
+
+/// Works on one item: dead-letters it, drops it, or analyses its game with heartbeats and
+/// records the result.
+async fn work(
+    ctx: &Ctx,
+    c: &mut ConnectionManager,
+    consumer: &str,
+    taken: Taken,
+    shutdown: &watch::Receiver<bool>,
+) {
+    let (item, job, game) = (
+        taken.entry.id.clone(),
+        taken.text("job"),
+        taken.text("game"),
+    );
+    if taken.deliveries > ctx.config.max_deliveries as usize {
+        let last: Option<String> = redis::cmd("GET")
+            .arg(format!("an:err:{item}"))
+            .query_async(c)
+            .await
+            .unwrap_or(None);
+        let error = last
+            .unwrap_or_else(|| "its workers stopped or were lost before finishing it".to_owned());
+        tracing::warn!(
+            item,
+            job,
+            game,
+            deliveries = taken.deliveries,
+            error,
+            "analysis worker: an item goes to the dead-letter stream"
+        );
+        let r: redis::RedisResult<i64> = ctx
+            .scripts
+            .dead
+            .prepare_invoke()
+            .arg(&item)
+            .arg(&job)
+            .arg(&game)
+            .arg(taken.deliveries)
+            .arg(&error)
+            .arg(taken.payload())
+            .arg(failed_result(
+                &game,
+                &format!("given up after {} deliveries: {error}", taken.deliveries),
+            ))
+            .arg(DEAD_MAXLEN)
+            .invoke_async(c)
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "analysis worker: dead-lettering failed");
+        }
+        return;
+    }
+    let meta: redis::RedisResult<ItemJob> = redis::cmd("HMGET")
+        .arg(format!("an:j:{job}"))
+        .arg(&["cancelled", "depth", "nodes", "hash"])
+        .query_async(c)
+        .await;
+    let (cancelled, depth, nodes, hash) = match meta {
+        Ok(m) => m,
+        Err(e) => {
+            // Redis failing now: the item stays pending and is claimed again later.
+            tracing::warn!(error = %e, "analysis worker: cannot read an item's job");
+            return;
+        }
+    };
+    if cancelled.as_deref() != Some("0") {
+        // Cancelled, or expired (or never a job): nothing to record.
+        let _: redis::RedisResult<i64> = ctx
+            .scripts
+            .drop
+            .prepare_invoke()
+            .arg(&item)
+            .invoke_async(c)
+            .await;
+        return;
+    }
+    let limits = match (depth.unwrap_or(0), nodes.unwrap_or(0)) {
+        (d @ 1.., _) => Limits::depth(d),
+        (_, n @ 1..) => Limits::nodes(n),
+        _ => return failed(c, &taken, "the job has no per-ply limit").await,
+    };
+    let Ok(index) = game.parse::<usize>() else {
+        return failed(c, &taken, "the item's game index is not a number").await;
+    };
+    let spec = match Game::from_item(&taken.payload()) {
+        Ok(g) => JobSpec {
+            games: vec![g],
+            limits,
+            hash_mib: hash.unwrap_or(16).clamp(1, 4096),
+        },
+        Err(e) => return failed(c, &taken, &e).await,
+    };
+    let positions = spec.positions();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Dropped if this task is: a worker killed mid-game leaves no search running.
+    let _guard = RaiseOnDrop(Arc::clone(&stop));
+    let done = Arc::new(AtomicU64::new(0));
+    let mut analysis = {
+        let (stop, done, time) = (Arc::clone(&stop), Arc::clone(&done), Arc::clone(&ctx.time));
+        tokio::task::spawn_blocking(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                analyse_game(index, &spec.games[0], &spec, &stop, &*time, &mut || {
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+            }))
+        })
+    };
+    let mut tick = tokio::time::interval(ctx.config.heartbeat());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut shutdown = shutdown.clone();
+    let mut halt: Option<Halt> = None;
+    let outcome = loop {
+        tokio::select! {
+            r = &mut analysis => break r,
+            _ = tick.tick() => {
+                let beat: redis::RedisResult<String> = ctx
+                    .scripts
+                    .heartbeat
+                    .prepare_invoke()
+                    .arg(&job)
+                    .arg(&game)
+                    .arg(done.load(Ordering::Relaxed))
+                    .arg(&item)
+                    .arg(consumer)
+                    .invoke_async(c)
+                    .await;
+                let why = match beat.as_deref() {
+                    Ok("lost") => Some(Halt::Lost),
+                    Ok("gone" | "cancelled") => Some(Halt::Unwanted),
+                    Ok(_) => None,
+                    Err(e) => {
+                        // A blip: keep going; past the claim timeout another worker takes
+                        // the item and the next heartbeat says `lost`.
+                        tracing::warn!(error = %e, "analysis worker: a heartbeat failed");
+                        None
+                    }
+                };
+                if let Some(why) = why {
+                    halt.get_or_insert(why);
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            // Only whether it happened: the borrow it returns must not live across an await.
+            () = async { let _ = shutdown.wait_for(|down| *down).await; }, if halt.is_none() => {
+                halt = Some(Halt::Shutdown);
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    };
+    match outcome {
+        Ok(Ok(Some(result))) => {
+            let encoded = prost::Message::encode_to_vec(&result);
+            // Redis may be away for a moment: retry for as long as the item is surely still
+            // this worker's (up to the claim timeout, at most 10 s).
+            let until =
+                tokio::time::Instant::now() + ctx.config.claim_idle.min(Duration::from_secs(10));
+            loop {
+                let r: redis::RedisResult<i64> = ctx
+                    .scripts
+                    .record
+                    .prepare_invoke()
+                    .arg(&job)
+                    .arg(&game)
+                    .arg(positions)
+                    .arg(&item)
+                    .arg(&encoded)
+                    .invoke_async(c)
+                    .await;
+                match r {
+                    Ok(_) => break,
+                    Err(e) if tokio::time::Instant::now() < until => {
+                        tracing::warn!(error = %e, "analysis worker: recording a result failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    Err(e) => {
+                        // Not recorded: the item stays pending, and is analysed again after
+                        // the claim timeout (and recorded once).
+                        tracing::warn!(error = %e, "analysis worker: recording a result failed; giving the game up");
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(Ok(None)) => match halt {
+            Some(Halt::Unwanted) => {
+                let _: redis::RedisResult<i64> = ctx
+                    .scripts
+                    .drop
+                    .prepare_invoke()
+                    .arg(&item)
+                    .invoke_async(c)
+                    .await;
+            }
+            Some(Halt::Shutdown) => {
+                let _: redis::RedisResult<i64> = ctx
+                    .scripts
+                    .requeue
+                    .prepare_invoke()
+                    .arg(&item)
+                    .arg(consumer)
+                    .arg(&job)
+                    .arg(&game)
+                    .arg(taken.payload())
+                    .invoke_async(c)
+                    .await;
+            }
+            Some(Halt::Lost) | None => {}
+        },
+        Ok(Err(_)) | Err(_) => {
+            failed(c, &taken, "internal error: the analysis panicked").await;
+        }
+    }
+}

@@ -1,0 +1,52 @@
+-- PRELUDE (services/analysis/src/batch/redis/mod.rs)
+-- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+local WORK, GROUP = 'an:work', 'an:workers'
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function renew(id)
+  local J = 'an:j:' .. id
+  local ttl = tonumber(redis.call('HGET', J, 'ttl'))
+  redis.call('PEXPIRE', J, ttl)
+  redis.call('PEXPIRE', J .. ':r', ttl)
+  redis.call('PEXPIRE', J .. ':p', ttl)
+  redis.call('PEXPIRE', 'an:rid:' .. redis.call('HGET', J, 'rid'), ttl)
+  redis.call('ZADD', 'an:jobs', now_ms() + ttl, id)
+end
+local function game_of(J, g)
+  local n = tonumber(g)
+  if n and n >= 0 and n == math.floor(n) and n < tonumber(redis.call('HGET', J, 'games')) then
+    return tostring(n)
+  end
+  return nil
+end
+local function advance(id, game, n)
+  local P = 'an:j:' .. id .. ':p'
+  local old = tonumber(redis.call('HGET', P, game) or '0')
+  if n > old then
+    redis.call('HSET', P, game, n)
+    redis.call('HINCRBY', 'an:j:' .. id, 'pos', n - old)
+  end
+end
+local function store(id, g, n, result)
+  local J = 'an:j:' .. id
+  if redis.call('EXISTS', J) == 0 then return 0 end
+  local game = game_of(J, g)
+  if not game then return 0 end
+  local fresh = redis.call('HSETNX', J .. ':r', game, result)
+  if fresh == 1 then redis.call('HINCRBY', J, 'done', 1) end
+  redis.call('HSET', J, 'started', 1)
+  advance(id, game, n)
+  renew(id)
+  return fresh
+end
+local function owns(item, consumer)
+  local p = redis.call('XPENDING', WORK, GROUP, item, item, 1)
+  return #p == 1 and p[1][2] == consumer
+end
+local function finish(item)
+  redis.call('XACK', WORK, GROUP, item)
+  redis.call('XDEL', WORK, item)
+end

@@ -1,0 +1,532 @@
+//! Batch jobs on Redis Streams, shared by any number of service replicas (which accept jobs and
+//! answer for them) and worker processes (which analyse them), on any machine.
+//!
+//! - A job is a hash `an:j:<id>` (its owner, its request key, fingerprint, counts, the per-ply
+//!   limit, its retention), with `an:j:<id>:r` (each finished game's encoded `GameResult` by
+//!   index) and `an:j:<id>:p` (positions done by game). `an:rid:<request key>` names the job of
+//!   a caller's request id: the key is [`Caller::request_key`], 64 hex digits of a SHA-256 of
+//!   the caller and the id, so request ids are scoped to their caller and keys are bounded
+//!   whatever the id. The owner is [`Caller::hex`]; a job answers only to it. `an:jobs` (a
+//!   sorted set by expiry) and `an:held` (positions by job) enforce the caps on jobs and
+//!   positions held, for all replicas together. Every key of a job expires with it, its
+//!   retention renewed by each sign of progress.
+//! - Each game is one entry of the stream [`WORK`] (`job`, `game`, `item`: the game encoded by
+//!   [`Game::to_item`](super::Game::to_item)), read by the consumer group [`GROUP`]. A worker
+//!   takes an entry with `XREADGROUP`, or one whose worker went silent for the claim timeout with
+//!   `XAUTOCLAIM`; while it analyses, a heartbeat keeps the entry its own (`XCLAIM … JUSTID`,
+//!   after checking that it still owns it), reports progress and reads the cancel flag.
+//! - The result is written by one script that stores it with `HSETNX`, counts the game done
+//!   only if it was new, and acknowledges and deletes the entry, so a game analysed twice (its
+//!   first worker presumed dead, then finishing after all) counts once.
+//! - An entry delivered more than the allowed number of times (its analyses failed, or its
+//!   workers died) goes to the dead-letter stream [`DEAD`] with its last error, and its game is
+//!   recorded as failed, so the job still ends.
+//! - A worker that stops gracefully puts its entry back at once (a fresh copy); one that is
+//!   killed leaves it pending, to be claimed after the claim timeout.
+//!
+//! Every step that changes more than one key is one Lua script, so it is atomic.
+
+use super::{BatchConfig, Caller, JobSpec, ended, not_found, page_size, status_of};
+use arbiter_kit::ApiError;
+use arbiter_proto::analysis::v1 as pb;
+use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
+use redis::Script;
+use redis::aio::ConnectionManager;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The stream of work items (one per game).
+pub const WORK: &str = "an:work";
+/// The consumer group of the workers.
+pub const GROUP: &str = "an:workers";
+/// The dead-letter stream: items given up on, with their last error.
+pub const DEAD: &str = "an:dead";
+/// About how many entries the dead-letter stream keeps (the oldest are trimmed).
+pub const DEAD_MAXLEN: u64 = 10_000;
+/// How long a failed analysis's error is kept for the dead-letter entry.
+const ERROR_TTL_MS: u64 = 86_400_000;
+/// The longest a worker's read waits for a new item (then it looks for abandoned ones).
+const BLOCK_MS: u64 = 1_000;
+
+/// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
+const PRELUDE: &str = include_str!("lua/prelude.lua");
+
+/// The `SUBMIT` script (`lua/submit.lua`; its header lists its keys and arguments).
+const SUBMIT: &str = include_str!("lua/submit.lua");
+
+/// The `CANCEL` script (`lua/cancel.lua`; its header lists its keys and arguments).
+const CANCEL: &str = include_str!("lua/cancel.lua");
+
+/// The `HEARTBEAT` script (`lua/heartbeat.lua`; its header lists its keys and arguments).
+const HEARTBEAT: &str = include_str!("lua/heartbeat.lua");
+
+/// The `RECORD` script (`lua/record.lua`; its header lists its keys and arguments).
+const RECORD: &str = include_str!("lua/record.lua");
+
+/// The `DEAD_LETTER` script (`lua/dead-letter.lua`; its header lists its keys and arguments).
+const DEAD_LETTER: &str = include_str!("lua/dead-letter.lua");
+
+/// The `REQUEUE` script (`lua/requeue.lua`; its header lists its keys and arguments).
+const REQUEUE: &str = include_str!("lua/requeue.lua");
+
+/// The `DROP` script (`lua/drop.lua`; its header lists its keys and arguments).
+const DROP: &str = include_str!("lua/drop.lua");
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
+
+/// The scripts, loaded once per connection.
+#[derive(Debug)]
+struct Scripts {
+    submit: Script,
+    cancel: Script,
+    heartbeat: Script,
+    record: Script,
+    dead: Script,
+    requeue: Script,
+    drop: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            submit: script(SUBMIT),
+            cancel: script(CANCEL),
+            heartbeat: script(HEARTBEAT),
+            record: script(RECORD),
+            dead: script(DEAD_LETTER),
+            requeue: script(REQUEUE),
+            drop: script(DROP),
+        }
+    }
+
+    fn all() -> Vec<Script> {
+        [
+            SUBMIT,
+            CANCEL,
+            HEARTBEAT,
+            RECORD,
+            DEAD_LETTER,
+            REQUEUE,
+            DROP,
+        ]
+        .into_iter()
+        .map(script)
+        .collect()
+    }
+}
+
+fn unavailable(e: redis::RedisError) -> ApiError {
+    ApiError::Unavailable(format!("the job store (Redis) is unavailable: {e}"))
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A job's `owner`, `games`, `done`, `positions`, `pos`, `cancelled` and `started` fields.
+type JobFields = (
+    Option<String>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<String>,
+    Option<String>,
+);
+
+/// What a worker reads of an item's job: `cancelled`, `depth`, `nodes`, `hash`.
+pub(super) type ItemJob = (Option<String>, Option<u32>, Option<u64>, Option<usize>);
+
+/// The service's side of jobs on Redis: submission, status, results, cancellation. Workers
+/// are [`run_workers`].
+pub struct RedisJobs {
+    conn: Arc<OnceLock<ConnectionManager>>,
+    scripts: Scripts,
+    config: BatchConfig,
+}
+
+impl std::fmt::Debug for RedisJobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisJobs")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisJobs {
+    /// A job store that connects in the background (calls fail with `UNAVAILABLE` until it
+    /// has). Needs a Tokio runtime.
+    ///
+    /// # Errors
+    /// A malformed Redis URL.
+    pub fn open(redis: &RedisConfig, config: BatchConfig) -> Result<RedisJobs, String> {
+        let conn = connect_in_background(redis.client()?, "analysis jobs", Scripts::all());
+        Ok(RedisJobs {
+            conn,
+            scripts: Scripts::new(),
+            config,
+        })
+    }
+
+    /// [`RedisJobs::open`], waiting up to 10 s for the connection (tests and tools).
+    ///
+    /// # Errors
+    /// A malformed URL, or no connection in time.
+    pub async fn connect(url: &str, config: BatchConfig) -> Result<RedisJobs, String> {
+        let redis = RedisConfig {
+            url: url.to_owned(),
+            password: None,
+        };
+        let jobs = RedisJobs::open(&redis, config)?;
+        if wait_connected(&jobs.conn, Duration::from_secs(10)).await {
+            Ok(jobs)
+        } else {
+            Err("cannot connect to Redis".into())
+        }
+    }
+
+    fn conn(&self) -> Result<ConnectionManager, ApiError> {
+        self.conn.get().cloned().ok_or_else(|| {
+            ApiError::Unavailable("the job store is not connected to Redis yet".into())
+        })
+    }
+
+    /// Whether Redis answers (for health).
+    pub async fn probe(&self) -> Result<(), String> {
+        let mut c = self.conn().map_err(|e| e.to_string())?;
+        redis::cmd("PING")
+            .query_async::<String>(&mut c)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Queues a checked job for `caller` under its `request_id` (see
+    /// [`super::JobQueue::submit`]).
+    pub async fn submit(
+        &self,
+        caller: &Caller,
+        request_id: &str,
+        spec: &JobSpec,
+        fingerprint: u64,
+    ) -> Result<pb::SubmitJobResponse, ApiError> {
+        // Exactly one is set (decode_job): a depth, or a node count.
+        let (depth, nodes) = (
+            spec.limits.depth.unwrap_or(0),
+            spec.limits.nodes.unwrap_or(0),
+        );
+        let ttl_ms = u64::try_from(self.config.ttl.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let mut call = self.scripts.submit.prepare_invoke();
+        call.arg(caller.request_key(request_id))
+            .arg(format!("{fingerprint:016x}"))
+            .arg(spec.games.len())
+            .arg(spec.positions())
+            .arg(ttl_ms)
+            .arg(self.config.max_jobs)
+            .arg(self.config.max_positions)
+            .arg(depth)
+            .arg(nodes)
+            .arg(spec.hash_mib)
+            .arg(caller.hex());
+        for game in &spec.games {
+            call.arg(game.to_item());
+        }
+        let (what, detail): (String, String) = call
+            .invoke_async(&mut self.conn()?)
+            .await
+            .map_err(unavailable)?;
+        match what.as_str() {
+            "new" | "duplicate" => Ok(pb::SubmitJobResponse {
+                status: Some(self.status(caller, &detail).await?),
+                duplicate: what == "duplicate",
+            }),
+            "conflict" => Err(ApiError::AlreadyExists(format!(
+                "request_id {} was used for another job",
+                arbiter_kit::error::quote(request_id)
+            ))),
+            "jobs" => Err(ApiError::exhausted(
+                "",
+                "the job store holds its maximum of jobs; retry later",
+            )),
+            _ => Err(ApiError::exhausted(
+                "",
+                format!(
+                    "the job's {} positions do not fit beside the {detail} held (at most {}); \
+                     retry later, or split the job",
+                    spec.positions(),
+                    self.config.max_positions
+                ),
+            )),
+        }
+    }
+
+    /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another
+    /// caller's (a job stored without an owner, by an earlier version, is nobody's).
+    pub async fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+        let job = format!("an:j:{id}");
+        let ((owner, games, done, positions, pos, cancelled, started), ttl): (JobFields, i64) =
+            redis::pipe()
+                .cmd("HMGET")
+                .arg(&job)
+                .arg(&[
+                    "owner",
+                    "games",
+                    "done",
+                    "positions",
+                    "pos",
+                    "cancelled",
+                    "started",
+                ])
+                .cmd("PTTL")
+                .arg(&job)
+                .query_async(&mut self.conn()?)
+                .await
+                .map_err(unavailable)?;
+        let (Some(games), Some(done), Some(positions)) = (games, done, positions) else {
+            return Err(not_found(id));
+        };
+        if owner.as_deref() != Some(caller.hex().as_str()) {
+            return Err(not_found(id));
+        }
+        Ok(status_of(
+            id,
+            games,
+            done,
+            positions,
+            pos.unwrap_or(0),
+            cancelled.as_deref() == Some("1"),
+            started.as_deref() == Some("1"),
+            unix_ms() + ttl.max(0),
+        ))
+    }
+
+    /// A receiver of the status of `caller`'s job, read every `watch_poll` until the job ends
+    /// or the receiver is dropped; its sender is dropped when the job expires.
+    pub async fn watch(
+        self: &Arc<Self>,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+        let first = self.status(caller, id).await?;
+        let (tx, rx) = watch::channel(first);
+        let (jobs, id, caller) = (Arc::clone(self), id.to_owned(), *caller);
+        tokio::spawn(async move {
+            let mut tick =
+                tokio::time::interval(jobs.config.watch_poll.max(Duration::from_millis(10)));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = tx.closed() => return,
+                }
+                match jobs.status(&caller, &id).await {
+                    Ok(now) => {
+                        let end = ended(now.state);
+                        tx.send_if_modified(|old| {
+                            // The expiry moves with every heartbeat: not news by itself.
+                            let news = old.state != now.state
+                                || old.games_done != now.games_done
+                                || old.positions_done != now.positions_done;
+                            *old = now;
+                            news
+                        });
+                        if end {
+                            tx.closed().await;
+                            return;
+                        }
+                    }
+                    Err(ApiError::NotFound(_)) => return,
+                    // Redis unreachable for now: the next tick tries again.
+                    Err(_) => {}
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// The finished games of `caller`'s job among `limit` from `offset` (see
+    /// [`super::JobQueue::results`]).
+    pub async fn results(
+        &self,
+        caller: &Caller,
+        id: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
+        let status = self.status(caller, id).await?;
+        let end = offset
+            .saturating_add(page_size(limit, self.config.page))
+            .min(status.games as usize);
+        if offset >= end {
+            return Ok((status, Vec::new()));
+        }
+        let stored: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+            .arg(format!("an:j:{id}:r"))
+            .arg((offset..end).collect::<Vec<_>>())
+            .query_async(&mut self.conn()?)
+            .await
+            .map_err(unavailable)?;
+        let games = stored
+            .into_iter()
+            .flatten()
+            .map(|bytes| {
+                prost::Message::decode(bytes.as_slice())
+                    .map_err(|e| ApiError::DataLoss(format!("a stored result cannot be read: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((status, games))
+    }
+
+    /// Cancels `caller`'s job (see [`super::JobQueue::cancel`]): workers see it at their next
+    /// heartbeat, and drop its items not yet started as they reach them.
+    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+        let outcome: i64 = self
+            .scripts
+            .cancel
+            .prepare_invoke()
+            .arg(id)
+            .arg(caller.hex())
+            .invoke_async(&mut self.conn()?)
+            .await
+            .map_err(unavailable)?;
+        if outcome < 0 {
+            return Err(not_found(id));
+        }
+        self.status(caller, id).await
+    }
+}
+
+mod consumer;
+
+pub use consumer::{WorkerConfig, run_workers};
+
+#[cfg(test)]
+mod tests {
+    use super::super::Game;
+    use super::consumer::ensure_group;
+    use super::*;
+    use arbiter_engine::Limits;
+    use redis::streams::StreamReadReply;
+
+    /// A game analysed twice (its first worker presumed dead, then finishing after all) is
+    /// recorded once; a worker that lost its item is told so by its heartbeat.
+    #[tokio::test]
+    async fn results_are_recorded_once_and_lost_items_are_noticed() {
+        let redis = arbiter_testkit::redis().await;
+        let jobs = RedisJobs::connect(&redis.url, BatchConfig::default())
+            .await
+            .unwrap();
+        let start = arbiter_core::AnyPosition::start(arbiter_core::Variant::Chess).unwrap();
+        let spec = JobSpec {
+            games: vec![Game::Line(super::super::GameSpec {
+                start,
+                moves: vec![],
+            })],
+            limits: Limits::nodes(10),
+            hash_mib: 1,
+        };
+        let caller = Caller::anonymous();
+        let status = jobs
+            .submit(&caller, "r", &spec, 7)
+            .await
+            .unwrap()
+            .status
+            .unwrap();
+        let mut c = jobs.conn().unwrap();
+        ensure_group(&mut c).await.unwrap();
+        let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(GROUP)
+            .arg("first")
+            .arg("STREAMS")
+            .arg(WORK)
+            .arg(">")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let item = read.unwrap().keys[0].ids[0].id.clone();
+        let hc = c.clone();
+        let beat = |consumer: &'static str| {
+            let (mut c, item, job, s) = (
+                hc.clone(),
+                item.clone(),
+                status.job_id.clone(),
+                &jobs.scripts,
+            );
+            async move {
+                s.heartbeat
+                    .prepare_invoke()
+                    .arg(&job)
+                    .arg(0)
+                    .arg(0)
+                    .arg(&item)
+                    .arg(consumer)
+                    .invoke_async::<String>(&mut c)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(beat("first").await, "ok");
+        assert_eq!(beat("second").await, "lost", "not the second's item");
+        let result = prost::Message::encode_to_vec(&pb::GameResult::default());
+        let record = |game: u32| {
+            let (mut c, item, job, s, result) = (
+                hc.clone(),
+                item.clone(),
+                status.job_id.clone(),
+                &jobs.scripts,
+                result.clone(),
+            );
+            async move {
+                s.record
+                    .prepare_invoke()
+                    .arg(&job)
+                    .arg(game)
+                    .arg(1)
+                    .arg(&item)
+                    .arg(&result)
+                    .invoke_async::<i64>(&mut c)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(record(0).await, 1, "new");
+        assert_eq!(record(0).await, 0, "recorded before: not counted again");
+        let done = jobs.status(&caller, &status.job_id).await.unwrap();
+        assert_eq!(
+            (done.state, done.games_done, done.positions_done),
+            (pb::JobState::Done as i32, 1, 1)
+        );
+        assert_eq!(beat("first").await, "lost", "finished: nobody's any more");
+        // A game index out of the job's range is never counted.
+        assert_eq!(record(5).await, 0);
+        assert_eq!(
+            jobs.status(&caller, &status.job_id)
+                .await
+                .unwrap()
+                .games_done,
+            1
+        );
+    }
+
+    #[test]
+    fn heartbeats_come_thrice_per_claim_timeout_and_at_least_every_second() {
+        let at = |ms| {
+            WorkerConfig {
+                claim_idle: Duration::from_millis(ms),
+                ..WorkerConfig::default()
+            }
+            .heartbeat()
+        };
+        assert_eq!(at(300), Duration::from_millis(100));
+        assert_eq!(at(30_000), Duration::from_secs(1));
+        assert_eq!(at(1), Duration::from_millis(10));
+    }
+}
