@@ -5,8 +5,10 @@
 //! ([`RedisArgs`], flags and environment, resolved in `main` into a [`RedisConfig`]) and kept out
 //! of logs ([`redact_url`]), and a connection made in the background and retried until Redis
 //! answers ([`connect_in_background`], [`wait_connected`]), so that a service starts, and
-//! reports `NOT_SERVING`, before Redis is up.
+//! reports `NOT_SERVING`, before Redis is up. [`script`]: named arguments for Lua scripts.
 #![warn(missing_docs)]
+
+pub mod script;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;

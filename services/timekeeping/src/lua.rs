@@ -19,124 +19,15 @@
 //! - `press(a, now)`: the core's `PressPlan::apply` on the 13 plan values `a`: `nil` when late,
 //!   else remaining, quota, charged, compensation, bonus, next deadline.
 
-/// The Lua text of [`BASICS`], as a literal for `concat!`.
-macro_rules! basics {
-    () => {
-        r"
-local function pack(t)
-  local parts = {}
-  for i = 1, #t do
-    local v = tostring(t[i])
-    parts[i] = #v .. ':' .. v
-  end
-  return table.concat(parts)
-end
-local function unpk(s)
-  local t, i = {}, 1
-  while i <= #s do
-    local c = string.find(s, ':', i, true)
-    local n = tonumber(string.sub(s, i, c - 1))
-    t[#t + 1] = string.sub(s, c + 1, c + n)
-    i = c + n + 1
-  end
-  return t
-end
-local function fmt(x) return string.format('%.0f', x) end
-local function tnow()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-"
-    };
-}
-
 /// `pack`, `unpk`, `fmt` and `tnow` alone (see the module documentation), for any script of
-/// any service: no definitions needed before them.
-pub const BASICS: &str = basics!();
+/// any service: no definitions needed before them (`lua/basics.lua`).
+pub const BASICS: &str = include_str!("lua/basics.lua");
 
-/// The helpers (see the module documentation): [`BASICS`] and the clock helpers.
+/// The helpers (see the module documentation): [`BASICS`] and the clock helpers
+/// (`lua/clocks.lua`).
 pub const CLOCKS: &str = concat!(
-    basics!(),
-    r"
-local function earliest(S)
-  local d = redis.call('HMGET', S, 'dl:A', 'dl:B')
-  local best = nil
-  for i = 1, 2 do
-    local v = tonumber(d[i] or '')
-    if v and (not best or v < best) then best = v end
-  end
-  return best
-end
-local function is_late(S, now)
-  local d = earliest(S)
-  return d ~= nil and d <= now
-end
-local function index(S, id)
-  local d = earliest(S)
-  if d then
-    local first = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
-    redis.call('ZADD', DEADLINES, d, id)
-    if not first[2] or d < tonumber(first[2]) then
-      redis.call('PUBLISH', DEADLINE_CHANNEL, fmt(d))
-    end
-  else
-    redis.call('ZREM', DEADLINES, id)
-  end
-end
-local function refile(id, new, old)
-  if not new then
-    redis.call('ZREM', DEADLINES, id)
-    return
-  end
-  if not old or new < old then
-    local first = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
-    if not first[2] or new < tonumber(first[2]) then
-      redis.call('PUBLISH', DEADLINE_CHANNEL, fmt(new))
-    end
-  end
-  redis.call('ZADD', DEADLINES, new, id)
-end
-local function stop_board(S, b, now, delays)
-  local ph = redis.call('HGET', S, 'ck:' .. b)
-  if not ph then return end
-  local p = unpk(ph)
-  if p[1] == 'F' or p[1] == 'N' or p[1] == 'S' then return end
-  if p[1] == 'R' then
-    local f = 'ck:' .. b .. ':' .. p[2]
-    local side = unpk(redis.call('HGET', S, f))
-    local used = now - tonumber(p[3]) - tonumber(delays[tonumber(side[4]) + 1] or '0')
-    if used < 0 then used = 0 end
-    local rem = tonumber(side[1]) - used
-    if rem < 0 then rem = 0 end
-    side[1] = fmt(rem)
-    redis.call('HSET', S, f, pack(side))
-  end
-  redis.call('HSET', S, 'ck:' .. b, pack({'S', fmt(now)}), 'dl:' .. b, '')
-end
-local function press(a, now)
-  local since, limit = tonumber(a[1]), tonumber(a[2])
-  if now >= since + limit then return nil end
-  local rem, quota = tonumber(a[4]), tonumber(a[5])
-  local stage_ms, next_limit = tonumber(a[12]), tonumber(a[13])
-  if a[3] ~= '1' then
-    return {math.min(rem + stage_ms, MAX_REMAINING), quota, 0, 0, 0, now + next_limit}
-  end
-  local elapsed = now - since
-  if elapsed < 0 then elapsed = 0 end
-  local comp = tonumber(a[6])
-  local charged = elapsed - comp - tonumber(a[7])
-  if charged < 0 then charged = 0 end
-  if charged > rem then
-    comp = comp + charged - rem
-    charged = rem
-  end
-  local bonus = tonumber(a[10]) + math.min(charged, tonumber(a[11]))
-  local q = quota + tonumber(a[8]) - comp
-  if q < 0 then q = 0 end
-  q = math.min(q, tonumber(a[9]))
-  local r = math.min(rem - charged + bonus + stage_ms, MAX_REMAINING)
-  return {r, q, charged, comp, bonus, now + next_limit}
-end"
+    include_str!("lua/basics.lua"),
+    include_str!("lua/clocks.lua")
 );
 
 /// The definitions the helpers need: the index key, its channel and the remaining-time cap.
@@ -150,20 +41,7 @@ pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
 /// Claims entries of the deadline index due by now + ahead, earliest first: `KEYS[1]` the index;
 /// ARGV 1 lease (ms, counted from each entry's time, or now if later), 2 max, 3 ahead (ms).
 /// Returns `{now, id, at, id, at, …}`. Needs [`CLOCKS`] (for `tnow`, `fmt`); see [`claim`].
-pub const CLAIM: &str = r"
-local now = tnow()
-local lease = tonumber(ARGV[1])
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[3]), 'WITHSCORES',
-  'LIMIT', 0, tonumber(ARGV[2]))
-local out = {fmt(now)}
-for i = 1, #due, 2 do
-  local at = tonumber(due[i + 1])
-  redis.call('ZADD', KEYS[1], math.max(at, now) + lease, due[i])
-  out[#out + 1] = due[i]
-  out[#out + 1] = fmt(at)
-end
-return out
-";
+pub const CLAIM: &str = include_str!("lua/claim.lua");
 
 /// Runs [`CLAIM`] (compiled into `script` with [`header`] and [`CLOCKS`]) on index `key`.
 pub async fn claim<C: redis::aio::ConnectionLike + Send>(
@@ -202,19 +80,7 @@ pub async fn claim<C: redis::aio::ConnectionLike + Send>(
 /// Files a game in the deadline index again (ARGV 1: its deadline, or empty to remove it;
 /// ARGV 2: its id), announcing a new earliest deadline: `KEYS[1]` the index. Needs [`header`] and
 /// [`CLOCKS`].
-pub const REINDEX: &str = r"
-local id = ARGV[2]
-if ARGV[1] == '' then
-  redis.call('ZREM', KEYS[1], id)
-  return 0
-end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-redis.call('ZADD', KEYS[1], ARGV[1], id)
-if not first[2] or tonumber(ARGV[1]) < tonumber(first[2]) then
-  redis.call('PUBLISH', DEADLINE_CHANNEL, ARGV[1])
-end
-return 1
-";
+pub const REINDEX: &str = include_str!("lua/reindex.lua");
 
 /// The 13 values of a press plan, in the order the scripts' `press` reads them.
 pub fn plan_args(p: &arbiter_core::clock::PressPlan) -> [String; 13] {

@@ -22,128 +22,20 @@ pub const DEADLINE_CHANNEL: &str = "arbiter:clocks:deadline";
 /// Where every change is announced (its message: the clock id), to wake watchers.
 pub const CHANGES: &str = "arbiter:clocks:changes";
 
-const PRELUDE: &str = r"
-local ID = string.match(KEYS[1], '{(.*)}')
-local function state(S, E, status)
-  return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
-end
-local function announce() redis.call('PUBLISH', CHANGES, ID) end
-";
+/// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
+const PRELUDE: &str = include_str!("lua/prelude.lua");
 
-/// ARGV: TTL ms, then field, value, ….
-const CREATE: &str = r"
-local S, E = KEYS[1], KEYS[2]
-if redis.call('EXISTS', S) == 1 then return state(S, E, 'exists') end
-redis.call('DEL', E)
-redis.call('HSET', S, unpack(ARGV, 2))
-redis.call('PEXPIRE', S, ARGV[1])
-index(S, ID)
-return state(S, E, 'created')
-";
+/// The `CREATE` script (`lua/create.lua`; its header lists its keys and arguments).
+const CREATE: &str = include_str!("lua/create.lua");
 
-const LOAD: &str = r"
-local S, E = KEYS[1], KEYS[2]
-if redis.call('EXISTS', S) == 0 then return {'missing'} end
-return state(S, E, 'ok')
-";
+/// The `LOAD` script (`lua/load.lua`; its header lists its keys and arguments).
+const LOAD: &str = include_str!("lua/load.lua");
 
-/// ARGV: 1 board, 2 ply, 3 mover, 4–6 the board clock as judged, 7–19 the plan, 20–22 the
-/// mover's moves, stage and moves in stage after the press, 23 TTL.
-const PRESS: &str = r"
-local S, E = KEYS[1], KEYS[2]
-if redis.call('EXISTS', S) == 0 then return {'missing'} end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-local b, mover = ARGV[1], ARGV[3]
-local pr = redis.call('HGET', S, 'pr:' .. b)
-if pr ~= ARGV[2] then
-  if tonumber(pr) == tonumber(ARGV[2]) + 1 and redis.call('HGET', S, 'lp:' .. b) == mover then
-    return state(S, E, 'dup')
-  end
-  return state(S, E, 'stale')
-end
-local now = tnow()
-if is_late(S, now) then return state(S, E, 'late') end
-local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
-if ck[1] ~= ARGV[4] or ck[2] ~= ARGV[5] or ck[3] ~= ARGV[6] then return state(S, E, 'stale') end
-local r = press({unpack(ARGV, 7, 19)}, now)
-if not r then return state(S, E, 'late') end
-local opp, other = 'b', ck[3]
-if mover == 'b' then opp, other = 'w', ck[2] end
-redis.call('HSET', S, 'ck:' .. b .. ':' .. mover,
-  pack({fmt(r[1]), fmt(r[2]), ARGV[20], ARGV[21], ARGV[22]}),
-  'ck:' .. b, pack({'R', opp, fmt(now)}), 'dl:' .. b, fmt(r[6]),
-  'pr:' .. b, tostring(tonumber(ARGV[2]) + 1), 'lp:' .. b, mover)
-local rem = {}
-rem[mover] = fmt(r[1])
-rem[opp] = unpk(other)[1]
-redis.call('RPUSH', E, pack({'C', b, rem.w, rem.b, opp, fmt(now)}))
-redis.call('PEXPIRE', S, ARGV[23])
-redis.call('PEXPIRE', E, ARGV[23])
-index(S, ID)
-announce()
-return state(S, E, 'ok')
-";
+/// The `PRESS` script (`lua/press.lua`; its header lists its keys and arguments).
+const PRESS: &str = include_str!("lua/press.lua");
 
-/// ARGV: 1 timing (`live`, or the deadline that must have passed), 2 flag (packed, or empty),
-/// 3 `1` when the change ends the clock, 4 TTL, 5 the request id (or empty), 6 the request it
-/// names, 7 the number of boards n, then per board 8 values (board, the three fields as judged,
-/// the three new fields, the deadline), then events.
-///
-/// A request id already remembered answers `dup` for the same request and `reused` for another
-/// (or for one remembered without its request), changing nothing. An applied change with a
-/// request id remembers it as the `rqn`-th (`rq:<id>`, `rs:<n>`) and forgets the
-/// `(rqn − REMEMBERED)`-th, in the same step.
-const SET: &str = r"
-local S, E = KEYS[1], KEYS[2]
-if redis.call('EXISTS', S) == 0 then return {'missing'} end
-local rq = ARGV[5]
-if rq ~= '' then
-  local seen = redis.call('HGET', S, 'rq:' .. rq)
-  if seen then
-    if seen ~= '1' and unpk(seen)[2] == ARGV[6] then return state(S, E, 'dup') end
-    return state(S, E, 'reused')
-  end
-end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-local n = tonumber(ARGV[7])
-for i = 0, n - 1 do
-  local at = 8 + i * 8
-  local b = ARGV[at]
-  local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
-  if ck[1] ~= ARGV[at + 1] or ck[2] ~= ARGV[at + 2] or ck[3] ~= ARGV[at + 3] then
-    return state(S, E, 'stale')
-  end
-end
-local now = tnow()
-if ARGV[1] == 'live' then
-  if is_late(S, now) then return state(S, E, 'late') end
-elseif now < tonumber(ARGV[1]) then
-  return state(S, E, 'stale')
-end
-for i = 0, n - 1 do
-  local at = 8 + i * 8
-  local b = ARGV[at]
-  redis.call('HSET', S, 'ck:' .. b, ARGV[at + 4], 'ck:' .. b .. ':w', ARGV[at + 5],
-    'ck:' .. b .. ':b', ARGV[at + 6], 'dl:' .. b, ARGV[at + 7])
-end
-if ARGV[2] ~= '' then redis.call('HSET', S, 'flag', ARGV[2]) end
-if ARGV[3] == '1' then redis.call('HSET', S, 'over', '1') end
-if rq ~= '' then
-  local k = redis.call('HINCRBY', S, 'rqn', 1)
-  redis.call('HSET', S, 'rq:' .. rq, pack({k, ARGV[6]}), 'rs:' .. k, rq)
-  if k > REMEMBERED then
-    local gone = redis.call('HGET', S, 'rs:' .. (k - REMEMBERED))
-    if gone then redis.call('HDEL', S, 'rs:' .. (k - REMEMBERED), 'rq:' .. gone) end
-  end
-end
-local first = 8 + n * 8
-if first <= #ARGV then redis.call('RPUSH', E, unpack(ARGV, first)) end
-redis.call('PEXPIRE', S, ARGV[4])
-redis.call('PEXPIRE', E, ARGV[4])
-index(S, ID)
-announce()
-return state(S, E, 'ok')
-";
+/// The `SET` script (`lua/set.lua`; its header lists its keys and arguments).
+const SET: &str = include_str!("lua/set.lua");
 
 fn script(body: &str) -> Script {
     Script::new(&format!(

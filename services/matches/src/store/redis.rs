@@ -21,6 +21,7 @@ use crate::record::{
     encode_clock, encode_deadline, encode_outcome, is_window_field, pack, side_letter,
 };
 use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
+use arbiter_redis_conn::script::Schema;
 use arbiter_redis_conn::{connect_in_background, wait_connected};
 use arbiter_timekeeping::lua;
 use redis::aio::ConnectionManager;
@@ -29,337 +30,62 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
-/// the events it writes), `pick` (the three keys of the match, bughouse or single board:
-/// state, events, done), `expire`, `state` (a reply with the record: the status, the event
-/// count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
-const PRELUDE: &str = r"
-local function pick()
-  if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2], KEYS[3] end
-  if redis.call('EXISTS', KEYS[4]) == 1 then return KEYS[4], KEYS[5], KEYS[6] end
-  return nil, nil, nil
-end
-local function expire(S, E, D, ms)
-  redis.call('PEXPIRE', S, ms)
-  redis.call('PEXPIRE', E, ms)
-  redis.call('PEXPIRE', D, ms)
-end
-local function announce()
-  redis.call('PUBLISH', 'arbiter:matches:changes', string.match(KEYS[1], '{(.*)}'))
-end
-local function state(S, E, status)
-  return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
-end
-local function compact(S, E, status)
-  return {status, redis.call('LLEN', E), redis.call('HMGET', S, unpack(MUTABLE)), 'compact'}
-end
--- A request id as a script takes it (packed scope, field, fingerprint), or nil.
-local function request(arg)
-  if arg == '' then return nil end
-  return unpk(arg)
-end
--- What the match remembers of the request's id (its packed what and fingerprint), if anything.
-local function recall(D, rq)
-  if not rq then return nil end
-  return redis.call('HGET', D, rq[2])
-end
--- Remembers that the request did `what`, in its scope's ring of WINDOW slots: the slot's former
--- request is forgotten.
-local function remember(D, rq, what)
-  if not rq then return end
-  local n = redis.call('HINCRBY', D, rq[1] .. '#', 1)
-  local slot = rq[1] .. '#' .. ((n - 1) % WINDOW)
-  local old = redis.call('HGET', D, slot)
-  if old then redis.call('HDEL', D, old) end
-  redis.call('HSET', D, slot, rq[2], rq[2], pack({what, rq[3]}))
-end
+/// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
+const PRELUDE: &str = include_str!("lua/prelude.lua");
 
-";
+/// The `PRESS_CHECK` script (`lua/press-check.lua`; its header lists its keys and arguments).
+const PRESS_CHECK: &str = include_str!("lua/press-check.lua");
 
-/// Runs the press arithmetic alone (ARGV: the 13 plan values, then `now`), for the test that
-/// checks it against the core's [`PressPlan::apply`].
-const PRESS_CHECK: &str = r"
-local r = press(ARGV, tonumber(ARGV[14]))
-if not r then return {'late'} end
-local out = {}
-for i = 1, #r do out[i] = fmt(r[i]) end
-return out
-";
+/// The `CREATE` script (`lua/create.lua`; its header lists its keys and arguments).
+const CREATE: &str = include_str!("lua/create.lua");
 
-/// ARGV: kind (`bug` or `game`), TTL in ms, then field, value, ….
-const CREATE: &str = r"
-local S, E, D = pick()
-if S then return state(S, E, 'exists') end
-if ARGV[1] == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS[4], KEYS[5], KEYS[6] end
-redis.call('DEL', E, D)
-redis.call('HSET', S, unpack(ARGV, 3))
-redis.call('PEXPIRE', S, ARGV[2])
-index(S, ID)
-return state(S, E, 'created')
-";
+/// The `LOAD` script (`lua/load.lua`; its header lists its keys and arguments).
+const LOAD: &str = include_str!("lua/load.lua");
 
-const LOAD: &str = r"
-local S, E, D = pick()
-if not S then return {'missing'} end
-return state(S, E, 'ok')
-";
+/// The `MOVE` script (`lua/move.lua`; its header lists its keys and arguments).
+const MOVE: &str = include_str!("lua/move.lua");
 
-/// A move's reply is compact when the caller holds the match (ARGV 19 = `compact`): only the
-/// fields a change can touch ([`MUTABLE_FIELDS`]), since the rest is fixed at creation and the
-/// nonce matched; a mismatched nonce (a re-created match) gets the whole record.
-///
-/// ARGV: 1 nonce, 2 board, 3 expected ply, 4 position, 5 history mode (`a`, `r` or empty),
-/// 6 history key, 7 take side, 8 take letter, 9 give board, 10 give side, 11 give letter,
-/// 12 last move without its time ([`LastMove::encode_sent`]: the script appends its own), 13 the mover's side of the match (bughouse: team), 14 move event without the
-/// position (appended here, with the reserves after the step), 15 end outcome, 16 end event,
-/// 17 TTL, 18 grace, 19 `compact` or `full`, 20 the request's id ([`RequestId::encode`], or empty);
-/// with clocks: 21 `p`, 22–24 the board clock's fields as judged, 25–37 the press plan
-/// ([`plan_args`]), 38 the mover's side letter, 39–41 the mover's moves, stage and moves in
-/// stage after the move, 42 the opponent's first-move window (empty: the clock runs),
-/// 43 the stages' simple delays, packed.
-const MOVE: &str = r"
-local S, E, D = pick()
-if not S then return {'missing'} end
-local rq = request(ARGV[20])
-local done = recall(D, rq)
-if done then return state(S, E, 'done:' .. done) end
-local b = ARGV[2]
-local clocked = ARGV[21] == 'p'
-local guard
-if clocked then
-  -- One read for the guards, the board's clock and both boards' deadlines.
-  guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b, 'ck:' .. b, 'ck:' .. b .. ':w',
-    'ck:' .. b .. ':b', 'dl:A', 'dl:B')
-else
-  guard = redis.call('HMGET', S, 'over', 'nonce', 'ply:' .. b)
-end
-if guard[2] ~= ARGV[1] then return state(S, E, 'stale') end
-local reply = state
-if ARGV[19] == 'compact' then reply = compact end
-if guard[1] == '1' then return reply(S, E, 'over') end
-if guard[3] ~= ARGV[3] then return reply(S, E, 'stale') end
-local now, clock, old_dl, other_dl = nil, nil, nil, nil
-if clocked then
-  now = tnow()
-  local dA, dB = tonumber(guard[7] or ''), tonumber(guard[8] or '')
-  if (dA and dA <= now) or (dB and dB <= now) then return reply(S, E, 'late') end
-  old_dl = dA
-  if dB and (not dA or dB < dA) then old_dl = dB end
-  other_dl = dB
-  if b == 'B' then other_dl = dA end
-  if guard[4] ~= ARGV[22] or guard[5] ~= ARGV[23] or guard[6] ~= ARGV[24] then
-    return reply(S, E, 'stale')
-  end
-  clock = press({unpack(ARGV, 25, 37)}, now)
-  if not clock then return reply(S, E, 'late') end
-  clock.other = guard[5]
-  if ARGV[38] == 'w' then clock.other = guard[6] end
-end
-local ORDER = 'QRBNPqrbnp'
-local events = {''}
-if ARGV[7] ~= '' then
-  local f = 'res:' .. b .. ':' .. ARGV[7]
-  local r = redis.call('HGET', S, f) or ''
-  local at = string.find(r, ARGV[8], 1, true)
-  if not at then return state(S, E, 'stale') end
-  r = string.sub(r, 1, at - 1) .. string.sub(r, at + 1)
-  redis.call('HSET', S, f, r)
-  events[#events + 1] = pack({'R', b, ARGV[7], r})
-end
-if ARGV[9] ~= '' then
-  local f = 'res:' .. ARGV[9] .. ':' .. ARGV[10]
-  local r = redis.call('HGET', S, f) or ''
-  local c = ARGV[11]
-  local rank = string.find(ORDER, c, 1, true)
-  local at = #r + 1
-  for i = 1, #r do
-    if string.find(ORDER, string.sub(r, i, i), 1, true) > rank then at = i break end
-  end
-  r = string.sub(r, 1, at - 1) .. c .. string.sub(r, at)
-  redis.call('HSET', S, f, r)
-  events[#events + 1] = pack({'R', ARGV[9], ARGV[10], r})
-end
-local at = now or tnow()
-local fields = {'pos:' .. b, ARGV[4], 'ply:' .. b, tostring(tonumber(ARGV[3]) + 1),
-  'last:' .. b, ARGV[12] .. pack({fmt(at)})}
-if ARGV[5] == 'a' then
-  redis.call('HSET', S, 'hist:' .. b, (redis.call('HGET', S, 'hist:' .. b) or '') .. ARGV[6])
-elseif ARGV[5] == 'r' then
-  redis.call('HSET', S, 'hist:' .. b, ARGV[6])
-end
-local other = 'w'
-if ARGV[13] == 'w' then other = 'b' end
-if redis.call('HDEL', S, 'draw:' .. other) == 1 then events[#events + 1] = pack({'X', other}) end
-local position = ARGV[4]
-local white = redis.call('HGET', S, 'res:' .. b .. ':w')
-if white then
-  local black = redis.call('HGET', S, 'res:' .. b .. ':b') or ''
-  local sp = string.find(position, ' ', 1, true) or (#position + 1)
-  position = string.sub(position, 1, sp - 1) .. '[' .. white .. black .. ']' .. string.sub(position, sp)
-end
-events[1] = ARGV[14] .. pack({position})
-remember(D, rq, 'M' .. (redis.call('LLEN', E) + 1))
-if clock then
-  local mover, opp = ARGV[38], 'b'
-  if mover == 'b' then opp = 'w' end
-  local phase
-  if ARGV[42] ~= '' then
-    phase = pack({'O', opp, fmt(now), ARGV[42], '1'})
-  else
-    phase = pack({'R', opp, fmt(now)})
-  end
-  local n = #fields
-  fields[n + 1], fields[n + 2] = 'ck:' .. b, phase
-  fields[n + 3], fields[n + 4] = 'dl:' .. b, fmt(clock[6])
-  fields[n + 5] = 'ck:' .. b .. ':' .. mover
-  fields[n + 6] = pack({fmt(clock[1]), fmt(clock[2]), ARGV[39], ARGV[40], ARGV[41]})
-end
-redis.call('HSET', S, unpack(fields))
-if clock then
-  local mover, opp = ARGV[38], 'b'
-  if mover == 'b' then opp = 'w' end
-  local rem = {w = fmt(clock[1]), b = fmt(clock[1])}
-  rem[opp] = unpk(clock.other)[1]
-  local running = opp
-  if ARGV[15] ~= '' then
-    local delays = unpk(ARGV[43])
-    stop_board(S, 'A', now, delays)
-    stop_board(S, 'B', now, delays)
-    running = '-'
-  end
-  events[#events + 1] = pack({'C', b, rem.w, rem.b, running, fmt(now)})
-end
-local ttl = ARGV[17]
-if ARGV[15] ~= '' then
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[15] .. pack({fmt(at)}))
-  events[#events + 1] = ARGV[16]
-  ttl = ARGV[18]
-end
-redis.call('RPUSH', E, unpack(events))
-expire(S, E, D, ttl)
-if clock then
-  if ARGV[15] ~= '' then
-    refile(ID, nil, old_dl)
-  else
-    local new_dl = clock[6]
-    if other_dl and other_dl < new_dl then new_dl = other_dl end
-    refile(ID, new_dl, old_dl)
-  end
-end
-announce()
-return reply(S, E, 'ok')
-";
+/// The arguments of [`MOVE`], by name (the script reads `A.<name>`; see its header).
+static MOVE_ARGS: Schema = Schema::new(&[
+    ("nonce", 1),
+    ("board", 1),
+    ("expected_ply", 1),
+    ("position", 1),
+    ("history_mode", 1),
+    ("history_key", 1),
+    ("take_side", 1),
+    ("take_letter", 1),
+    ("give_board", 1),
+    ("give_side", 1),
+    ("give_letter", 1),
+    ("last_move", 1),
+    ("match_side", 1),
+    ("move_event", 1),
+    ("end_outcome", 1),
+    ("end_event", 1),
+    ("ttl", 1),
+    ("grace", 1),
+    ("reply", 1),
+    ("request", 1),
+    ("clocked", 1),
+    ("expected", 3),
+    ("plan", 13),
+    ("mover", 1),
+    ("moves_after", 1),
+    ("stage_after", 1),
+    ("stage_moves_after", 1),
+    ("opening_window", 1),
+    ("delays", 1),
+]);
 
-/// ARGV: 1 nonce, 2 guard board (or empty), 3 guard ply, 4 outcome, 5 end event, 6 grace,
-/// 7 the request's id ([`RequestId::encode`], or empty), 8 the stages' simple delays, packed
-/// (clocks only).
-const END: &str = r"
-local S, E, D = pick()
-if not S then return {'missing'} end
-local rq = request(ARGV[7])
-local done = recall(D, rq)
-if done then return state(S, E, 'done:' .. done) end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
-if ARGV[2] ~= '' and redis.call('HGET', S, 'ply:' .. ARGV[2]) ~= ARGV[3] then
-  return state(S, E, 'stale')
-end
-local now = tnow()
-if is_late(S, now) then return state(S, E, 'late') end
-local delays = unpk(ARGV[8])
-stop_board(S, 'A', now, delays)
-stop_board(S, 'B', now, delays)
-index(S, ID)
-redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
-redis.call('RPUSH', E, ARGV[5])
-remember(D, rq, 'E')
-expire(S, E, D, ARGV[6])
-announce()
-return state(S, E, 'ok')
-";
+/// The `END` script (`lua/end.lua`; its header lists its keys and arguments).
+const END: &str = include_str!("lua/end.lua");
 
-/// ARGV: 1 nonce, 2 side, 3 offer event, 4 agreed outcome, 5 end event, 6 TTL, 7 grace,
-/// 8 the request's id ([`RequestId::encode`], or empty), 9 the stages' simple delays, packed.
-const OFFER: &str = r"
-local S, E, D = pick()
-if not S then return {'missing'} end
-local rq = request(ARGV[8])
-local done = recall(D, rq)
-if done then return state(S, E, 'done:' .. done) end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
-local now = tnow()
-if is_late(S, now) then return state(S, E, 'late') end
--- An offer already standing changes nothing, and is not remembered.
-if redis.call('HGET', S, 'draw:' .. ARGV[2]) == '1' then return state(S, E, 'ok') end
-remember(D, rq, 'D')
-redis.call('HSET', S, 'draw:' .. ARGV[2], '1')
-redis.call('RPUSH', E, ARGV[3])
-local other = 'w'
-if ARGV[2] == 'w' then other = 'b' end
-local ttl = ARGV[6]
-if redis.call('HGET', S, 'draw:' .. other) == '1' then
-  local delays = unpk(ARGV[9])
-  stop_board(S, 'A', now, delays)
-  stop_board(S, 'B', now, delays)
-  index(S, ID)
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
-  redis.call('RPUSH', E, ARGV[5])
-  ttl = ARGV[7]
-end
-expire(S, E, D, ttl)
-announce()
-return state(S, E, 'ok')
-";
+/// The `OFFER` script (`lua/offer.lua`; its header lists its keys and arguments).
+const OFFER: &str = include_str!("lua/offer.lua");
 
-/// A change of clocks decided by the caller. ARGV: 1 nonce, 2 timing (`live`, or the deadline
-/// that must have passed), 3 the request's id ([`RequestId::encode`], or empty), 4 outcome (or
-/// empty), 5 end
-/// event, 6 TTL, 7 grace, 8 the number of clocks n, then per clock 8 values (board, the three
-/// fields as judged, the three new fields, the new deadline), then the events to append.
-const CLOCK: &str = r"
-local S, E, D = pick()
-if not S then return {'missing'} end
-local rq = request(ARGV[3])
-local done = recall(D, rq)
-if done then return state(S, E, 'done:' .. done) end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-if redis.call('HGET', S, 'nonce') ~= ARGV[1] then return state(S, E, 'stale') end
-local n = tonumber(ARGV[8])
-for i = 0, n - 1 do
-  local at = 9 + i * 8
-  local b = ARGV[at]
-  local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
-  if ck[1] ~= ARGV[at + 1] or ck[2] ~= ARGV[at + 2] or ck[3] ~= ARGV[at + 3] then
-    return state(S, E, 'stale')
-  end
-end
-local now = tnow()
-if ARGV[2] == 'live' then
-  if is_late(S, now) then return state(S, E, 'late') end
-elseif now < tonumber(ARGV[2]) then
-  return state(S, E, 'stale')
-end
-for i = 0, n - 1 do
-  local at = 9 + i * 8
-  local b = ARGV[at]
-  redis.call('HSET', S, 'ck:' .. b, ARGV[at + 4], 'ck:' .. b .. ':w', ARGV[at + 5],
-    'ck:' .. b .. ':b', ARGV[at + 6], 'dl:' .. b, ARGV[at + 7])
-end
-local first = 9 + n * 8
-if first <= #ARGV then redis.call('RPUSH', E, unpack(ARGV, first)) end
-remember(D, rq, 'K')
-local ttl = ARGV[6]
-if ARGV[4] ~= '' then
-  redis.call('HSET', S, 'over', '1', 'outcome', ARGV[4] .. pack({fmt(now)}))
-  redis.call('RPUSH', E, ARGV[5])
-  ttl = ARGV[7]
-end
-expire(S, E, D, ttl)
-index(S, ID)
-announce()
-return state(S, E, 'ok')
-";
+/// The `CLOCK` script (`lua/clock.lua`; its header lists its keys and arguments).
+const CLOCK: &str = include_str!("lua/clock.lua");
 
 /// The sorted set of running matches by earliest deadline (Unix ms). One key for all matches:
 /// the deadline index assumes a single Redis (or one primary), not a cluster.
@@ -471,10 +197,11 @@ impl RedisStore {
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
+        let play = format!("{}{MOVE}", MOVE_ARGS.prologue());
         let scripts: Vec<Script> = [
             CREATE,
             LOAD,
-            MOVE,
+            play.as_str(),
             END,
             OFFER,
             CLOCK,
@@ -492,7 +219,7 @@ impl RedisStore {
             cache_capacity,
             create: script(CREATE),
             load: script(LOAD),
-            play: script(MOVE),
+            play: script(&play),
             end: script(END),
             offer: script(OFFER),
             clock: script(CLOCK),
@@ -693,41 +420,44 @@ impl MatchStore for RedisStore {
         // The snapshot this process holds: the reply need only carry what a move can change.
         let base = (self.cache.lock().expect("not poisoned").get(id).cloned())
             .filter(|r| r.nonce == c.nonce);
-        let mut inv = invoke(&self.play, id);
-        inv.arg(&c.nonce)
-            .arg(board_letter(c.board))
-            .arg(c.expected_ply)
-            .arg(&c.position)
-            .arg(mode)
-            .arg(key)
-            .arg(take.0)
-            .arg(take.1)
-            .arg(give.0)
-            .arg(give.1)
-            .arg(give.2)
-            .arg(c.last.encode_sent())
-            .arg(side_letter(c.side))
-            .arg(&c.move_event)
-            .arg(end_outcome)
-            .arg(end_event)
-            .arg(millis(self.retention.ttl))
-            .arg(millis(self.retention.grace))
-            .arg(if base.is_some() { "compact" } else { "full" })
-            .arg(request_arg(c.request.as_ref()));
+        let mut args = MOVE_ARGS.args();
+        args.set("nonce", &c.nonce)
+            .set("board", board_letter(c.board))
+            .set("expected_ply", c.expected_ply)
+            .set("position", &c.position)
+            .set("history_mode", mode)
+            .set("history_key", key)
+            .set("take_side", take.0)
+            .set("take_letter", take.1)
+            .set("give_board", give.0)
+            .set("give_side", give.1)
+            .set("give_letter", give.2)
+            .set("last_move", c.last.encode_sent())
+            .set("match_side", side_letter(c.side))
+            .set("move_event", &c.move_event)
+            .set("end_outcome", end_outcome)
+            .set("end_event", end_event)
+            .set("ttl", millis(self.retention.ttl))
+            .set("grace", millis(self.retention.grace))
+            .set("reply", if base.is_some() { "compact" } else { "full" })
+            .set("request", request_arg(c.request.as_ref()));
         if let Some(p) = &c.clock {
-            inv.arg("p");
-            for f in &p.expected {
-                inv.arg(f);
-            }
-            for a in lua::plan_args(&p.plan) {
-                inv.arg(a);
-            }
-            inv.arg(side_letter(p.mover))
-                .arg(p.after.moves)
-                .arg(p.after.stage)
-                .arg(p.after.stage_moves)
-                .arg(p.opening_window.map_or(String::new(), |w| w.to_string()))
-                .arg(delays_arg(&p.delays));
+            args.set("clocked", "p")
+                .set_group("expected", &p.expected)
+                .set_group("plan", lua::plan_args(&p.plan))
+                .set("mover", side_letter(p.mover))
+                .set("moves_after", p.after.moves)
+                .set("stage_after", p.after.stage)
+                .set("stage_moves_after", p.after.stage_moves)
+                .set(
+                    "opening_window",
+                    p.opening_window.map_or(String::new(), |w| w.to_string()),
+                )
+                .set("delays", delays_arg(&p.delays));
+        }
+        let mut inv = invoke(&self.play, id);
+        for a in args.slots().map_err(StoreError::Corrupt)? {
+            inv.arg(a);
         }
         let reply = self.run(id, &mut inv, base.as_deref()).await?;
         if reply.status == "missing" {

@@ -30,281 +30,44 @@ const FOUND_TTL_MS: u64 = 86_400_000;
 /// How long a rated match id is remembered.
 const RATED_TTL_MS: u64 = 30 * 86_400_000;
 
-/// Follows `arbiter_timekeeping::lua::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
-const PRELUDE: &str = r"
-local F = '\31'
-local function pk(P, s) return 'mm:q:{' .. P .. '}:' .. s end
-local function split(s, sep)
-  local t, i = {}, 1
-  while true do
-    local j = string.find(s, sep, i, true)
-    if not j then t[#t + 1] = string.sub(s, i) return t end
-    t[#t + 1] = string.sub(s, i, j - 1)
-    i = j + 1
-  end
-end
-local function drop(P, player)
-  redis.call('HDEL', pk(P, 'e'), player)
-  redis.call('ZREM', pk(P, 'l'), player)
-  redis.call('ZREM', pk(P, 'j'), player)
-  redis.call('HDEL', pk(P, 'w'), player)
-end
-";
+/// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
+const PRELUDE: &str = include_str!("lua/prelude.lua");
 
-/// ARGV: pool, player, session, entry record, lease ms, max waiting, max pools. The limits are
-/// checked first: a refused join changes nothing.
-const JOIN: &str = r"
-local P, player = ARGV[1], ARGV[2]
-if redis.call('HLEN', 'mm:found:' .. player) > 0 then return {'found'} end
-local now = tnow()
-local joined, missed = now, '0'
-local who = redis.call('HGET', 'mm:who', player)
-local old = nil
-if who then
-  local w = split(who, F)
-  if w[1] == 'm' then return {'matching'} end
-  old = w[2]
-end
-if old ~= P then
-  if redis.call('HLEN', pk(P, 'e')) >= tonumber(ARGV[6]) then return {'full'} end
-  if redis.call('SISMEMBER', 'mm:pools', P) == 0 and redis.call('SCARD', 'mm:pools') >= tonumber(ARGV[7]) then
-    return {'pools'}
-  end
-end
-if old then
-  if old == P then
-    joined = tonumber(redis.call('ZSCORE', pk(P, 'j'), player) or now)
-    missed = redis.call('HGET', pk(P, 'w'), player) or '0'
-  end
-  drop(old, player)
-end
-redis.call('HSET', pk(P, 'e'), player, ARGV[4])
-redis.call('ZADD', pk(P, 'l'), fmt(now + tonumber(ARGV[5])), player)
-redis.call('ZADD', pk(P, 'j'), fmt(joined), player)
-redis.call('HSET', pk(P, 'w'), player, missed)
-redis.call('HSET', 'mm:who', player, 'w' .. F .. P .. F .. ARGV[3])
-redis.call('SADD', 'mm:pools', P)
-return {'waiting', redis.call('HLEN', pk(P, 'e'))}
-";
+/// The `JOIN` script (`lua/join.lua`; its header lists its keys and arguments).
+const JOIN: &str = include_str!("lua/join.lua");
 
-/// ARGV: pool, player, session, lease ms.
-const PLACE: &str = r"
-local P, player = ARGV[1], ARGV[2]
-local who = redis.call('HGET', 'mm:who', player)
-if not who then return {'gone'} end
-local w = split(who, F)
-if w[2] ~= P then return {'gone'} end
-if w[1] == 'm' then return {'matching'} end
-if w[3] ~= ARGV[3] then return {'gone'} end
-local rank = redis.call('ZRANK', pk(P, 'j'), player)
-if not rank then return {'gone'} end
-redis.call('ZADD', pk(P, 'l'), 'XX', fmt(tnow() + tonumber(ARGV[4])), player)
-return {'waiting', rank + 1, redis.call('ZCARD', pk(P, 'j')),
-  tonumber(redis.call('HGET', pk(P, 'w'), player) or '0'),
-  redis.call('HGET', pk(P, 'm'), 'mean') or '0'}
-";
+/// The `PLACE` script (`lua/place.lua`; its header lists its keys and arguments).
+const PLACE: &str = include_str!("lua/place.lua");
 
-/// ARGV: player, session (empty: any). A player being matched is marked gone instead: they are
-/// not put back into the pool if the match cannot be created.
-const LEAVE: &str = r"
-local who = redis.call('HGET', 'mm:who', ARGV[1])
-if not who then return 0 end
-local w = split(who, F)
-if w[1] == 'm' then
-  redis.call('HSET', 'mm:who', ARGV[1], 'm' .. F .. w[2] .. F .. 'gone')
-  return 0
-end
-if ARGV[2] ~= '' and w[3] ~= ARGV[2] then return 0 end
-drop(w[2], ARGV[1])
-redis.call('HDEL', 'mm:who', ARGV[1])
-return 1
-";
+/// The `LEAVE` script (`lua/leave.lua`; its header lists its keys and arguments).
+const LEAVE: &str = include_str!("lua/leave.lua");
 
-/// ARGV: pool, lease ms. The new fencing number, or nil while the lock is held. The pool's lock
-/// hash lives a day after its last wave (pairing ids carry a random part, so a fencing number
-/// that starts again is harmless).
-const LOCK: &str = r"
-local M = pk(ARGV[1], 'm')
-local now = tnow()
-if tonumber(redis.call('HGET', M, 'until') or '0') > now then return false end
-local fence = redis.call('HINCRBY', M, 'fence', 1)
-redis.call('HSET', M, 'until', fmt(now + tonumber(ARGV[2])))
-redis.call('PEXPIRE', M, 86400000)
-return fence
-";
+/// The `LOCK` script (`lua/lock.lua`; its header lists its keys and arguments).
+const LOCK: &str = include_str!("lua/lock.lua");
 
-/// ARGV: pool, fence.
-const UNLOCK: &str = r"
-local M = pk(ARGV[1], 'm')
-if redis.call('HGET', M, 'fence') == ARGV[2] then redis.call('HSET', M, 'until', '0') end
-return 1
-";
+/// The `UNLOCK` script (`lua/unlock.lua`; its header lists its keys and arguments).
+const UNLOCK: &str = include_str!("lua/unlock.lua");
 
-/// ARGV: pool. Drops expired places; returns player, joined, record, missed, lease end for each
-/// place.
-const WAITING: &str = r"
-local P = ARGV[1]
-local now = tnow()
-for _, player in ipairs(redis.call('ZRANGEBYSCORE', pk(P, 'l'), '-inf', fmt(now))) do
-  drop(P, player)
-  local who = redis.call('HGET', 'mm:who', player)
-  if who then
-    local w = split(who, F)
-    if w[1] == 'w' and w[2] == P then redis.call('HDEL', 'mm:who', player) end
-  end
-end
-if redis.call('HLEN', pk(P, 'e')) == 0 and redis.call('HLEN', pk(P, 'k')) == 0 then
-  redis.call('SREM', 'mm:pools', P)
-end
-local out = {}
-local js = redis.call('ZRANGE', pk(P, 'j'), 0, -1, 'WITHSCORES')
-for i = 1, #js, 2 do
-  local rec = redis.call('HGET', pk(P, 'e'), js[i])
-  if rec then
-    out[#out + 1] = js[i]
-    out[#out + 1] = js[i + 1]
-    out[#out + 1] = rec
-    out[#out + 1] = redis.call('HGET', pk(P, 'w'), js[i]) or '0'
-    out[#out + 1] = redis.call('ZSCORE', pk(P, 'l'), js[i]) or '0'
-  end
-end
-return out
-";
+/// The `WAITING` script (`lua/waiting.lua`; its header lists its keys and arguments).
+const WAITING: &str = include_str!("lua/waiting.lua");
 
-/// ARGV: pool, fence, n, then per pairing: id, member count, members; then the unpaired.
-const COMMIT: &str = r"
-local P = ARGV[1]
-local M = pk(P, 'm')
-local now = tnow()
-if redis.call('HGET', M, 'fence') ~= ARGV[2] or tonumber(redis.call('HGET', M, 'until') or '0') <= now then
-  return false
-end
-local done, at = {}, 4
-for i = 1, tonumber(ARGV[3]) do
-  local id, c = ARGV[at], tonumber(ARGV[at + 1])
-  local ok = redis.call('HEXISTS', pk(P, 'k'), id) == 0
-  for m = 1, c do
-    if ok and redis.call('HEXISTS', pk(P, 'e'), ARGV[at + 1 + m]) == 0 then ok = false end
-  end
-  if ok then
-    local rec = {fmt(now)}
-    for m = 1, c do
-      local player = ARGV[at + 1 + m]
-      rec[#rec + 1] = player
-      rec[#rec + 1] = redis.call('HGET', pk(P, 'e'), player)
-      rec[#rec + 1] = redis.call('ZSCORE', pk(P, 'j'), player)
-      rec[#rec + 1] = redis.call('HGET', pk(P, 'w'), player) or '0'
-      rec[#rec + 1] = redis.call('ZSCORE', pk(P, 'l'), player) or '0'
-      drop(P, player)
-      redis.call('HSET', 'mm:who', player, 'm' .. F .. P)
-    end
-    redis.call('HSET', pk(P, 'k'), id, pack(rec))
-    done[i] = 1
-  else
-    done[i] = 0
-  end
-  at = at + 2 + c
-end
-for j = at, #ARGV do
-  if redis.call('HEXISTS', pk(P, 'e'), ARGV[j]) == 1 then redis.call('HINCRBY', pk(P, 'w'), ARGV[j], 1) end
-end
-return done
-";
+/// The `COMMIT` script (`lua/commit.lua`; its header lists its keys and arguments).
+const COMMIT: &str = include_str!("lua/commit.lua");
 
-/// ARGV: pool, pairing, match id, follow record, found TTL, found count, then per found:
-/// player, match id, message; then per history: player, record. The match is filed to be
-/// followed at once (its lease already run out: any replica's follower claims it).
-const MATCHED: &str = r"
-local P = ARGV[1]
-local rec = redis.call('HGET', pk(P, 'k'), ARGV[2])
-if not rec then return 0 end
-redis.call('HDEL', pk(P, 'k'), ARGV[2])
-local now = tnow()
-local r = unpk(rec)
-local M = pk(P, 'm')
-local mean = tonumber(redis.call('HGET', M, 'mean') or '0')
-for i = 2, #r, 5 do
-  local wait = math.max(0, now - tonumber(r[i + 2]))
-  if mean == 0 then mean = wait else mean = mean - math.floor(mean / 8) + math.floor(wait / 8) end
-  local who = redis.call('HGET', 'mm:who', r[i])
-  if who == 'm' .. F .. P or who == 'm' .. F .. P .. F .. 'gone' then redis.call('HDEL', 'mm:who', r[i]) end
-end
-redis.call('HSET', M, 'mean', fmt(mean))
-local at = 7
-for i = 1, tonumber(ARGV[6]) do
-  redis.call('HSET', 'mm:found:' .. ARGV[at], ARGV[at + 1], ARGV[at + 2])
-  redis.call('PEXPIRE', 'mm:found:' .. ARGV[at], ARGV[5])
-  at = at + 3
-end
-while at < #ARGV do
-  redis.call('HSET', 'mm:h', ARGV[at], ARGV[at + 1])
-  at = at + 2
-end
-redis.call('ZADD', 'mm:follow', fmt(now), ARGV[3])
-redis.call('HSET', 'mm:follow:d', ARGV[3], ARGV[4])
-return 1
-";
+/// The `MATCHED` script (`lua/matched.lua`; its header lists its keys and arguments).
+const MATCHED: &str = include_str!("lua/matched.lua");
 
-/// ARGV: pool, pairing. Players still being matched go back with their places and leases;
-/// those whose stream closed meanwhile are let go.
-const UNMAKE: &str = r"
-local P = ARGV[1]
-local rec = redis.call('HGET', pk(P, 'k'), ARGV[2])
-if not rec then return 0 end
-redis.call('HDEL', pk(P, 'k'), ARGV[2])
-local r = unpk(rec)
-for i = 2, #r, 5 do
-  local player = r[i]
-  local who = redis.call('HGET', 'mm:who', player)
-  if who == 'm' .. F .. P then
-    redis.call('HSET', pk(P, 'e'), player, r[i + 1])
-    redis.call('ZADD', pk(P, 'l'), r[i + 4], player)
-    redis.call('ZADD', pk(P, 'j'), r[i + 2], player)
-    redis.call('HSET', pk(P, 'w'), player, r[i + 3])
-    redis.call('HSET', 'mm:who', player, 'w' .. F .. P .. F .. split(r[i + 1], F)[1])
-  elseif who == 'm' .. F .. P .. F .. 'gone' then
-    redis.call('HDEL', 'mm:who', player)
-  end
-end
-redis.call('SADD', 'mm:pools', P)
-return 1
-";
+/// The `UNMAKE` script (`lua/unmake.lua`; its header lists its keys and arguments).
+const UNMAKE: &str = include_str!("lua/unmake.lua");
 
-/// ARGV: lease ms, max. Returns match id, record for each claimed match.
-const CLAIM_FOLLOWS: &str = r"
-local now = tnow()
-local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', 'mm:follow', '-inf', fmt(now), 'LIMIT', 0, tonumber(ARGV[2]))) do
-  redis.call('ZADD', 'mm:follow', fmt(now + tonumber(ARGV[1])), id)
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', 'mm:follow:d', id) or ''
-end
-return out
-";
+/// The `CLAIM_FOLLOWS` script (`lua/claim-follows.lua`; its header lists its keys and arguments).
+const CLAIM_FOLLOWS: &str = include_str!("lua/claim-follows.lua");
 
-/// ARGV: lease ms, match ids.
-const RENEW_FOLLOWS: &str = r"
-local deadline = fmt(tnow() + tonumber(ARGV[1]))
-for i = 2, #ARGV do redis.call('ZADD', 'mm:follow', 'XX', deadline, ARGV[i]) end
-return 1
-";
+/// The `RENEW_FOLLOWS` script (`lua/renew-follows.lua`; its header lists its keys and arguments).
+const RENEW_FOLLOWS: &str = include_str!("lua/renew-follows.lua");
 
-/// ARGV: match id, TTL ms, then per write: player, key, old (empty: none), new.
-const APPLY: &str = r"
-local function unfollow()
-  redis.call('ZREM', 'mm:follow', ARGV[1])
-  redis.call('HDEL', 'mm:follow:d', ARGV[1])
-end
-if redis.call('EXISTS', 'mm:rated:' .. ARGV[1]) == 1 then unfollow() return 'already' end
-for i = 3, #ARGV, 4 do
-  local cur = redis.call('HGET', 'mm:r:' .. ARGV[i], ARGV[i + 1]) or ''
-  if cur ~= ARGV[i + 2] then return 'conflict' end
-end
-for i = 3, #ARGV, 4 do redis.call('HSET', 'mm:r:' .. ARGV[i], ARGV[i + 1], ARGV[i + 3]) end
-redis.call('SET', 'mm:rated:' .. ARGV[1], '1', 'PX', ARGV[2])
-unfollow()
-return 'done'
-";
+/// The `APPLY` script (`lua/apply.lua`; its header lists its keys and arguments).
+const APPLY: &str = include_str!("lua/apply.lua");
 
 struct Scripts {
     join: Script,

@@ -1,0 +1,8 @@
+-- PRELUDE (services/clock/src/store/redis.rs)
+-- KEYS: 1 the clock's state hash, 2 its events list (`keys(id)`).
+-- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+local ID = string.match(KEYS[1], '{(.*)}')
+local function state(S, E, status)
+  return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
+end
+local function announce() redis.call('PUBLISH', CHANGES, ID) end

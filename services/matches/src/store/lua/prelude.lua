@@ -1,0 +1,47 @@
+-- PRELUDE (services/matches/src/store/redis.rs)
+-- KEYS: the match's six keys (`keys(id)`): 1–3 a bughouse match's state hash, events list and done hash; 4–6 a single board's (the script uses whichever exists).
+--
+-- Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
+-- the events it writes), `pick` (the three keys of the match, bughouse or single board:
+-- state, events, done), `expire`, `state` (a reply with the record: the status, the event
+-- count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
+-- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+local function pick()
+  if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2], KEYS[3] end
+  if redis.call('EXISTS', KEYS[4]) == 1 then return KEYS[4], KEYS[5], KEYS[6] end
+  return nil, nil, nil
+end
+local function expire(S, E, D, ms)
+  redis.call('PEXPIRE', S, ms)
+  redis.call('PEXPIRE', E, ms)
+  redis.call('PEXPIRE', D, ms)
+end
+local function announce()
+  redis.call('PUBLISH', 'arbiter:matches:changes', string.match(KEYS[1], '{(.*)}'))
+end
+local function state(S, E, status)
+  return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
+end
+local function compact(S, E, status)
+  return {status, redis.call('LLEN', E), redis.call('HMGET', S, unpack(MUTABLE)), 'compact'}
+end
+-- A request id as a script takes it (packed scope, field, fingerprint), or nil.
+local function request(arg)
+  if arg == '' then return nil end
+  return unpk(arg)
+end
+-- What the match remembers of the request's id (its packed what and fingerprint), if anything.
+local function recall(D, rq)
+  if not rq then return nil end
+  return redis.call('HGET', D, rq[2])
+end
+-- Remembers that the request did `what`, in its scope's ring of WINDOW slots: the slot's former
+-- request is forgotten.
+local function remember(D, rq, what)
+  if not rq then return end
+  local n = redis.call('HINCRBY', D, rq[1] .. '#', 1)
+  local slot = rq[1] .. '#' .. ((n - 1) % WINDOW)
+  local old = redis.call('HGET', D, slot)
+  if old then redis.call('HDEL', D, old) end
+  redis.call('HSET', D, slot, rq[2], rq[2], pack({what, rq[3]}))
+end

@@ -1,0 +1,22 @@
+-- PRELUDE (services/matchmaking/src/store/redis.rs)
+-- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+--
+-- Follows `arbiter_timekeeping::lua::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
+-- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+local F = '\31'
+local function pk(P, s) return 'mm:q:{' .. P .. '}:' .. s end
+local function split(s, sep)
+  local t, i = {}, 1
+  while true do
+    local j = string.find(s, sep, i, true)
+    if not j then t[#t + 1] = string.sub(s, i) return t end
+    t[#t + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
+local function drop(P, player)
+  redis.call('HDEL', pk(P, 'e'), player)
+  redis.call('ZREM', pk(P, 'l'), player)
+  redis.call('ZREM', pk(P, 'j'), player)
+  redis.call('HDEL', pk(P, 'w'), player)
+end

@@ -1,0 +1,25 @@
+-- UNMAKE (services/matchmaking/src/store/redis.rs)
+-- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+--
+-- ARGV: pool, pairing. Players still being matched go back with their places and leases;
+-- those whose stream closed meanwhile are let go.
+local P = ARGV[1]
+local rec = redis.call('HGET', pk(P, 'k'), ARGV[2])
+if not rec then return 0 end
+redis.call('HDEL', pk(P, 'k'), ARGV[2])
+local r = unpk(rec)
+for i = 2, #r, 5 do
+  local player = r[i]
+  local who = redis.call('HGET', 'mm:who', player)
+  if who == 'm' .. F .. P then
+    redis.call('HSET', pk(P, 'e'), player, r[i + 1])
+    redis.call('ZADD', pk(P, 'l'), r[i + 4], player)
+    redis.call('ZADD', pk(P, 'j'), r[i + 2], player)
+    redis.call('HSET', pk(P, 'w'), player, r[i + 3])
+    redis.call('HSET', 'mm:who', player, 'w' .. F .. P .. F .. split(r[i + 1], F)[1])
+  elseif who == 'm' .. F .. P .. F .. 'gone' then
+    redis.call('HDEL', 'mm:who', player)
+  end
+end
+redis.call('SADD', 'mm:pools', P)
+return 1
