@@ -81,8 +81,33 @@ static MOVE_ARGS: Schema = Schema::new(&[
 /// The `END` script (`lua/end.lua`; its header lists its keys and arguments).
 const END: &str = include_str!("lua/end.lua");
 
+/// The arguments of [`END`], by name.
+static END_ARGS: Schema = Schema::new(&[
+    ("nonce", 1),
+    ("guard_board", 1),
+    ("guard_ply", 1),
+    ("outcome", 1),
+    ("end_event", 1),
+    ("grace", 1),
+    ("request", 1),
+    ("delays", 1),
+]);
+
 /// The `OFFER` script (`lua/offer.lua`; its header lists its keys and arguments).
 const OFFER: &str = include_str!("lua/offer.lua");
+
+/// The arguments of [`OFFER`], by name.
+static OFFER_ARGS: Schema = Schema::new(&[
+    ("nonce", 1),
+    ("side", 1),
+    ("offer_event", 1),
+    ("agreed", 1),
+    ("end_event", 1),
+    ("ttl", 1),
+    ("grace", 1),
+    ("request", 1),
+    ("delays", 1),
+]);
 
 /// The `CLOCK` script (`lua/clock.lua`; its header lists its keys and arguments).
 const CLOCK: &str = include_str!("lua/clock.lua");
@@ -197,13 +222,16 @@ impl RedisStore {
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
+        // The scripts with named arguments start with the Lua that names them.
         let play = format!("{}{MOVE}", MOVE_ARGS.prologue());
+        let end = format!("{}{END}", END_ARGS.prologue());
+        let offer = format!("{}{OFFER}", OFFER_ARGS.prologue());
         let scripts: Vec<Script> = [
             CREATE,
             LOAD,
             play.as_str(),
-            END,
-            OFFER,
+            end.as_str(),
+            offer.as_str(),
             CLOCK,
             lua::CLAIM,
             lua::REINDEX,
@@ -220,8 +248,8 @@ impl RedisStore {
             create: script(CREATE),
             load: script(LOAD),
             play: script(&play),
-            end: script(END),
-            offer: script(OFFER),
+            end: script(&end),
+            offer: script(&offer),
             clock: script(CLOCK),
             claim: script(lua::CLAIM),
             reindex: script(lua::REINDEX),
@@ -480,29 +508,37 @@ impl MatchStore for RedisStore {
         let (guard_board, guard_ply) = c.guard.map_or((String::new(), String::new()), |(b, p)| {
             (board_letter(b).to_owned(), p.to_string())
         });
+        let mut args = END_ARGS.args();
+        args.set("nonce", &c.nonce)
+            .set("guard_board", guard_board)
+            .set("guard_ply", guard_ply)
+            .set("outcome", encode_outcome(&c.outcome))
+            .set("end_event", StoredEvent::End(c.outcome).encode())
+            .set("grace", millis(self.retention.grace))
+            .set("request", request_arg(c.request.as_ref()))
+            .set("delays", delays_arg(&c.delays));
         let mut inv = invoke(&self.end, id);
-        inv.arg(&c.nonce)
-            .arg(guard_board)
-            .arg(guard_ply)
-            .arg(encode_outcome(&c.outcome))
-            .arg(StoredEvent::End(c.outcome).encode())
-            .arg(millis(self.retention.grace))
-            .arg(request_arg(c.request.as_ref()))
-            .arg(delays_arg(&c.delays));
+        for a in args.slots().map_err(StoreError::Corrupt)? {
+            inv.arg(a);
+        }
         change_result(self.run(id, &mut inv, None).await?)
     }
 
     async fn commit_offer(&self, id: &str, c: &OfferCommit) -> Result<ChangeResult, StoreError> {
+        let mut args = OFFER_ARGS.args();
+        args.set("nonce", &c.nonce)
+            .set("side", side_letter(c.side))
+            .set("offer_event", StoredEvent::DrawOffer(c.side).encode())
+            .set("agreed", encode_outcome(&c.agreed))
+            .set("end_event", StoredEvent::End(c.agreed).encode())
+            .set("ttl", millis(self.retention.ttl))
+            .set("grace", millis(self.retention.grace))
+            .set("request", request_arg(c.request.as_ref()))
+            .set("delays", delays_arg(&c.delays));
         let mut inv = invoke(&self.offer, id);
-        inv.arg(&c.nonce)
-            .arg(side_letter(c.side))
-            .arg(StoredEvent::DrawOffer(c.side).encode())
-            .arg(encode_outcome(&c.agreed))
-            .arg(StoredEvent::End(c.agreed).encode())
-            .arg(millis(self.retention.ttl))
-            .arg(millis(self.retention.grace))
-            .arg(request_arg(c.request.as_ref()))
-            .arg(delays_arg(&c.delays));
+        for a in args.slots().map_err(StoreError::Corrupt)? {
+            inv.arg(a);
+        }
         change_result(self.run(id, &mut inv, None).await?)
     }
 
