@@ -115,18 +115,18 @@ impl Args {
     /// The `ARGV` slots in order: unset arguments empty, unset ones at the end left out. `Err`
     /// names an argument the schema does not have, or a group set with the wrong number of
     /// values (a mistake of the caller's code, reported rather than sent).
-    pub fn slots(&self) -> Result<Vec<String>, String> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
+    pub fn slots(self) -> Result<Vec<String>, String> {
+        if let Some(e) = self.error {
+            return Err(e);
         }
         let last_set = self.values.iter().rposition(Option::is_some);
         let mut out = Vec::new();
-        for (i, v) in self.values.iter().enumerate() {
+        for (i, v) in self.values.into_iter().enumerate() {
             if last_set.is_none_or(|l| i > l) {
                 break;
             }
             match v {
-                Some(values) => out.extend(values.iter().cloned()),
+                Some(values) => out.extend(values),
                 None => out.extend(std::iter::repeat_n(String::new(), self.schema.args[i].1)),
             }
         }

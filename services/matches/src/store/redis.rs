@@ -21,7 +21,7 @@ use crate::record::{
     encode_clock, encode_deadline, encode_outcome, is_window_field, pack, side_letter,
 };
 use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
-use arbiter_redis_conn::script::Schema;
+use arbiter_redis_conn::script::{Args, Schema};
 use arbiter_redis_conn::{connect_in_background, wait_connected};
 use arbiter_timekeeping::lua;
 use redis::aio::ConnectionManager;
@@ -186,6 +186,19 @@ fn keys(id: &str) -> [String; 6] {
         format!("game:{{{id}}}:events"),
         format!("game:{{{id}}}:done"),
     ]
+}
+
+/// [`invoke`] with named arguments, laid out by their schema.
+fn invoke_named<'a>(
+    script: &'a Script,
+    id: &str,
+    args: Args,
+) -> Result<redis::ScriptInvocation<'a>, StoreError> {
+    let mut inv = invoke(script, id);
+    for a in args.slots().map_err(StoreError::Corrupt)? {
+        inv.arg(a);
+    }
+    Ok(inv)
 }
 
 /// A script invocation with the six keys of match `id`.
@@ -483,10 +496,7 @@ impl MatchStore for RedisStore {
                 )
                 .set("delays", delays_arg(&p.delays));
         }
-        let mut inv = invoke(&self.play, id);
-        for a in args.slots().map_err(StoreError::Corrupt)? {
-            inv.arg(a);
-        }
+        let mut inv = invoke_named(&self.play, id, args)?;
         let reply = self.run(id, &mut inv, base.as_deref()).await?;
         if reply.status == "missing" {
             return Ok(MoveResult::Missing);
@@ -517,10 +527,7 @@ impl MatchStore for RedisStore {
             .set("grace", millis(self.retention.grace))
             .set("request", request_arg(c.request.as_ref()))
             .set("delays", delays_arg(&c.delays));
-        let mut inv = invoke(&self.end, id);
-        for a in args.slots().map_err(StoreError::Corrupt)? {
-            inv.arg(a);
-        }
+        let mut inv = invoke_named(&self.end, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -535,10 +542,7 @@ impl MatchStore for RedisStore {
             .set("grace", millis(self.retention.grace))
             .set("request", request_arg(c.request.as_ref()))
             .set("delays", delays_arg(&c.delays));
-        let mut inv = invoke(&self.offer, id);
-        for a in args.slots().map_err(StoreError::Corrupt)? {
-            inv.arg(a);
-        }
+        let mut inv = invoke_named(&self.offer, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
