@@ -1,7 +1,7 @@
 //! The clock service's configuration, from flags and the environment (read in `main` only).
 
+use arbiter_clocked::watchers::WatchLimits;
 use arbiter_redis_conn::RedisConfig;
-use arbiter_timekeeping::watchers::WatchLimits;
 use std::time::Duration;
 
 /// Everything the clock service is configured with.

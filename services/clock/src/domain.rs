@@ -139,7 +139,7 @@ pub struct Clocks<S> {
 
 impl<S: ClockStore> Clocks<S> {
     /// Clocks in `store`, their watchers bounded by `watchers`.
-    pub fn new(store: S, watchers: arbiter_timekeeping::watchers::WatchLimits) -> Clocks<S> {
+    pub fn new(store: S, watchers: arbiter_clocked::watchers::WatchLimits) -> Clocks<S> {
         Clocks {
             store,
             watchers: Arc::new(Watchers::new(watchers)),
@@ -158,7 +158,12 @@ impl<S: ClockStore> Clocks<S> {
 
     /// The store's time (Unix ms): the time authority.
     pub async fn now(&self) -> Result<u64, ApiError> {
-        Ok(self.store.now().await?)
+        Ok(self
+            .store
+            .deadlines()
+            .now()
+            .await
+            .map_err(StoreError::from)?)
     }
 
     /// Whether the store works (for health).
@@ -193,7 +198,12 @@ impl<S: ClockStore> Clocks<S> {
             boards.to_string(),
             crate::record::side_letter(first).to_owned(),
         ]);
-        let now = self.store.now().await?;
+        let now = self
+            .store
+            .deadlines()
+            .now()
+            .await
+            .map_err(StoreError::from)?;
         let mut list = Vec::new();
         for _ in 0..boards {
             let mut clock = Clock::new(control.clone());
@@ -409,7 +419,12 @@ impl<S: ClockStore> Clocks<S> {
                     format!("this clock holds its maximum of {MAX_EVENTS} events"),
                 ));
             }
-            let now = self.store.now().await?;
+            let now = self
+                .store
+                .deadlines()
+                .now()
+                .await
+                .map_err(StoreError::from)?;
             let mut clocks = Vec::new();
             let mut events = Vec::new();
             for (i, b) in record.boards.iter().enumerate() {
@@ -483,11 +498,19 @@ impl<S: ClockStore> Clocks<S> {
     ) -> Result<bool, ApiError> {
         for _ in 0..ATTEMPTS {
             let Some(record) = self.store.load(id).await? else {
-                self.store.reindex(id, None).await?;
+                self.store
+                    .deadlines()
+                    .reindex(id, None)
+                    .await
+                    .map_err(StoreError::from)?;
                 return Ok(false);
             };
             if record.over {
-                self.store.reindex(id, None).await?;
+                self.store
+                    .deadlines()
+                    .reindex(id, None)
+                    .await
+                    .map_err(StoreError::from)?;
                 return Ok(false);
             }
             // The earliest deadline; the store applies the flag only once it has passed.
@@ -498,7 +521,11 @@ impl<S: ClockStore> Clocks<S> {
                 .filter_map(|(i, b)| Some((i, b.clock.deadline()?)))
                 .min_by_key(|(_, d)| d.at);
             let Some((board, deadline)) = due else {
-                self.store.reindex(id, None).await?;
+                self.store
+                    .deadlines()
+                    .reindex(id, None)
+                    .await
+                    .map_err(StoreError::from)?;
                 return Ok(false);
             };
             let flag = Flag {
@@ -530,7 +557,7 @@ impl<S: ClockStore> Clocks<S> {
                 over: true,
                 request: None,
             };
-            // Judged ahead of the deadline (see `arbiter_timekeeping::run_flag_worker`):
+            // Judged ahead of the deadline (see `arbiter_clocked::run_flag_worker`):
             // committed at it.
             tokio::time::sleep_until(not_before).await;
             match self.store.set(id, &commit).await? {
@@ -541,7 +568,11 @@ impl<S: ClockStore> Clocks<S> {
                 Outcome::Over(_) | Outcome::Missing => return Ok(false),
                 Outcome::Stale(now) if now.boards == record.boards => {
                     // Not due yet: file it again at its real deadline.
-                    self.store.reindex(id, now.deadline()).await?;
+                    self.store
+                        .deadlines()
+                        .reindex(id, now.deadline())
+                        .await
+                        .map_err(StoreError::from)?;
                     return Ok(false);
                 }
                 _ => {}
@@ -572,25 +603,12 @@ impl<S: ClockStore> Clocks<S> {
 
     /// Runs the shared flag worker over this service's store until `shutdown`.
     pub async fn run_flag_worker(&self, shutdown: tokio::sync::watch::Receiver<bool>) {
-        arbiter_timekeeping::run_flag_worker(self, shutdown).await;
+        arbiter_clocked::run_flag_worker(self.store.deadlines(), self, shutdown).await;
     }
 }
 
-impl<S: ClockStore> arbiter_timekeeping::DeadlineSource for Clocks<S> {
+impl<S: ClockStore> arbiter_clocked::EndOnTime for Clocks<S> {
     type Error = ApiError;
-
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), ApiError> {
-        Ok(self.store.next_deadline().await?)
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, ApiError> {
-        Ok(self.store.claim_due(ahead, lease, max).await?)
-    }
 
     async fn end_on_time(
         &self,
@@ -598,9 +616,5 @@ impl<S: ClockStore> arbiter_timekeeping::DeadlineSource for Clocks<S> {
         not_before: tokio::time::Instant,
     ) -> Result<bool, ApiError> {
         Clocks::end_on_time_at(self, id, not_before).await
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        self.store.deadline_changed()
     }
 }

@@ -3,23 +3,42 @@
 use crate::domain::{Answer, Clocks};
 use crate::record::{ClockEvent, ClockRecord};
 use crate::store::AnyStore;
+use arbiter_clocked::{EventLog, watch_stream};
 use arbiter_core::Color;
 use arbiter_core::clock::Phase;
 use arbiter_kit::auth::PlatformAuth;
 use arbiter_kit::{ApiError, reply};
 use arbiter_proto::clock::v1 as pb;
 use arbiter_proto::clock::v1::clock_service_server::{ClockService, ClockServiceServer};
-use arbiter_timekeeping::watchers::{WatchRefused, until_down};
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio_stream::Stream;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 type Reply<T> = Result<Response<T>, Status>;
 
-/// Events a watcher reads at a time.
-const WATCH_BATCH: usize = 256;
+/// A clock's events, as its watch stream reads them.
+struct ClockLog {
+    clocks: Arc<Clocks<AnyStore>>,
+    id: String,
+}
+
+impl EventLog for ClockLog {
+    type Event = ClockEvent;
+    type Message = pb::WatchClockResponse;
+
+    async fn read(&self, after: u64, max: usize) -> Result<Vec<(u64, ClockEvent)>, Status> {
+        Ok(self.clocks.events(&self.id, after, max).await?)
+    }
+
+    fn is_last(&self, e: &ClockEvent) -> bool {
+        matches!(e, ClockEvent::Flag(_) | ClockEvent::Stopped)
+    }
+
+    fn message(&self, seq: u64, e: &ClockEvent) -> pb::WatchClockResponse {
+        event_to(seq, e)
+    }
+}
 
 /// The clock service.
 #[derive(Debug, Clone)]
@@ -318,63 +337,16 @@ impl ClockService for ClockGrpc {
         let r = request.into_inner();
         let id = r.clock_id;
         self.inner.get(&id).await.map_err(Status::from)?;
-        let watch = self.inner.watchers().join(&id).map_err(|e| {
-            Status::from(ApiError::exhausted(
-                "",
-                match e {
-                    WatchRefused::Total(n) => {
-                        format!("this server has its maximum of {n} watch streams; retry later")
-                    }
-                    WatchRefused::PerMatch(n) => {
-                        format!("this clock has its maximum of {n} watch streams")
-                    }
-                },
-            ))
-        })?;
-        let (tx, rx) = tokio::sync::mpsc::channel(64);
-        let inner = Arc::clone(&self.inner);
-        let mut shutting_down = self.shutting_down.clone();
-        tokio::spawn(async move {
-            let mut after = r.after_seq;
-            loop {
-                let notified = watch.notify().notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                let events = match inner.events(&id, after, WATCH_BATCH).await {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let _ = tx.send(Err(Status::from(e))).await;
-                        return;
-                    }
-                };
-                let mut ended = false;
-                for (seq, e) in &events {
-                    after = *seq;
-                    ended |= matches!(e, ClockEvent::Flag(_) | ClockEvent::Stopped);
-                    if tx.send(Ok(event_to(*seq, e))).await.is_err() {
-                        return;
-                    }
-                }
-                if ended {
-                    return;
-                }
-                if events.len() == WATCH_BATCH {
-                    continue;
-                }
-                tokio::select! {
-                    () = &mut notified => {}
-                    () = tx.closed() => return,
-                    () = until_down(&mut shutting_down) => {
-                        let _ = tx
-                            .send(Err(Status::unavailable(format!(
-                                "the server is shutting down; watch again with after_seq {after}"
-                            ))))
-                            .await;
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let watch = self
+            .inner
+            .watchers()
+            .join(&id)
+            .map_err(|e| Status::from(ApiError::exhausted("", e.message("clock"))))?;
+        let log = ClockLog {
+            clocks: Arc::clone(&self.inner),
+            id,
+        };
+        let stream = watch_stream(log, watch, r.after_seq, self.shutting_down.clone());
+        Ok(Response::new(Box::pin(stream)))
     }
 }

@@ -8,7 +8,7 @@
 //! - **standalone clocks** for platforms that host their games themselves: one or two boards on
 //!   the core's clock model, pressed idempotently per ply, paused, resumed, given time and
 //!   stopped by the platform, with flags that fall on the server with no press sent (the same
-//!   deadline index and flag worker as hosted games, from `arbiter-timekeeping`).
+//!   deadline index and flag worker as hosted games, from `arbiter-clocked`).
 //!
 //! [`mount`] adds the service to an `arbiter-kit` [`Host`]; [`serve`] runs it alone.
 #![warn(missing_docs)]
@@ -20,9 +20,9 @@ pub mod record;
 pub mod store;
 pub mod sync;
 
+/// The watchers of this process (from `arbiter-clocked`).
+pub use arbiter_clocked::watchers;
 pub use arbiter_redis_conn::RedisArgs;
-/// The watchers of this process (from `arbiter-timekeeping`).
-pub use arbiter_timekeeping::watchers;
 pub use config::{ClockArgs, ClockConfig};
 pub use domain::Clocks;
 
@@ -57,18 +57,13 @@ pub async fn mount(
     let clocks = Arc::new(Clocks::new(store, config.watchers));
     let shutdown = host.shutting_down();
     if let Some(redis) = &config.redis {
-        tokio::spawn(watchers::listen_for_changes(
-            redis.client()?,
+        arbiter_clocked::spawn_listeners(
+            &redis.client()?,
             store::redis::CHANGES,
-            Arc::clone(clocks.watchers()),
-            shutdown.clone(),
-        ));
-        tokio::spawn(arbiter_timekeeping::listen_for_deadlines(
-            redis.client()?,
-            store::redis::DEADLINE_CHANNEL,
-            store::ClockStore::deadline_changed(clocks.store()),
-            shutdown.clone(),
-        ));
+            clocks.watchers(),
+            store::ClockStore::deadlines(clocks.store()),
+            &shutdown,
+        );
     }
     {
         let clocks = Arc::clone(&clocks);

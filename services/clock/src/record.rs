@@ -41,10 +41,10 @@ pub const SCHEMA: &str = "1";
 /// an older id is forgotten (its retry would apply again).
 pub const REMEMBERED_REQUESTS: u64 = 256;
 
-pub use arbiter_timekeeping::fields::{
+pub use arbiter_clocked::fields::{
     Corrupt, board_letter, encode_clock, encode_deadline, pack, side_letter, unpack,
 };
-use arbiter_timekeeping::fields::{corrupt, decode_clock, num, parse_board, parse_side};
+use arbiter_clocked::fields::{corrupt, decode_clock, num, parse_board, parse_side};
 
 /// One board of a standalone clock.
 #[derive(Clone, Debug, PartialEq, Eq)]

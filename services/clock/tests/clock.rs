@@ -16,9 +16,9 @@ use arbiter_clock::{ClockConfig, Clocks};
 use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_kit::ServeConfig;
 use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::process_now;
 use arbiter_proto::clock::v1::{self as pb, clock_service_client::ClockServiceClient};
 use arbiter_testkit::grpc::TestServer;
-use arbiter_timekeeping::process_now;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_stream::StreamExt;
@@ -400,7 +400,8 @@ async fn with_redis_flags_fall_after_a_replica_dies() {
     }
     tokio::time::sleep(Duration::from_millis(2_600)).await;
     // `a` claims half of them and dies before ending them.
-    let claimed = arbiter_clock::store::ClockStore::claim_due(a.store(), 0, 5_000, 3)
+    let claimed = arbiter_clock::store::ClockStore::deadlines(a.store())
+        .claim(0, 5_000, 3)
         .await
         .unwrap();
     assert_eq!(claimed.due.len(), 3);

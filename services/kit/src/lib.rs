@@ -26,6 +26,21 @@ pub mod serving;
 
 pub use error::ApiError;
 
+/// This process's time in Unix ms: the wall clock read once, then advanced by the monotonic
+/// clock, so that it never goes back (the time base of every in-process store).
+pub fn process_now() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::{Instant, SystemTime};
+    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (instant, unix) = ANCHOR.get_or_init(|| {
+        let unix = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        (Instant::now(), unix)
+    });
+    unix + u64::try_from(instant.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 /// `bytes` in lower-case hex, two digits a byte: the text form of digests, random ids and keys.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
@@ -45,4 +60,14 @@ pub use serving::{
 pub fn reply<T, E: Into<ApiError>>(r: Result<T, E>) -> Result<tonic::Response<T>, tonic::Status> {
     r.map(tonic::Response::new)
         .map_err(|e| tonic::Status::from(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn process_time_never_goes_back() {
+        let a = super::process_now();
+        let b = super::process_now();
+        assert!(b >= a && a > 1_600_000_000_000);
+    }
 }

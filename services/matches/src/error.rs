@@ -95,6 +95,12 @@ impl From<StoreError> for MatchError {
     }
 }
 
+impl From<arbiter_clocked::Unavailable> for MatchError {
+    fn from(e: arbiter_clocked::Unavailable) -> Self {
+        MatchError::Store(e.into())
+    }
+}
+
 impl From<crate::record::Corrupt> for MatchError {
     fn from(e: crate::record::Corrupt) -> Self {
         MatchError::Store(e.into())

@@ -8,7 +8,7 @@ use crate::domain::{
 use crate::error::MatchError;
 use crate::record::{Record, StoredEvent};
 use crate::store::{AnyStore, StoreError};
-use crate::watchers::WatchRefused;
+use arbiter_clocked::{EventLog, watch_stream};
 use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat, Team};
 use arbiter_core::clock::{Clock, Phase};
 use arbiter_core::{Color, Outcome, Variant};
@@ -24,13 +24,42 @@ use arbiter_proto::matches::v1::match_service_server::{MatchService, MatchServic
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio_stream::Stream;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 type Reply<T> = Result<Response<T>, Status>;
 
-/// Events a watcher reads from the store at a time.
-const WATCH_BATCH: usize = 256;
+/// A match's events, as its watch stream reads them.
+struct MatchLog {
+    matches: Arc<Matches<AnyStore>>,
+    id: String,
+    bughouse: bool,
+}
+
+impl EventLog for MatchLog {
+    type Event = StoredEvent;
+    type Message = pb::WatchMatchResponse;
+
+    async fn read(&self, after: u64, max: usize) -> Result<Vec<(u64, StoredEvent)>, Status> {
+        self.matches
+            .events(&self.id, after, max)
+            .await
+            .map_err(fail)
+    }
+
+    fn is_last(&self, e: &StoredEvent) -> bool {
+        matches!(e, StoredEvent::End(_))
+    }
+
+    fn message(&self, seq: u64, e: &StoredEvent) -> pb::WatchMatchResponse {
+        event_to(seq, e, self.bughouse)
+    }
+
+    /// Over, and every event sent: the stream is complete.
+    async fn finished(&self, after: u64) -> Result<bool, Status> {
+        let v = self.matches.get(&self.id).await.map_err(fail)?;
+        Ok(v.outcome.is_some() && after >= v.last_seq)
+    }
+}
 
 /// The match service.
 #[derive(Debug, Clone)]
@@ -544,75 +573,17 @@ impl MatchService for MatchGrpc {
         let id = r.match_id;
         // NOT_FOUND before the stream starts.
         let bughouse = self.inner.get(&id).await.map_err(fail)?.is_bughouse();
-        let watch = self.inner.watchers().join(&id).map_err(|e| {
-            Status::from(ApiError::exhausted(
-                "",
-                match e {
-                    WatchRefused::Total(n) => {
-                        format!("this server has its maximum of {n} watch streams; retry later")
-                    }
-                    WatchRefused::PerMatch(n) => {
-                        format!("this match has its maximum of {n} watch streams")
-                    }
-                },
-            ))
-        })?;
-        let (tx, rx) = tokio::sync::mpsc::channel(64);
-        let inner = Arc::clone(&self.inner);
-        let mut shutting_down = self.shutting_down.clone();
-        tokio::spawn(async move {
-            let mut after = r.after_seq;
-            loop {
-                // Register for the wake-up before reading, so no change slips between the two.
-                let notified = watch.notify().notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                let events = match inner.events(&id, after, WATCH_BATCH).await {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let _ = tx.send(Err(fail(e))).await;
-                        return;
-                    }
-                };
-                let mut ended = false;
-                for (seq, e) in &events {
-                    after = *seq;
-                    ended |= matches!(e, StoredEvent::End(_));
-                    if tx.send(Ok(event_to(*seq, e, bughouse))).await.is_err() {
-                        return;
-                    }
-                }
-                if ended {
-                    return;
-                }
-                if events.len() == WATCH_BATCH {
-                    continue; // more to read at once
-                }
-                if events.is_empty() {
-                    match inner.get(&id).await {
-                        // Over, and every event sent: the stream is complete.
-                        Ok(v) if v.outcome.is_some() && after >= v.last_seq => return,
-                        Ok(_) => {}
-                        Err(e) => {
-                            let _ = tx.send(Err(fail(e))).await;
-                            return;
-                        }
-                    }
-                }
-                tokio::select! {
-                    () = &mut notified => {}
-                    () = tx.closed() => return,
-                    () = crate::watchers::until_down(&mut shutting_down) => {
-                        let _ = tx
-                            .send(Err(Status::unavailable(format!(
-                                "the server is shutting down; watch again with after_seq {after}"
-                            ))))
-                            .await;
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let watch = self
+            .inner
+            .watchers()
+            .join(&id)
+            .map_err(|e| Status::from(ApiError::exhausted("", e.message("match"))))?;
+        let log = MatchLog {
+            matches: Arc::clone(&self.inner),
+            id,
+            bughouse,
+        };
+        let stream = watch_stream(log, watch, r.after_seq, self.shutting_down.clone());
+        Ok(Response::new(Box::pin(stream)))
     }
 }

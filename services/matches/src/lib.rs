@@ -24,8 +24,8 @@ pub mod record;
 pub mod seats;
 pub mod store;
 
-/// The watchers of this process (from `arbiter-timekeeping`).
-pub use arbiter_timekeeping::watchers;
+/// The watchers of this process (from `arbiter-clocked`).
+pub use arbiter_clocked::watchers;
 
 pub use config::{MatchLimits, MatchesArgs, MatchesConfig, StoreConfig};
 pub use domain::Matches;
@@ -78,18 +78,13 @@ pub async fn mount(
     let matches = Arc::new(Matches::new(store, config.seat_key.clone(), config.limits));
     let shutdown = host.shutting_down();
     if let StoreConfig::Redis(redis) = &config.store {
-        tokio::spawn(watchers::listen_for_changes(
-            redis.client()?,
+        arbiter_clocked::spawn_listeners(
+            &redis.client()?,
             store::redis::CHANGES,
-            Arc::clone(matches.watchers()),
-            shutdown.clone(),
-        ));
-        tokio::spawn(arbiter_timekeeping::listen_for_deadlines(
-            redis.client()?,
-            store::redis::DEADLINE_CHANNEL,
-            store::MatchStore::deadline_changed(matches.store()),
-            shutdown.clone(),
-        ));
+            matches.watchers(),
+            store::MatchStore::deadlines(matches.store()),
+            &shutdown,
+        );
     }
     // Flags fall with no move sent: every replica runs the flag worker.
     {

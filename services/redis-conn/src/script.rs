@@ -6,7 +6,9 @@
 //! names them (`local A = {}`, `A.nonce = ARGV[1]`, …, `A.plan = {unpack(ARGV, 25, 37)}`), put
 //! before the script's body, which reads `A.nonce` and never `ARGV[1]`. On the Rust side
 //! [`Args`] takes values by name and lays them out in the schema's order; an argument left unset
-//! is sent empty, and unset ones at the end are not sent at all (in Lua they are `nil`).
+//! is sent empty, and unset ones at the end are not sent at all (in Lua they are `nil`). A
+//! schema may end with a list of any length ([`Schema::with_rest`]: a match's events, a
+//! record's fields), which arrives as a Lua list too.
 //!
 //! ```
 //! use arbiter_redis_conn::script::Schema;
@@ -23,17 +25,40 @@
 
 use std::fmt::Display;
 
+/// Lua helpers any script of any service may start with (`lua/basics.lua`): `pack(t)` and
+/// `unpk(s)`, the packed-list encoding (each item as its byte length, `:`, and its bytes);
+/// `fmt(x)`, an integer-valued number as decimal text; `tnow()`, Redis `TIME` in Unix ms.
+pub const BASICS: &str = include_str!("lua/basics.lua");
+
+/// Reads Redis's `TIME` as Unix ms.
+pub async fn redis_now<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+) -> redis::RedisResult<u64> {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await?;
+    Ok(secs * 1000 + micros / 1000)
+}
+
 /// The arguments of one script: each one's name and its number of `ARGV` slots, in order.
 #[derive(Debug)]
 pub struct Schema {
     args: &'static [(&'static str, usize)],
+    rest: Option<&'static str>,
 }
 
 impl Schema {
     /// The schema of `args`: `(name, slots)` in the order the script receives them. Names are
     /// Lua identifiers; a group (`slots` above 1) arrives as a list.
     pub const fn new(args: &'static [(&'static str, usize)]) -> Schema {
-        Schema { args }
+        Schema { args, rest: None }
+    }
+
+    /// The schema of `args` followed by a list of any length named `rest` (every slot after
+    /// the others; in Lua a list, empty when none is sent).
+    pub const fn with_rest(args: &'static [(&'static str, usize)], rest: &'static str) -> Schema {
+        Schema {
+            args,
+            rest: Some(rest),
+        }
     }
 
     /// The Lua that names the arguments: the table `A`, one field per argument.
@@ -49,6 +74,9 @@ impl Schema {
             }
             at += slots;
         }
+        if let Some(rest) = self.rest {
+            out.push_str(&format!("A.{rest} = {{unpack(ARGV, {at})}}\n"));
+        }
         out
     }
 
@@ -57,6 +85,7 @@ impl Schema {
         Args {
             schema: self,
             values: vec![None; self.args.len()],
+            rest: Vec::new(),
             error: None,
         }
     }
@@ -74,6 +103,7 @@ impl Schema {
 pub struct Args {
     schema: &'static Schema,
     values: Vec<Option<Vec<String>>>,
+    rest: Vec<String>,
     /// The first name the schema does not have, or the first group of the wrong size.
     error: Option<String>,
 }
@@ -91,6 +121,16 @@ impl Args {
         values: impl IntoIterator<Item = T>,
     ) -> &mut Args {
         self.put(name, values.into_iter().map(|v| v.to_string()).collect())
+    }
+
+    /// Sets the list that ends the schema (see [`Schema::with_rest`]).
+    pub fn rest<T: Display>(&mut self, values: impl IntoIterator<Item = T>) -> &mut Args {
+        if self.schema.rest.is_none() {
+            self.error
+                .get_or_insert_with(|| "the script takes no list at the end".to_owned());
+        }
+        self.rest = values.into_iter().map(|v| v.to_string()).collect();
+        self
     }
 
     fn put(&mut self, name: &str, values: Vec<String>) -> &mut Args {
@@ -112,14 +152,19 @@ impl Args {
         self
     }
 
-    /// The `ARGV` slots in order: unset arguments empty, unset ones at the end left out. `Err`
+    /// The `ARGV` slots in order: unset arguments empty, unset ones at the end left out (unless
+    /// a list follows them), then the list. `Err`
     /// names an argument the schema does not have, or a group set with the wrong number of
     /// values (a mistake of the caller's code, reported rather than sent).
     pub fn slots(self) -> Result<Vec<String>, String> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let last_set = self.values.iter().rposition(Option::is_some);
+        let last_set = if self.rest.is_empty() {
+            self.values.iter().rposition(Option::is_some)
+        } else {
+            self.values.len().checked_sub(1)
+        };
         let mut out = Vec::new();
         for (i, v) in self.values.into_iter().enumerate() {
             if last_set.is_none_or(|l| i > l) {
@@ -130,6 +175,7 @@ impl Args {
                 None => out.extend(std::iter::repeat_n(String::new(), self.schema.args[i].1)),
             }
         }
+        out.extend(self.rest);
         Ok(out)
     }
 }
@@ -168,6 +214,25 @@ mod tests {
         let mut args = S.args();
         args.set("g", 1);
         assert!(args.slots().is_err());
+    }
+
+    static R: Schema = Schema::with_rest(&[("a", 1), ("g", 2)], "events");
+
+    #[test]
+    fn a_list_follows_every_other_slot() {
+        assert_eq!(
+            R.prologue(),
+            "local A = {}\nA.a = ARGV[1]\nA.g = {ARGV[2], ARGV[3]}\nA.events = {unpack(ARGV, 4)}\n"
+        );
+        let mut args = R.args();
+        args.set("a", 1).rest(["e1", "e2"]);
+        assert_eq!(args.slots().unwrap(), ["1", "", "", "e1", "e2"]);
+        let mut args = R.args();
+        args.set("a", 1);
+        assert_eq!(args.slots().unwrap(), ["1"]);
+        let mut args = S.args();
+        args.rest(["x"]);
+        assert!(args.slots().unwrap_err().contains("no list"));
     }
 
     #[test]

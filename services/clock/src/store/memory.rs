@@ -3,7 +3,8 @@
 
 use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
 use crate::record::{ClockEvent, ClockRecord, encode_clock};
-use arbiter_timekeeping::{DeadlineIndex, process_now};
+use arbiter_clocked::{Deadlines, MemoryDeadlines};
+use arbiter_kit::process_now;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,7 +19,6 @@ struct Entry {
 #[derive(Debug, Default)]
 struct Inner {
     by_id: HashMap<String, Entry>,
-    deadlines: DeadlineIndex,
 }
 
 /// Clocks in memory.
@@ -27,7 +27,7 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     ttl: Duration,
     max_clocks: usize,
-    changed: Arc<tokio::sync::Notify>,
+    deadlines: MemoryDeadlines,
 }
 
 impl MemoryStore {
@@ -37,7 +37,7 @@ impl MemoryStore {
             inner: Mutex::new(Inner::default()),
             ttl,
             max_clocks,
-            changed: Arc::new(tokio::sync::Notify::new()),
+            deadlines: MemoryDeadlines::new(),
         }
     }
 
@@ -51,7 +51,7 @@ impl MemoryStore {
         let now = process_now();
         if inner.by_id.get(id).is_some_and(|e| e.expires <= now) {
             inner.by_id.remove(id);
-            inner.deadlines.set(id, None);
+            self.deadlines.file(id, None);
         }
         let Some(entry) = inner.by_id.get_mut(id) else {
             return Outcome::Missing;
@@ -61,9 +61,7 @@ impl MemoryStore {
             entry.expires = now.saturating_add(self.ttl_ms());
         }
         let deadline = entry.record.deadline();
-        if inner.deadlines.set(id, deadline) {
-            self.changed.notify_one();
-        }
+        self.deadlines.file(id, deadline);
         out
     }
 }
@@ -86,9 +84,7 @@ impl ClockStore for MemoryStore {
             }
         }
         let stored = Arc::new(record.clone());
-        if inner.deadlines.set(&record.id, record.deadline()) {
-            self.changed.notify_one();
-        }
+        self.deadlines.file(&record.id, record.deadline());
         inner.by_id.insert(
             record.id.clone(),
             Entry {
@@ -204,38 +200,11 @@ impl ClockStore for MemoryStore {
         }))
     }
 
-    async fn now(&self) -> Result<u64, StoreError> {
-        Ok(process_now())
-    }
-
     async fn probe(&self) -> Result<(), String> {
         Ok(())
     }
 
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
-        let inner = self.inner.lock().expect("not poisoned");
-        Ok((inner.deadlines.first(), process_now()))
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
-        let mut inner = self.inner.lock().expect("not poisoned");
-        Ok(inner.deadlines.claim(process_now(), ahead, lease, max))
-    }
-
-    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
-        let mut inner = self.inner.lock().expect("not poisoned");
-        if inner.deadlines.set(id, deadline) {
-            self.changed.notify_one();
-        }
-        Ok(())
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.changed)
+    fn deadlines(&self) -> Deadlines<'_> {
+        Deadlines::Memory(&self.deadlines)
     }
 }

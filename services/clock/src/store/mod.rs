@@ -6,6 +6,7 @@ pub mod memory;
 pub mod redis;
 
 use crate::record::{ClockRecord, Flag};
+use arbiter_clocked::Deadlines;
 use arbiter_core::Color;
 use arbiter_core::clock::{Clock, PressPlan, Side};
 use std::future::Future;
@@ -30,6 +31,12 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+impl From<arbiter_clocked::Unavailable> for StoreError {
+    fn from(e: arbiter_clocked::Unavailable) -> Self {
+        StoreError::Unavailable(e.0)
+    }
+}
 
 impl From<crate::record::Corrupt> for StoreError {
     fn from(e: crate::record::Corrupt) -> Self {
@@ -145,27 +152,10 @@ pub trait ClockStore: Send + Sync + 'static {
         after: u64,
         max: usize,
     ) -> impl Future<Output = Result<Vec<(u64, String)>, StoreError>> + Send;
-    /// The store's time (Unix ms).
-    fn now(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
     /// Whether the store can serve (for health).
     fn probe(&self) -> impl Future<Output = Result<(), String>> + Send;
-    /// The earliest deadline filed, and the store's time.
-    fn next_deadline(&self) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
-    /// Claims up to `max` clocks due within `ahead` ms, for `lease` ms past their deadlines.
-    fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> impl Future<Output = Result<arbiter_timekeeping::Claimed, StoreError>> + Send;
-    /// Files clock `id` at `deadline` (or takes it out).
-    fn reindex(
-        &self,
-        id: &str,
-        deadline: Option<u64>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    /// Woken when a new earliest deadline may have been filed.
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify>;
+    /// The store's deadline index and time base (Unix ms), shared with the flag worker.
+    fn deadlines(&self) -> Deadlines<'_>;
 }
 
 /// The store a server runs with.
@@ -207,27 +197,10 @@ impl ClockStore for AnyStore {
     ) -> Result<Vec<(u64, String)>, StoreError> {
         dispatch!(self, s => s.events(id, after, max).await)
     }
-    async fn now(&self) -> Result<u64, StoreError> {
-        dispatch!(self, s => s.now().await)
-    }
     async fn probe(&self) -> Result<(), String> {
         dispatch!(self, s => s.probe().await)
     }
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
-        dispatch!(self, s => s.next_deadline().await)
-    }
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
-        dispatch!(self, s => s.claim_due(ahead, lease, max).await)
-    }
-    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
-        dispatch!(self, s => s.reindex(id, deadline).await)
-    }
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        dispatch!(self, s => s.deadline_changed())
+    fn deadlines(&self) -> Deadlines<'_> {
+        dispatch!(self, s => s.deadlines())
     }
 }

@@ -1,24 +1,25 @@
 //! Clocks in Redis: the fields of [`crate::record`] in `clock:{<id>}:state`, events in
 //! `clock:{<id>}:events`, every change one Lua script at Redis's `TIME`, sharing the press
-//! arithmetic and the deadline index with the match service (`arbiter-timekeeping`). No clock
+//! arithmetic and the deadline index with the match service (`arbiter-clocked`). No clock
 //! state lives only in a process: any replica can be killed, and flags still fall.
 
 use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
-use crate::record::{
-    ClockRecord, REMEMBERED_REQUESTS, board_letter, encode_clock, encode_deadline, side_letter,
-};
-use arbiter_core::clock::MAX_REMAINING_MS;
+use crate::record::{ClockRecord, REMEMBERED_REQUESTS, board_letter, side_letter};
+use arbiter_clocked::fields::{encode_change, encode_changes};
+use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
+use arbiter_redis_conn::script::{Args, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
-use arbiter_timekeeping::lua;
 use redis::Script;
 use redis::aio::ConnectionManager;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The sorted set of running clocks by earliest deadline.
-pub const DEADLINES: &str = "arbiter:clocks:deadlines";
-/// Where a new earliest deadline is announced.
-pub const DEADLINE_CHANNEL: &str = "arbiter:clocks:deadline";
+/// The deadline index of running clocks (a sorted set by earliest deadline) and the channel a
+/// new earliest deadline is announced on.
+pub const DEADLINES: RedisNames = RedisNames {
+    index: "arbiter:clocks:deadlines",
+    channel: "arbiter:clocks:deadline",
+};
 /// Where every change is announced (its message: the clock id), to wake watchers.
 pub const CHANGES: &str = "arbiter:clocks:changes";
 
@@ -27,21 +28,48 @@ const PRELUDE: &str = include_str!("lua/prelude.lua");
 
 /// The `CREATE` script (`lua/create.lua`; its header lists its keys and arguments).
 const CREATE: &str = include_str!("lua/create.lua");
+/// The arguments of [`CREATE`], by name.
+static CREATE_ARGS: Schema = Schema::with_rest(&[("ttl", 1)], "fields");
 
 /// The `LOAD` script (`lua/load.lua`; its header lists its keys and arguments).
 const LOAD: &str = include_str!("lua/load.lua");
 
 /// The `PRESS` script (`lua/press.lua`; its header lists its keys and arguments).
 const PRESS: &str = include_str!("lua/press.lua");
+/// The arguments of [`PRESS`], by name.
+static PRESS_ARGS: Schema = Schema::new(&[
+    ("board", 1),
+    ("ply", 1),
+    ("mover", 1),
+    ("expected", 3),
+    ("plan", 13),
+    ("after", 3),
+    ("ttl", 1),
+]);
 
 /// The `SET` script (`lua/set.lua`; its header lists its keys and arguments).
 const SET: &str = include_str!("lua/set.lua");
+/// The arguments of [`SET`], by name.
+static SET_ARGS: Schema = Schema::with_rest(
+    &[
+        ("timing", 1),
+        ("flag", 1),
+        ("over", 1),
+        ("ttl", 1),
+        ("request_id", 1),
+        ("request", 1),
+        ("clocks", 1),
+    ],
+    "events",
+);
 
-fn script(body: &str) -> Script {
+/// A script of this store: the shared clock Lua, this store's prelude, the Lua that names the
+/// arguments of `schema` (if any), and `body`.
+fn script(schema: Option<&Schema>, body: &str) -> Script {
     Script::new(&format!(
-        "local CHANGES = '{CHANGES}'\nlocal REMEMBERED = {REMEMBERED_REQUESTS}\n{}{}{PRELUDE}{body}",
-        lua::header(DEADLINES, DEADLINE_CHANNEL, MAX_REMAINING_MS),
-        lua::CLOCKS,
+        "local CHANGES = '{CHANGES}'\nlocal REMEMBERED = {REMEMBERED_REQUESTS}\n{}{PRELUDE}{}{body}",
+        DEADLINES.prelude(),
+        schema.map_or_else(String::new, Schema::prologue),
     ))
 }
 
@@ -64,9 +92,7 @@ pub struct RedisStore {
     load: Script,
     press: Script,
     set: Script,
-    claim: Script,
-    reindex: Script,
-    changed: Arc<tokio::sync::Notify>,
+    deadlines: RedisDeadlines,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -82,21 +108,21 @@ impl RedisStore {
     /// keeping each clock `ttl` after its last change. Needs a Tokio runtime.
     pub fn open(config: &RedisConfig, ttl: Duration) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let scripts = [CREATE, LOAD, PRESS, SET, lua::CLAIM, lua::REINDEX]
-            .into_iter()
-            .map(script)
-            .collect();
+        let create = script(Some(&CREATE_ARGS), CREATE);
+        let load = script(None, LOAD);
+        let press = script(Some(&PRESS_ARGS), PRESS);
+        let set = script(Some(&SET_ARGS), SET);
+        let mut scripts = vec![create.clone(), load.clone(), press.clone(), set.clone()];
+        scripts.extend(DEADLINES.scripts());
         let conn = connect_in_background(client, "clock store", scripts);
         Ok(RedisStore {
+            deadlines: RedisDeadlines::new(Arc::clone(&conn), DEADLINES),
             conn,
             ttl,
-            create: script(CREATE),
-            load: script(LOAD),
-            press: script(PRESS),
-            set: script(SET),
-            claim: script(lua::CLAIM),
-            reindex: script(lua::REINDEX),
-            changed: Arc::new(tokio::sync::Notify::new()),
+            create,
+            load,
+            press,
+            set,
         })
     }
 
@@ -134,13 +160,15 @@ impl RedisStore {
         &self,
         id: &str,
         script: &Script,
-        args: Vec<String>,
+        args: Option<Args>,
     ) -> Result<(String, Option<Arc<ClockRecord>>), StoreError> {
         let [state, events] = keys(id);
         let mut inv = script.key(state);
         inv.key(events);
-        for a in args {
-            inv.arg(a);
+        if let Some(args) = args {
+            for a in args.slots().map_err(StoreError::Corrupt)? {
+                inv.arg(a);
+            }
         }
         let reply: Vec<redis::Value> = inv
             .invoke_async(&mut self.conn()?)
@@ -190,12 +218,10 @@ impl RedisStore {
 
 impl ClockStore for RedisStore {
     async fn create(&self, record: &ClockRecord) -> Result<Created, StoreError> {
-        let mut args = vec![self.ttl_ms().to_string()];
-        for (k, v) in record.to_fields() {
-            args.push(k);
-            args.push(v);
-        }
-        let (status, stored) = self.run(&record.id, &self.create, args).await?;
+        let mut args = CREATE_ARGS.args();
+        args.set("ttl", self.ttl_ms())
+            .rest(record.to_fields().into_iter().flat_map(|(k, v)| [k, v]));
+        let (status, stored) = self.run(&record.id, &self.create, Some(args)).await?;
         let stored = stored.ok_or_else(|| StoreError::Corrupt("no record".into()))?;
         match status.as_str() {
             "created" => Ok(Created::New(stored)),
@@ -205,47 +231,52 @@ impl ClockStore for RedisStore {
     }
 
     async fn load(&self, id: &str) -> Result<Option<Arc<ClockRecord>>, StoreError> {
-        Ok(self.run(id, &self.load, Vec::new()).await?.1)
+        Ok(self.run(id, &self.load, None).await?.1)
     }
 
     async fn press(&self, id: &str, c: &PressCommit) -> Result<Outcome, StoreError> {
-        let mut args = vec![
-            board_letter(c.board).to_owned(),
-            c.ply.to_string(),
-            side_letter(c.mover).to_owned(),
-        ];
-        args.extend(c.expected.iter().cloned());
-        args.extend(lua::plan_args(&c.plan));
-        args.extend([
-            c.after.moves.to_string(),
-            c.after.stage.to_string(),
-            c.after.stage_moves.to_string(),
-            self.ttl_ms().to_string(),
-        ]);
-        let (status, record) = self.run(id, &self.press, args).await?;
+        let mut args = PRESS_ARGS.args();
+        args.set("board", board_letter(c.board))
+            .set("ply", c.ply)
+            .set("mover", side_letter(c.mover))
+            .set_group("expected", &c.expected)
+            .set_group("plan", lua::plan_args(&c.plan))
+            .set_group(
+                "after",
+                [c.after.moves, u32::from(c.after.stage), c.after.stage_moves],
+            )
+            .set("ttl", self.ttl_ms());
+        let (status, record) = self.run(id, &self.press, Some(args)).await?;
         Self::outcome(&status, record)
     }
 
     async fn set(&self, id: &str, c: &SetCommit) -> Result<Outcome, StoreError> {
-        let mut args = vec![
+        let mut args = SET_ARGS.args();
+        args.set(
+            "timing",
             c.due.map_or("live".to_owned(), |at| at.to_string()),
-            c.flag.map_or(String::new(), |f| f.encode()),
-            if c.over { "1" } else { "0" }.to_owned(),
-            self.ttl_ms().to_string(),
-            c.request.as_ref().map_or(String::new(), |r| r.id.clone()),
-            c.request
-                .as_ref()
-                .map_or(String::new(), |r| r.request.clone()),
-            c.clocks.len().to_string(),
-        ];
-        for (i, expected, clock) in &c.clocks {
-            args.push(board_letter(*i).to_owned());
-            args.extend(expected.iter().cloned());
-            args.extend(encode_clock(clock));
-            args.push(encode_deadline(clock));
-        }
-        args.extend(c.events.iter().cloned());
-        let (status, record) = self.run(id, &self.set, args).await?;
+        )
+        .set("flag", c.flag.map_or(String::new(), |f| f.encode()))
+        .set("over", if c.over { "1" } else { "0" })
+        .set("ttl", self.ttl_ms())
+        .set(
+            "request_id",
+            c.request.as_ref().map_or("", |r| r.id.as_str()),
+        )
+        .set(
+            "request",
+            c.request.as_ref().map_or("", |r| r.request.as_str()),
+        )
+        .set(
+            "clocks",
+            encode_changes(
+                c.clocks
+                    .iter()
+                    .map(|(i, expected, clock)| encode_change(*i, expected, clock)),
+            ),
+        )
+        .rest(&c.events);
+        let (status, record) = self.run(id, &self.set, Some(args)).await?;
         Self::outcome(&status, record)
     }
 
@@ -274,62 +305,15 @@ impl ClockStore for RedisStore {
             .collect())
     }
 
-    async fn now(&self) -> Result<u64, StoreError> {
-        arbiter_timekeeping::redis_now(&mut self.conn()?)
-            .await
-            .map_err(unavailable)
-    }
-
     async fn probe(&self) -> Result<(), String> {
-        let mut conn = self.conn().map_err(|e| e.to_string())?;
-        arbiter_timekeeping::redis_now(&mut conn)
+        self.deadlines()
+            .now()
             .await
             .map(|_| ())
             .map_err(|e| format!("Redis is unreachable: {e}"))
     }
 
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
-        let mut conn = self.conn()?;
-        let ((secs, micros), first): ((u64, u64), Vec<(String, f64)>) = redis::pipe()
-            .cmd("TIME")
-            .cmd("ZRANGE")
-            .arg(DEADLINES)
-            .arg(0)
-            .arg(0)
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
-            .await
-            .map_err(unavailable)?;
-        // Scores are whole milliseconds, exact in a double.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let next = first.first().map(|(_, at)| *at as u64);
-        Ok((next, secs * 1000 + micros / 1000))
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
-        lua::claim(&self.claim, &mut self.conn()?, DEADLINES, ahead, lease, max)
-            .await
-            .map_err(unavailable)
-    }
-
-    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
-        let _: i64 = self
-            .reindex
-            .key(DEADLINES)
-            .arg(deadline.map_or(String::new(), |d| d.to_string()))
-            .arg(id)
-            .invoke_async(&mut self.conn()?)
-            .await
-            .map_err(unavailable)?;
-        Ok(())
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.changed)
+    fn deadlines(&self) -> Deadlines<'_> {
+        Deadlines::Redis(&self.deadlines)
     }
 }

@@ -115,7 +115,7 @@ impl<S: MatchStore> Matches<S> {
                     .refused_change(id, full, record, request.as_ref())
                     .await;
             }
-            let now = self.store.now().await?;
+            let now = self.store.deadlines().now().await?;
             let mut clocks = Vec::new();
             let mut events = Vec::new();
             for (i, b) in record.boards.iter().enumerate() {

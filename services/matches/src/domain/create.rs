@@ -287,7 +287,7 @@ impl<S: MatchStore> Matches<S> {
         control: &TimeControl,
         bughouse: bool,
     ) -> Result<(), MatchError> {
-        let now = self.store.now().await?;
+        let now = self.store.deadlines().now().await?;
         for (b, &turn) in start.boards.iter_mut().zip(&start.turns) {
             let mut clock = Clock::new(control.clone());
             let started = if bughouse {

@@ -7,7 +7,6 @@ use crate::store::{ChangeResult, ClockChange, ClockCommit, MatchStore, Timing};
 use arbiter_core::EndReason;
 use arbiter_core::Score;
 use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat};
-use std::sync::Arc;
 
 /// Whether two records of a match have the same clocks.
 fn clocks_equal(a: &Record, b: &Record) -> bool {
@@ -37,11 +36,11 @@ impl<S: MatchStore> Matches<S> {
     ) -> Result<bool, MatchError> {
         for _ in 0..ATTEMPTS {
             let Some(record) = self.store.load(id).await? else {
-                self.store.reindex(id, None).await?;
+                self.store.deadlines().reindex(id, None).await?;
                 return Ok(false);
             };
             if record.outcome.is_some() {
-                self.store.reindex(id, None).await?;
+                self.store.deadlines().reindex(id, None).await?;
                 return Ok(false);
             }
             // The earliest deadline; the store applies the end only once it has passed (by its
@@ -53,7 +52,7 @@ impl<S: MatchStore> Matches<S> {
                 .filter_map(|(i, b)| Some((BoardId::BOTH[i], b.clock.as_ref()?.deadline()?)))
                 .min_by_key(|(_, d)| d.at);
             let Some((board, deadline)) = due else {
-                self.store.reindex(id, None).await?;
+                self.store.deadlines().reindex(id, None).await?;
                 return Ok(false);
             };
             // Bughouse: flags of both teams falling at the same instant draw the match.
@@ -117,7 +116,7 @@ impl<S: MatchStore> Matches<S> {
                 end: Some(outcome),
                 request: None,
             };
-            // Judged ahead of the deadline (see `arbiter_timekeeping::run_flag_worker`):
+            // Judged ahead of the deadline (see `arbiter_clocked::run_flag_worker`):
             // committed at it.
             tokio::time::sleep_until(not_before).await;
             match self.store.commit_clock(id, &commit).await? {
@@ -131,7 +130,7 @@ impl<S: MatchStore> Matches<S> {
                     if now.nonce == record.nonce && clocks_equal(&now, &record) =>
                 {
                     // Not due yet: file it again at its real deadline.
-                    self.store.reindex(id, now.deadline()).await?;
+                    self.store.deadlines().reindex(id, now.deadline()).await?;
                     return Ok(false);
                 }
                 // Changed meanwhile (a move in time): judge again.
@@ -142,28 +141,15 @@ impl<S: MatchStore> Matches<S> {
     }
 
     /// Ends on time every match whose deadline has passed, until `shutdown` turns true (the
-    /// shared flag worker of `arbiter-timekeeping` over this service's store). Several replicas
+    /// shared flag worker of `arbiter-clocked` over this service's store). Several replicas
     /// may run it: each claims due matches with a lease, and ending a match is idempotent.
     pub async fn run_flag_worker(&self, shutdown: tokio::sync::watch::Receiver<bool>) {
-        arbiter_timekeeping::run_flag_worker(self, shutdown).await;
+        arbiter_clocked::run_flag_worker(self.store.deadlines(), self, shutdown).await;
     }
 }
 
-impl<S: MatchStore> arbiter_timekeeping::DeadlineSource for Matches<S> {
+impl<S: MatchStore> arbiter_clocked::EndOnTime for Matches<S> {
     type Error = MatchError;
-
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), MatchError> {
-        Ok(self.store.next_deadline().await?)
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, MatchError> {
-        Ok(self.store.claim_due(ahead, lease, max).await?)
-    }
 
     async fn end_on_time(
         &self,
@@ -171,9 +157,5 @@ impl<S: MatchStore> arbiter_timekeeping::DeadlineSource for Matches<S> {
         not_before: tokio::time::Instant,
     ) -> Result<bool, MatchError> {
         Matches::end_on_time_at(self, id, not_before).await
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        self.store.deadline_changed()
     }
 }

@@ -484,7 +484,7 @@ impl<S: MatchStore> Matches<S> {
         let text_retry = request.is_none().then_some(req.text);
         match self.duplicate_or_stale(&record, seat, text_retry, req.expected_ply, actual) {
             Ok(mut answer) => {
-                answer.at = self.store.now().await?;
+                answer.at = self.store.deadlines().now().await?;
                 Ok(answer)
             }
             Err(e) => self.refused_move(id, e, record, request).await,
@@ -548,7 +548,7 @@ impl<S: MatchStore> Matches<S> {
             status: board_status(&record)?,
             record,
             duplicate: true,
-            at: self.store.now().await?,
+            at: self.store.deadlines().now().await?,
         })
     }
 

@@ -376,7 +376,7 @@ impl<S: MatchStore> Matches<S> {
 
     /// The store's time (Unix ms): the time base of the clocks.
     pub async fn now(&self) -> Result<u64, MatchError> {
-        Ok(self.store.now().await?)
+        Ok(self.store.deadlines().now().await?)
     }
 
     /// At most `max` events after sequence number `after`.

@@ -4,10 +4,10 @@ use super::{
     Corrupt, board_letter, corrupt, decode_outcome_parts, encode_outcome, pack, parse_board,
     parse_num, side_letter, unpack,
 };
+use arbiter_clocked::fields::parse_side;
 use arbiter_core::Color;
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
 use arbiter_core::clock::Clock;
-use arbiter_timekeeping::fields::parse_side;
 
 /// An event as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]

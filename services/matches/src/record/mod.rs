@@ -64,14 +64,14 @@
 //! added). The sequence number of
 //! an event is its position in the list, from 1.
 
+pub use arbiter_clocked::fields::{
+    Corrupt, encode_clock, encode_phase, encode_side, pack, pack_into, side_letter, unpack,
+};
+use arbiter_clocked::fields::{corrupt, decode_clock, parse_side};
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
 use arbiter_core::clock::{Clock, TimeControl};
 use arbiter_core::outcome::Score;
 use arbiter_core::{Color, EndReason, RuleOptions, Variant};
-pub use arbiter_timekeeping::fields::{
-    Corrupt, encode_clock, encode_phase, encode_side, pack, pack_into, side_letter, unpack,
-};
-use arbiter_timekeeping::fields::{corrupt, decode_clock, parse_side};
 
 mod events;
 mod requests;

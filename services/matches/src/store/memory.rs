@@ -10,12 +10,12 @@ use crate::record::{
     Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, encode_clock,
     pack_into,
 };
-use arbiter_timekeeping::DeadlineIndex;
+use arbiter_clocked::{Deadlines, MemoryDeadlines};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use arbiter_timekeeping::process_now;
+pub use arbiter_kit::process_now;
 
 /// Whether a deadline of `record` has passed at `now` (then no change but ending it on time
 /// applies).
@@ -78,7 +78,6 @@ impl Requests {
 struct Matches {
     by_id: HashMap<String, Stored>,
     last_sweep: Instant,
-    deadlines: DeadlineIndex,
 }
 
 impl Matches {
@@ -103,7 +102,7 @@ pub struct MemoryStore {
     matches: Mutex<Matches>,
     retention: Retention,
     max_matches: usize,
-    deadline_changed: Arc<tokio::sync::Notify>,
+    deadlines: MemoryDeadlines,
 }
 
 impl MemoryStore {
@@ -114,11 +113,10 @@ impl MemoryStore {
             matches: Mutex::new(Matches {
                 by_id: HashMap::new(),
                 last_sweep: Instant::now(),
-                deadlines: DeadlineIndex::default(),
             }),
             retention,
             max_matches,
-            deadline_changed: Arc::new(tokio::sync::Notify::new()),
+            deadlines: MemoryDeadlines::new(),
         }
     }
 
@@ -135,9 +133,7 @@ impl MemoryStore {
         let retention = self.retention;
         let out = all.live(id, Instant::now()).map(|m| f(m, retention))?;
         let deadline = all.by_id.get(id).and_then(|m| m.record.deadline());
-        if all.deadlines.set(id, deadline) {
-            self.deadline_changed.notify_one();
-        }
+        self.deadlines.file(id, deadline);
         Some(out)
     }
 }
@@ -292,9 +288,7 @@ impl MatchStore for MemoryStore {
             }
         }
         let stored = Arc::new(record.clone());
-        if all.deadlines.set(&record.id, record.deadline()) {
-            self.deadline_changed.notify_one();
-        }
+        self.deadlines.file(&record.id, record.deadline());
         all.by_id.insert(
             record.id.clone(),
             Stored {
@@ -427,10 +421,6 @@ impl MatchStore for MemoryStore {
         Ok(self.with(id, |m, _| m.done.by_field.len()).unwrap_or(0))
     }
 
-    async fn now(&self) -> Result<u64, StoreError> {
-        Ok(process_now())
-    }
-
     async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
         Ok(self
             .change(id, |m, r| {
@@ -476,31 +466,8 @@ impl MatchStore for MemoryStore {
             .unwrap_or(ChangeResult::Missing))
     }
 
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
-        let all = self.matches.lock().expect("not poisoned");
-        Ok((all.deadlines.first(), process_now()))
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
-        let mut all = self.matches.lock().expect("not poisoned");
-        Ok(all.deadlines.claim(process_now(), ahead, lease, max))
-    }
-
-    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
-        let mut all = self.matches.lock().expect("not poisoned");
-        if all.deadlines.set(id, deadline) {
-            self.deadline_changed.notify_one();
-        }
-        Ok(())
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.deadline_changed)
+    fn deadlines(&self) -> Deadlines<'_> {
+        Deadlines::Memory(&self.deadlines)
     }
 }
 

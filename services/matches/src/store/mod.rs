@@ -12,6 +12,7 @@ pub mod memory;
 pub mod redis;
 
 use crate::record::{LastMove, Record, Remembered, RequestId};
+use arbiter_clocked::Deadlines;
 use arbiter_core::Color;
 use arbiter_core::bughouse::{BoardId, MatchOutcome};
 use arbiter_core::clock::{PressPlan, Side};
@@ -39,6 +40,12 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+impl From<arbiter_clocked::Unavailable> for StoreError {
+    fn from(e: arbiter_clocked::Unavailable) -> Self {
+        StoreError::Unavailable(e.0)
+    }
+}
 
 impl From<crate::record::Corrupt> for StoreError {
     fn from(e: crate::record::Corrupt) -> Self {
@@ -335,10 +342,6 @@ pub trait MatchStore: Send + Sync + 'static {
     /// [`crate::record::REQUEST_WINDOW`] per seat and for the platform.
     fn remembered(&self, id: &str) -> impl Future<Output = Result<usize, StoreError>> + Send;
 
-    /// The store's time in Unix ms: the time base of every clock (Redis `TIME`, or this
-    /// process's clock).
-    fn now(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
-
     /// Applies a change of clocks decided at the store's time.
     fn commit_clock(
         &self,
@@ -346,30 +349,9 @@ pub trait MatchStore: Send + Sync + 'static {
         commit: &ClockCommit,
     ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
 
-    /// The earliest deadline in the index (Unix ms) with the store's time now.
-    fn next_deadline(&self) -> impl Future<Output = Result<(Option<u64>, u64), StoreError>> + Send;
-
-    /// Claims up to `max` matches whose deadline is at most `ahead` ms away, for `lease` ms past
-    /// it: their entries move to deadline + lease, so that another replica takes them over if
-    /// this one dies before ending them (and a change of the match replaces the entry with its
-    /// real deadline).
-    fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> impl Future<Output = Result<arbiter_timekeeping::Claimed, StoreError>> + Send;
-
-    /// Puts match `id` back in the index at `deadline` (`None`: out of it), when a claim found
-    /// it not due.
-    fn reindex(
-        &self,
-        id: &str,
-        deadline: Option<u64>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-
-    /// Woken when the index may have a new earliest deadline (from any replica).
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify>;
+    /// The store's deadline index and time base (Unix ms: Redis `TIME`, or this process's
+    /// clock), which the flag worker runs on.
+    fn deadlines(&self) -> Deadlines<'_>;
 }
 
 /// The store a server runs with: in process (the embedded default) or Redis.
@@ -440,32 +422,11 @@ impl MatchStore for AnyStore {
         dispatch!(self, s => s.probe().await)
     }
 
-    async fn now(&self) -> Result<u64, StoreError> {
-        dispatch!(self, s => s.now().await)
-    }
-
     async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
         dispatch!(self, s => s.commit_clock(id, c).await)
     }
 
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
-        dispatch!(self, s => s.next_deadline().await)
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
-        dispatch!(self, s => s.claim_due(ahead, lease, max).await)
-    }
-
-    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
-        dispatch!(self, s => s.reindex(id, deadline).await)
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        dispatch!(self, s => s.deadline_changed())
+    fn deadlines(&self) -> Deadlines<'_> {
+        dispatch!(self, s => s.deadlines())
     }
 }

@@ -18,12 +18,13 @@ use super::{
 };
 use crate::record::{
     MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, board_letter,
-    encode_clock, encode_deadline, encode_outcome, is_window_field, pack, side_letter,
+    encode_outcome, is_window_field, pack, side_letter,
 };
-use arbiter_core::clock::{MAX_REMAINING_MS, PressPlan};
+use arbiter_clocked::fields::{encode_change, encode_changes};
+use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
+use arbiter_core::clock::PressPlan;
 use arbiter_redis_conn::script::{Args, Schema};
 use arbiter_redis_conn::{connect_in_background, wait_connected};
-use arbiter_timekeeping::lua;
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
@@ -111,13 +112,34 @@ static OFFER_ARGS: Schema = Schema::new(&[
 
 /// The `CLOCK` script (`lua/clock.lua`; its header lists its keys and arguments).
 const CLOCK: &str = include_str!("lua/clock.lua");
+/// The arguments of [`CLOCK`], by name.
+static CLOCK_ARGS: Schema = Schema::with_rest(
+    &[
+        ("nonce", 1),
+        ("timing", 1),
+        ("request", 1),
+        ("outcome", 1),
+        ("end_event", 1),
+        ("ttl", 1),
+        ("grace", 1),
+        ("clocks", 1),
+    ],
+    "events",
+);
 
-/// The sorted set of running matches by earliest deadline (Unix ms). One key for all matches:
-/// the deadline index assumes a single Redis (or one primary), not a cluster.
-pub const DEADLINES: &str = "arbiter:matches:deadlines";
+/// The arguments of [`CREATE`], by name.
+static CREATE_ARGS: Schema = Schema::with_rest(&[("kind", 1), ("ttl", 1)], "fields");
 
-/// The channel on which a new earliest deadline is announced (its message: the deadline).
-pub const DEADLINE_CHANNEL: &str = "arbiter:matches:deadline";
+/// The arguments of [`PRESS_CHECK`], by name.
+static PRESS_CHECK_ARGS: Schema = Schema::new(&[("plan", 13), ("now", 1)]);
+
+/// The deadline index of running matches (a sorted set by earliest deadline, Unix ms) and the
+/// channel a new earliest deadline is announced on (its message: the deadline). One key for all
+/// matches: the index assumes a single Redis (or one primary), not a cluster.
+pub const DEADLINES: RedisNames = RedisNames {
+    index: "arbiter:matches:deadlines",
+    channel: "arbiter:matches:deadline",
+};
 
 /// A request id as the scripts take it (empty without one).
 fn request_arg(request: Option<&RequestId>) -> String {
@@ -128,14 +150,16 @@ fn delays_arg(delays: &[u64]) -> String {
     pack(&delays.iter().map(u64::to_string).collect::<Vec<_>>())
 }
 
-fn script(body: &str) -> Script {
+/// A script of this store: the shared clock Lua, this store's prelude, the Lua that names the
+/// arguments of `schema` (if any), and `body`.
+fn script(schema: Option<&Schema>, body: &str) -> Script {
     let mutable: Vec<String> = MUTABLE_FIELDS.iter().map(|f| format!("'{f}'")).collect();
     Script::new(&format!(
         "local MUTABLE = {{{}}}\nlocal WINDOW = {REQUEST_WINDOW}\n\
-         local ID = string.match(KEYS[1] or '', '{{(.*)}}')\n{}{}{PRELUDE}{body}",
+         local ID = string.match(KEYS[1] or '', '{{(.*)}}')\n{}{PRELUDE}{}{body}",
         mutable.join(", "),
-        lua::header(DEADLINES, DEADLINE_CHANNEL, MAX_REMAINING_MS),
-        lua::CLOCKS,
+        DEADLINES.prelude(),
+        schema.map_or_else(String::new, Schema::prologue),
     ))
 }
 
@@ -158,9 +182,7 @@ pub struct RedisStore {
     end: Script,
     offer: Script,
     clock: Script,
-    claim: Script,
-    reindex: Script,
-    deadline_changed: Arc<tokio::sync::Notify>,
+    deadlines: RedisDeadlines,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -235,38 +257,34 @@ impl RedisStore {
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        // The scripts with named arguments start with the Lua that names them.
-        let play = format!("{}{MOVE}", MOVE_ARGS.prologue());
-        let end = format!("{}{END}", END_ARGS.prologue());
-        let offer = format!("{}{OFFER}", OFFER_ARGS.prologue());
-        let scripts: Vec<Script> = [
-            CREATE,
-            LOAD,
-            play.as_str(),
-            end.as_str(),
-            offer.as_str(),
-            CLOCK,
-            lua::CLAIM,
-            lua::REINDEX,
-        ]
-        .into_iter()
-        .map(script)
-        .collect();
+        let create = script(Some(&CREATE_ARGS), CREATE);
+        let load = script(None, LOAD);
+        let play = script(Some(&MOVE_ARGS), MOVE);
+        let end = script(Some(&END_ARGS), END);
+        let offer = script(Some(&OFFER_ARGS), OFFER);
+        let clock = script(Some(&CLOCK_ARGS), CLOCK);
+        let mut scripts = vec![
+            create.clone(),
+            load.clone(),
+            play.clone(),
+            end.clone(),
+            offer.clone(),
+            clock.clone(),
+        ];
+        scripts.extend(DEADLINES.scripts());
         let conn = connect_in_background(client, "match store", scripts);
         Ok(RedisStore {
+            deadlines: RedisDeadlines::new(Arc::clone(&conn), DEADLINES),
             conn,
             retention,
             cache: Mutex::new(HashMap::new()),
             cache_capacity,
-            create: script(CREATE),
-            load: script(LOAD),
-            play: script(&play),
-            end: script(&end),
-            offer: script(&offer),
-            clock: script(CLOCK),
-            claim: script(lua::CLAIM),
-            reindex: script(lua::REINDEX),
-            deadline_changed: Arc::new(tokio::sync::Notify::new()),
+            create,
+            load,
+            play,
+            end,
+            offer,
+            clock,
         })
     }
 
@@ -406,12 +424,11 @@ fn change_result(reply: Reply) -> Result<ChangeResult, StoreError> {
 
 impl MatchStore for RedisStore {
     async fn create(&self, record: &Record) -> Result<CreateResult, StoreError> {
-        let mut inv = invoke(&self.create, &record.id);
-        inv.arg(if record.is_bughouse() { "bug" } else { "game" })
-            .arg(millis(self.retention.ttl));
-        for (name, value) in record.to_fields() {
-            inv.arg(name).arg(value);
-        }
+        let mut args = CREATE_ARGS.args();
+        args.set("kind", if record.is_bughouse() { "bug" } else { "game" })
+            .set("ttl", millis(self.retention.ttl))
+            .rest(record.to_fields().into_iter().flat_map(|(k, v)| [k, v]));
+        let mut inv = invoke_named(&self.create, &record.id, args)?;
         let (status, stored) = with_record(self.run(&record.id, &mut inv, None).await?)?;
         match status.as_str() {
             "created" => Ok(CreateResult::Created(stored)),
@@ -601,85 +618,39 @@ impl MatchStore for RedisStore {
         }
     }
 
-    async fn now(&self) -> Result<u64, StoreError> {
-        let mut conn = self.conn()?;
-        arbiter_timekeeping::redis_now(&mut conn)
-            .await
-            .map_err(unavailable)
-    }
-
     async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
-        let mut inv = invoke(&self.clock, id);
         let (outcome, end_event) = c.end.map_or((String::new(), String::new()), |o| {
             (encode_outcome(&o), StoredEvent::End(o).encode())
         });
-        inv.arg(&c.nonce)
-            .arg(match c.timing {
-                Timing::Live => "live".to_owned(),
-                Timing::Due(at) => at.to_string(),
-            })
-            .arg(request_arg(c.request.as_ref()))
-            .arg(outcome)
-            .arg(end_event)
-            .arg(millis(self.retention.ttl))
-            .arg(millis(self.retention.grace))
-            .arg(c.clocks.len());
-        for ch in &c.clocks {
-            inv.arg(board_letter(ch.board));
-            for f in &ch.expected {
-                inv.arg(f);
-            }
-            for f in encode_clock(&ch.clock) {
-                inv.arg(f);
-            }
-            inv.arg(encode_deadline(Some(&ch.clock)));
-        }
-        for e in &c.events {
-            inv.arg(e);
-        }
+        let mut args = CLOCK_ARGS.args();
+        args.set("nonce", &c.nonce)
+            .set(
+                "timing",
+                match c.timing {
+                    Timing::Live => "live".to_owned(),
+                    Timing::Due(at) => at.to_string(),
+                },
+            )
+            .set("request", request_arg(c.request.as_ref()))
+            .set("outcome", outcome)
+            .set("end_event", end_event)
+            .set("ttl", millis(self.retention.ttl))
+            .set("grace", millis(self.retention.grace))
+            .set(
+                "clocks",
+                encode_changes(
+                    c.clocks
+                        .iter()
+                        .map(|ch| encode_change(ch.board.index(), &ch.expected, &ch.clock)),
+                ),
+            )
+            .rest(&c.events);
+        let mut inv = invoke_named(&self.clock, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
-    async fn next_deadline(&self) -> Result<(Option<u64>, u64), StoreError> {
-        let mut conn = self.conn()?;
-        let ((secs, micros), first): ((u64, u64), Vec<(String, f64)>) = redis::pipe()
-            .cmd("TIME")
-            .zrange_withscores(DEADLINES, 0, 0)
-            .query_async(&mut conn)
-            .await
-            .map_err(unavailable)?;
-        // Scores are whole milliseconds, exact in a double.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let next = first.first().map(|(_, at)| *at as u64);
-        Ok((next, secs * 1000 + micros / 1000))
-    }
-
-    async fn claim_due(
-        &self,
-        ahead: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<arbiter_timekeeping::Claimed, StoreError> {
-        lua::claim(&self.claim, &mut self.conn()?, DEADLINES, ahead, lease, max)
-            .await
-            .map_err(unavailable)
-    }
-
-    async fn reindex(&self, id: &str, deadline: Option<u64>) -> Result<(), StoreError> {
-        let mut conn = self.conn()?;
-        let _: i64 = self
-            .reindex
-            .key(DEADLINES)
-            .arg(deadline.map_or(String::new(), |d| d.to_string()))
-            .arg(id)
-            .invoke_async(&mut conn)
-            .await
-            .map_err(unavailable)?;
-        Ok(())
-    }
-
-    fn deadline_changed(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.deadline_changed)
+    fn deadlines(&self) -> Deadlines<'_> {
+        Deadlines::Redis(&self.deadlines)
     }
 
     async fn done(&self, id: &str, field: &str) -> Result<Option<Remembered>, StoreError> {
@@ -722,12 +693,13 @@ pub async fn press_on_redis(
     plan: &PressPlan,
     now: u64,
 ) -> Result<Option<[u64; 6]>, StoreError> {
-    let check = script(PRESS_CHECK);
+    let check = script(Some(&PRESS_CHECK_ARGS), PRESS_CHECK);
+    let mut args = PRESS_CHECK_ARGS.args();
+    args.set_group("plan", lua::plan_args(plan)).set("now", now);
     let mut inv = check.prepare_invoke();
-    for a in lua::plan_args(plan) {
+    for a in args.slots().map_err(StoreError::Corrupt)? {
         inv.arg(a);
     }
-    inv.arg(now);
     let out: Vec<String> = inv.invoke_async(conn).await.map_err(unavailable)?;
     if out.first().is_some_and(|s| s == "late") {
         return Ok(None);

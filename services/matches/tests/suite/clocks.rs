@@ -679,7 +679,7 @@ async fn two_replicas_end_each_game_on_time_exactly_once() {
         ids.push(id);
     }
     tokio::time::sleep(Duration::from_millis(2_700)).await;
-    let claimed = a.store().claim_due(0, 5_000, 100).await.unwrap();
+    let claimed = a.store().deadlines().claim(0, 5_000, 100).await.unwrap();
     assert_eq!(claimed.due.len(), 5, "{claimed:?}");
     drop(a);
     let (tx, rx) = tokio::sync::watch::channel(false);

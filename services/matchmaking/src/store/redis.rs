@@ -16,8 +16,8 @@
 
 use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
+use arbiter_redis_conn::script::BASICS;
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
-use arbiter_timekeeping::lua;
 use redis::Script;
 use redis::aio::ConnectionManager;
 use std::sync::{Arc, OnceLock};
@@ -85,7 +85,7 @@ struct Scripts {
 }
 
 fn script(body: &str) -> Script {
-    Script::new(&format!("{}{PRELUDE}{body}", lua::BASICS))
+    Script::new(&format!("{BASICS}{PRELUDE}{body}"))
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {

@@ -78,7 +78,7 @@ pub async fn run_workers(
     let name = format!(
         "{host}-{}-{:x}-{}",
         std::process::id(),
-        arbiter_timekeeping::process_now(),
+        arbiter_kit::process_now(),
         STARTS.fetch_add(1, Ordering::Relaxed)
     );
     tracing::info!(

@@ -1,12 +1,12 @@
--- CREATE (services/matches/src/store/redis.rs)
+-- CREATE (services/matches/src/store/redis.rs; arguments by name: `CREATE_ARGS`)
 -- KEYS: the match's six keys (`keys(id)`): 1–3 a bughouse match's state hash, events list and done hash; 4–6 a single board's (the script uses whichever exists).
 --
--- ARGV: kind (`bug` or `game`), TTL in ms, then field, value, ….
+-- A: kind (`bug` or `game`), ttl (ms), fields (the record's fields: field, value, …).
 local S, E, D = pick()
 if S then return state(S, E, 'exists') end
-if ARGV[1] == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS[4], KEYS[5], KEYS[6] end
+if A.kind == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS[4], KEYS[5], KEYS[6] end
 redis.call('DEL', E, D)
-redis.call('HSET', S, unpack(ARGV, 3))
-redis.call('PEXPIRE', S, ARGV[2])
+redis.call('HSET', S, unpack(A.fields))
+redis.call('PEXPIRE', S, A.ttl)
 index(S, ID)
 return state(S, E, 'created')

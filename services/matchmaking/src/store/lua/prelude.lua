@@ -1,7 +1,7 @@
 -- PRELUDE (services/matchmaking/src/store/redis.rs)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 --
--- Follows `arbiter_timekeeping::lua::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
+-- Follows `arbiter_redis_conn::script::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
 local F = '\31'
 local function pk(P, s) return 'mm:q:{' .. P .. '}:' .. s end

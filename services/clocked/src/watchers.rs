@@ -88,6 +88,20 @@ pub enum WatchRefused {
     PerMatch(usize),
 }
 
+impl WatchRefused {
+    /// The refusal as a client reads it, for a game called `what` (`match`, `clock`).
+    pub fn message(self, what: &str) -> String {
+        match self {
+            WatchRefused::Total(n) => {
+                format!("this server has its maximum of {n} watch streams; retry later")
+            }
+            WatchRefused::PerMatch(n) => {
+                format!("this {what} has its maximum of {n} watch streams")
+            }
+        }
+    }
+}
+
 impl Watchers {
     /// No watchers yet, with `limits`.
     pub fn new(limits: WatchLimits) -> Watchers {

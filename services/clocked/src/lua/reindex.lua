@@ -1,5 +1,5 @@
--- REINDEX (services/timekeeping/src/lua.rs): files a game in the deadline index again,
--- announcing a new earliest deadline. Needs the header (DEADLINE_CHANNEL) and basics.lua.
+-- REINDEX (services/clocked/src/lua.rs): files a game in the deadline index again,
+-- announcing a new earliest deadline. Needs the header (DEADLINE_CHANNEL).
 -- KEYS: 1 the deadline index.
 -- ARGV: 1 the game's deadline (Unix ms), or empty to remove it; 2 its id.
 local id = ARGV[2]

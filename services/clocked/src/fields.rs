@@ -215,6 +215,27 @@ pub fn encode_deadline(c: &Clock) -> String {
     c.deadline().map_or(String::new(), |d| d.at.to_string())
 }
 
+/// One board's change of clocks as the scripts' `clock_changes` reads it (see [`crate::lua`]):
+/// board `board` (0 or 1), its three fields as judged, and the new clock's fields and deadline.
+pub fn encode_change(board: usize, expected: &[String; 3], clock: &Clock) -> String {
+    let [phase, white, black] = encode_clock(clock);
+    pack(&[
+        board_letter(board),
+        expected[0].as_str(),
+        expected[1].as_str(),
+        expected[2].as_str(),
+        phase.as_str(),
+        white.as_str(),
+        black.as_str(),
+        encode_deadline(clock).as_str(),
+    ])
+}
+
+/// The packed list of `changes` (each from [`encode_change`]).
+pub fn encode_changes(changes: impl IntoIterator<Item = String>) -> String {
+    pack(&changes.into_iter().collect::<Vec<_>>())
+}
+
 /// A board clock from its three stored fields (phase, white, black) under `control`.
 pub fn decode_clock(
     control: &arbiter_core::clock::TimeControl,

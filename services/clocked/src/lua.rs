@@ -1,15 +1,17 @@
 //! The Lua helpers of the clock scripts in Redis, shared by every service that keeps clocks.
 //!
-//! A script that uses them defines, before [`CLOCKS`]: `DEADLINES` (the sorted set of running
-//! games), `DEADLINE_CHANNEL` (where a new earliest deadline is announced) and `MAX_REMAINING`
-//! (the core's `MAX_REMAINING_MS`). See [`header`].
+//! A script that uses them starts with [`crate::RedisNames::prelude`]: the definitions of
+//! `DEADLINES` (the sorted set of running games), `DEADLINE_CHANNEL` (where a new earliest
+//! deadline is announced) and `MAX_REMAINING` (the core's `MAX_REMAINING_MS`) ([`header`]), the
+//! basics every script may use (`arbiter_redis_conn::script::BASICS`), and [`CLOCKS`].
 //!
 //! Fields follow one convention per board `b` (`A`, `B`): `ck:b` the clock's phase, `ck:b:w` and
 //! `ck:b:b` each side's clock (packed `remaining, quota, moves, stage, moves in stage`), `dl:b`
 //! the board's next deadline (Unix ms, empty when none).
 //!
-//! - `pack(t)` / `unpk(s)`: the packed-list encoding (`len:item…`);
-//! - `fmt(x)`: an integer-valued number as decimal text; `tnow()`: Redis `TIME` in ms;
+//! From the basics: `pack(t)` / `unpk(s)`, the packed-list encoding (`len:item…`); `fmt(x)`, an
+//! integer-valued number as decimal text; `tnow()`, Redis `TIME` in ms. Here:
+//!
 //! - `earliest(S)`, `is_late(S, now)`: the game's earliest deadline, and whether it passed;
 //! - `index(S, id)`: file the game in `DEADLINES` at its earliest deadline (or take it out), and
 //!   announce a new earliest deadline on `DEADLINE_CHANNEL`; `refile(id, new, old)` does the same
@@ -19,16 +21,10 @@
 //! - `press(a, now)`: the core's `PressPlan::apply` on the 13 plan values `a`: `nil` when late,
 //!   else remaining, quota, charged, compensation, bonus, next deadline.
 
-/// `pack`, `unpk`, `fmt` and `tnow` alone (see the module documentation), for any script of
-/// any service: no definitions needed before them (`lua/basics.lua`).
-pub const BASICS: &str = include_str!("lua/basics.lua");
-
-/// The helpers (see the module documentation): [`BASICS`] and the clock helpers
-/// (`lua/clocks.lua`).
-pub const CLOCKS: &str = concat!(
-    include_str!("lua/basics.lua"),
-    include_str!("lua/clocks.lua")
-);
+/// The clock helpers (`lua/clocks.lua`; see the module documentation). They follow
+/// `arbiter_redis_conn::script::BASICS` and [`header`]: [`crate::RedisNames::prelude`] puts the
+/// three together.
+pub const CLOCKS: &str = include_str!("lua/clocks.lua");
 
 /// The definitions the helpers need: the index key, its channel and the remaining-time cap.
 pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
@@ -40,46 +36,13 @@ pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
 
 /// Claims entries of the deadline index due by now + ahead, earliest first: `KEYS[1]` the index;
 /// ARGV 1 lease (ms, counted from each entry's time, or now if later), 2 max, 3 ahead (ms).
-/// Returns `{now, id, at, id, at, …}`. Needs [`CLOCKS`] (for `tnow`, `fmt`); see [`claim`].
+/// Returns `{now, id, at, id, at, …}`. Needs `BASICS` (for `tnow`, `fmt`); run by
+/// [`crate::Deadlines::claim`].
 pub const CLAIM: &str = include_str!("lua/claim.lua");
 
-/// Runs [`CLAIM`] (compiled into `script` with [`header`] and [`CLOCKS`]) on index `key`.
-pub async fn claim<C: redis::aio::ConnectionLike + Send>(
-    script: &redis::Script,
-    conn: &mut C,
-    key: &str,
-    ahead: u64,
-    lease: u64,
-    max: usize,
-) -> redis::RedisResult<crate::Claimed> {
-    let reply: Vec<String> = script
-        .key(key)
-        .arg(lease)
-        .arg(max)
-        .arg(ahead)
-        .invoke_async(conn)
-        .await?;
-    let malformed =
-        || redis::RedisError::from((redis::ErrorKind::TypeError, "malformed claim reply"));
-    let mut items = reply.into_iter();
-    let now = items
-        .next()
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(malformed)?;
-    let mut due = Vec::new();
-    while let Some(id) = items.next() {
-        let at = items
-            .next()
-            .and_then(|a| a.parse().ok())
-            .ok_or_else(malformed)?;
-        due.push((id, at));
-    }
-    Ok(crate::Claimed { now, due })
-}
-
 /// Files a game in the deadline index again (ARGV 1: its deadline, or empty to remove it;
-/// ARGV 2: its id), announcing a new earliest deadline: `KEYS[1]` the index. Needs [`header`] and
-/// [`CLOCKS`].
+/// ARGV 2: its id), announcing a new earliest deadline: `KEYS[1]` the index. Needs [`header`];
+/// run by [`crate::Deadlines::reindex`].
 pub const REINDEX: &str = include_str!("lua/reindex.lua");
 
 /// The 13 values of a press plan, in the order the scripts' `press` reads them.

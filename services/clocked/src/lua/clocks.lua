@@ -1,11 +1,13 @@
--- CLOCKS (services/timekeeping/src/lua.rs): the clock helpers, after basics.lua.
+-- CLOCKS (services/clocked/src/lua.rs): the clock helpers, after the header and BASICS
+-- (`RedisNames::prelude` in deadlines.rs).
 -- KEYS, ARGV: none of its own. Needs DEADLINES (the sorted set of running games),
 -- DEADLINE_CHANNEL (where a new earliest deadline is announced) and MAX_REMAINING (the core's
 -- MAX_REMAINING_MS) defined before it (`header` in lua.rs).
 -- Fields per board b (A, B): ck:b the clock's phase, ck:b:w and ck:b:b each side's clock (packed
 -- remaining, quota, moves, stage, moves in stage), dl:b the board's next deadline.
 -- earliest(S), is_late(S, now), index(S, id), refile(id, new, old), stop_board(S, b, now, delays),
--- press(a, now): see the module documentation of lua.rs.
+-- press(a, now), clock_changes(packed), clocks_as_judged(S, changes), timing_refusal(S, timing,
+-- now), set_clocks(S, changes): see the module documentation of lua.rs.
 local function earliest(S)
   local d = redis.call('HMGET', S, 'dl:A', 'dl:B')
   local best = nil
@@ -84,4 +86,39 @@ local function press(a, now)
   q = math.min(q, tonumber(a[9]))
   local r = math.min(rem - charged + bonus + stage_ms, MAX_REMAINING)
   return {r, q, charged, comp, bonus, now + next_limit}
+end
+-- A change of clocks decided by the caller (the match service's CLOCK, the clock service's SET):
+-- `packed` lists the boards changed, each packed {board, phase, white, black as judged, then the
+-- new phase, white, black and deadline} (`fields::encode_change`).
+local function clock_changes(packed)
+  local out = {}
+  for _, c in ipairs(unpk(packed)) do out[#out + 1] = unpk(c) end
+  return out
+end
+-- Whether every changed board's clock fields are still as judged.
+local function clocks_as_judged(S, changes)
+  for _, c in ipairs(changes) do
+    local b = c[1]
+    local ck = redis.call('HMGET', S, 'ck:' .. b, 'ck:' .. b .. ':w', 'ck:' .. b .. ':b')
+    if ck[1] ~= c[2] or ck[2] ~= c[3] or ck[3] ~= c[4] then return false end
+  end
+  return true
+end
+-- Why a change cannot apply at `now`: `late` when it is `live` and a deadline has passed (the flag
+-- comes first), `stale` when it waits for deadline `timing` and that has not passed; else nil.
+local function timing_refusal(S, timing, now)
+  if timing == 'live' then
+    if is_late(S, now) then return 'late' end
+  elseif now < tonumber(timing) then
+    return 'stale'
+  end
+  return nil
+end
+-- Writes the changed boards' new clock fields and deadlines.
+local function set_clocks(S, changes)
+  for _, c in ipairs(changes) do
+    local b = c[1]
+    redis.call('HSET', S, 'ck:' .. b, c[5], 'ck:' .. b .. ':w', c[6], 'ck:' .. b .. ':b', c[7],
+      'dl:' .. b, c[8])
+  end
 end

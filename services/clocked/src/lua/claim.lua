@@ -1,5 +1,5 @@
--- CLAIM (services/timekeeping/src/lua.rs): claims entries of the deadline index due by
--- now + ahead, earliest first. Needs basics.lua and clocks.lua (tnow, fmt).
+-- CLAIM (services/clocked/src/lua.rs): claims entries of the deadline index due by
+-- now + ahead, earliest first. Needs BASICS (tnow, fmt).
 -- KEYS: 1 the deadline index.
 -- ARGV: 1 lease (ms, counted from each entry's time, or now if later), 2 max entries, 3 ahead (ms).
 -- Returns {now, id, at, id, at, …}.

@@ -1,4 +1,4 @@
--- BASICS (services/timekeeping/src/lua.rs): helpers any script of any service may start with.
+-- BASICS (services/redis-conn/src/script.rs): helpers any script of any service may start with.
 -- KEYS, ARGV: none of its own; needs no definitions before it.
 -- pack(t), unpk(s): the packed-list encoding (`len:item…`); fmt(x): an integer-valued number as
 -- decimal text; tnow(): Redis `TIME` in Unix ms.
