@@ -2,26 +2,13 @@
 //! time, stop, end on time, events. Each is judged by the core's clock on a snapshot and
 //! committed by the store in one guarded step at the store's own time.
 
+use crate::error::{CLOCK_OVER, CLOCK_PAUSED, ClocksError, NOT_PAUSED, NOT_YOUR_TURN, STALE_PLY};
 use crate::record::{Board, ClockEvent, ClockRecord, Flag};
-use crate::store::{ClockStore, Created, Outcome, PressCommit, Request, SetCommit, StoreError};
+use crate::store::{ClockStore, Created, Outcome, PressCommit, Request, SetCommit};
 use crate::watchers::Watchers;
 use arbiter_core::Color;
 use arbiter_core::clock::{Clock, ClockError, TimeControl};
-use arbiter_kit::ApiError;
 use std::sync::Arc;
-
-/// The API domain of this service's `ErrorInfo` reasons.
-pub const DOMAIN: &str = "arbiter.clock.v1";
-/// Reason: the board has had another number of presses than the request says.
-pub const STALE_PLY: &str = "STALE_PLY";
-/// Reason: the other side's clock runs.
-pub const NOT_YOUR_TURN: &str = "NOT_YOUR_TURN";
-/// Reason: the clock is over (flagged or stopped).
-pub const CLOCK_OVER: &str = "CLOCK_OVER";
-/// Reason: the clock is paused.
-pub const CLOCK_PAUSED: &str = "CLOCK_PAUSED";
-/// Reason: a resume of a clock that is not paused.
-pub const NOT_PAUSED: &str = "NOT_PAUSED";
 
 /// Longest clock id, in bytes.
 pub const MAX_ID_BYTES: usize = 64;
@@ -46,56 +33,25 @@ pub struct Answer {
     pub duplicate: bool,
 }
 
-/// `ALREADY_EXISTS` naming `request_id`: the id was used on this clock for another request.
-fn reused(request_id: &str) -> ApiError {
-    ApiError::KeyReused {
-        field: "request_id".into(),
-        key: request_id.into(),
-        description: format!(
-            "request_id '{request_id}' was already used for a different request on this clock; \
-             nothing changed; send a new id"
-        ),
-    }
+fn precondition(reason: &'static str, what: impl Into<String>) -> ClocksError {
+    ClocksError::precondition(reason, what)
 }
 
-fn precondition(reason: &'static str, what: impl Into<String>) -> ApiError {
-    ApiError::precondition(DOMAIN, reason, what)
-}
-
-fn over() -> ApiError {
-    precondition(CLOCK_OVER, "the clock is over")
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> ApiError {
-        match e {
-            StoreError::Unavailable(detail) => {
-                tracing::warn!(%detail, "clock store unavailable");
-                ApiError::Unavailable("the clock store cannot be reached".into())
-            }
-            StoreError::Corrupt(detail) => {
-                tracing::error!(%detail, "a stored clock cannot be read");
-                ApiError::DataLoss("the stored clock cannot be read".into())
-            }
-        }
-    }
-}
-
-fn refusal(e: ClockError) -> ApiError {
+fn refusal(e: ClockError) -> ClocksError {
     match e {
         ClockError::NotYourTurn => precondition(NOT_YOUR_TURN, "the other side's clock runs"),
         ClockError::Paused => precondition(CLOCK_PAUSED, "the clock is paused"),
         ClockError::NotPaused => precondition(NOT_PAUSED, "the clock is not paused"),
         // AddTime beyond the most a side may hold: the request's `ms` is at fault.
-        e @ ClockError::TooMuchTime { .. } => ApiError::invalid("ms", e.to_string()),
+        e @ ClockError::TooMuchTime { .. } => ClocksError::invalid("ms", e.to_string()),
         other => precondition(CLOCK_OVER, other.to_string()),
     }
 }
 
 /// Checks a clock id: 1 to 64 bytes of letters, digits, `-`, `_`, `.`, `:`.
-pub fn check_id(id: &str) -> Result<(), ApiError> {
+pub fn check_id(id: &str) -> Result<(), ClocksError> {
     if id.is_empty() || id.len() > MAX_ID_BYTES {
-        return Err(ApiError::invalid(
+        return Err(ClocksError::invalid(
             "clock_id",
             format!("1 to {MAX_ID_BYTES} bytes"),
         ));
@@ -104,7 +60,7 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
     {
-        return Err(ApiError::invalid(
+        return Err(ClocksError::invalid(
             "clock_id",
             "letters, digits, '-', '_', '.', ':' only",
         ));
@@ -114,12 +70,12 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
 
 /// Checks a request id (empty: none): printable ASCII, at most 128 bytes. `request` is the
 /// call and its arguments, canonical, which the id is remembered with.
-fn request(id: &str, request: impl FnOnce() -> String) -> Result<Option<Request>, ApiError> {
+fn request(id: &str, request: impl FnOnce() -> String) -> Result<Option<Request>, ClocksError> {
     if id.is_empty() {
         return Ok(None);
     }
     if id.len() > MAX_REQUEST_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ApiError::invalid(
+        return Err(ClocksError::invalid(
             "request_id",
             format!("printable ASCII without spaces, at most {MAX_REQUEST_ID_BYTES} bytes"),
         ));
@@ -157,13 +113,8 @@ impl<S: ClockStore> Clocks<S> {
     }
 
     /// The store's time (Unix ms): the time authority.
-    pub async fn now(&self) -> Result<u64, ApiError> {
-        Ok(self
-            .store
-            .deadlines()
-            .now()
-            .await
-            .map_err(StoreError::from)?)
+    pub async fn now(&self) -> Result<u64, ClocksError> {
+        Ok(self.store.deadlines().now().await?)
     }
 
     /// Whether the store works (for health).
@@ -179,15 +130,15 @@ impl<S: ClockStore> Clocks<S> {
         time_control: &str,
         boards: u32,
         first: Color,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, ClocksError> {
         let control = TimeControl::parse(time_control.trim())
-            .map_err(|e| ApiError::invalid("time_control", e.to_string()))?;
+            .map_err(|e| ClocksError::invalid("time_control", e.to_string()))?;
         if !(1..=2).contains(&boards) {
-            return Err(ApiError::invalid("boards", "1 or 2"));
+            return Err(ClocksError::invalid("boards", "1 or 2"));
         }
         let id = if id.is_empty() {
             let mut bytes = [0u8; 12];
-            getrandom::fill(&mut bytes).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+            getrandom::fill(&mut bytes).map_err(|e| ClocksError::Unavailable(e.to_string()))?;
             format!("c{}", arbiter_kit::hex(&bytes))
         } else {
             check_id(id)?;
@@ -198,12 +149,7 @@ impl<S: ClockStore> Clocks<S> {
             boards.to_string(),
             crate::record::side_letter(first).to_owned(),
         ]);
-        let now = self
-            .store
-            .deadlines()
-            .now()
-            .await
-            .map_err(StoreError::from)?;
+        let now = self.store.deadlines().now().await?;
         let mut list = Vec::new();
         for _ in 0..boards {
             let mut clock = Clock::new(control.clone());
@@ -233,10 +179,10 @@ impl<S: ClockStore> Clocks<S> {
                 record: r,
                 duplicate: true,
             }),
-            Created::Exists(_) => Err(ApiError::AlreadyExists(format!(
+            Created::Exists(_) => Err(ClocksError::AlreadyExists(format!(
                 "clock '{id}' exists with another creation"
             ))),
-            Created::Full(max) => Err(ApiError::exhausted(
+            Created::Full(max) => Err(ClocksError::exhausted(
                 "",
                 format!("this server holds its maximum of {max} clocks; retry later"),
             )),
@@ -244,18 +190,18 @@ impl<S: ClockStore> Clocks<S> {
     }
 
     /// The clock as stored.
-    pub async fn get(&self, id: &str) -> Result<Arc<ClockRecord>, ApiError> {
+    pub async fn get(&self, id: &str) -> Result<Arc<ClockRecord>, ClocksError> {
         check_id(id)?;
         self.store
             .load(id)
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no clock '{id}'")))
+            .ok_or_else(|| ClocksError::NotFound(format!("no clock '{id}'")))
     }
 
-    fn board(record: &ClockRecord, board: Option<usize>) -> Result<usize, ApiError> {
+    fn board(record: &ClockRecord, board: Option<usize>) -> Result<usize, ClocksError> {
         let b = board.unwrap_or(0);
         if b >= record.boards.len() {
-            return Err(ApiError::invalid("board", "this clock has only board A"));
+            return Err(ClocksError::invalid("board", "this clock has only board A"));
         }
         Ok(b)
     }
@@ -269,12 +215,12 @@ impl<S: ClockStore> Clocks<S> {
         side: Color,
         ply: u32,
         lag_ms: u64,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, ClocksError> {
         let mut record = self.get(id).await?;
         for _ in 0..ATTEMPTS {
             let b = Self::board(&record, board)?;
             if record.over {
-                return Err(over());
+                return Err(ClocksError::over());
             }
             let current = &record.boards[b];
             if current.ply != ply {
@@ -290,7 +236,7 @@ impl<S: ClockStore> Clocks<S> {
                 ));
             }
             if current.ply >= MAX_PRESSES {
-                return Err(ApiError::exhausted(
+                return Err(ClocksError::exhausted(
                     "ply",
                     format!("a board takes at most {MAX_PRESSES} presses"),
                 ));
@@ -320,12 +266,12 @@ impl<S: ClockStore> Clocks<S> {
                 }
                 Outcome::Late(_) => {
                     self.end_on_time(id).await?;
-                    return Err(over());
+                    return Err(ClocksError::over());
                 }
-                Outcome::Over(_) => return Err(over()),
+                Outcome::Over(_) => return Err(ClocksError::over()),
                 // A press carries no request id: never `Reused`.
                 Outcome::Stale(r) | Outcome::Reused(r) => record = r,
-                Outcome::Missing => return Err(ApiError::NotFound(format!("no clock '{id}'"))),
+                Outcome::Missing => return Err(ClocksError::NotFound(format!("no clock '{id}'"))),
             }
         }
         Err(precondition(
@@ -338,14 +284,14 @@ impl<S: ClockStore> Clocks<S> {
     /// a retry of the same call a duplicate, and its reuse for another call or other content
     /// `ALREADY_EXISTS`; a clock remembers the ids of its latest
     /// [`REMEMBERED_REQUESTS`](crate::record::REMEMBERED_REQUESTS) applied actions.
-    pub async fn pause(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
+    pub async fn pause(&self, id: &str, request_id: &str) -> Result<Answer, ClocksError> {
         let rq = request(request_id, || "pause".to_owned())?;
         self.change(id, None, |c, now| c.pause(now), false, rq)
             .await
     }
 
     /// Resumes the paused boards (see [`Clocks::pause`] for `request_id`).
-    pub async fn resume(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
+    pub async fn resume(&self, id: &str, request_id: &str) -> Result<Answer, ClocksError> {
         let rq = request(request_id, || "resume".to_owned())?;
         self.change(id, None, |c, now| c.resume(now), false, rq)
             .await
@@ -363,9 +309,9 @@ impl<S: ClockStore> Clocks<S> {
         side: Color,
         ms: u64,
         request_id: &str,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, ClocksError> {
         if ms == 0 || ms > MAX_ADD_MS {
-            return Err(ApiError::invalid("ms", "1 to 86,400,000 (a day)"));
+            return Err(ClocksError::invalid("ms", "1 to 86,400,000 (a day)"));
         }
         let record = self.get(id).await?;
         let b = Self::board(&record, board)?;
@@ -382,7 +328,7 @@ impl<S: ClockStore> Clocks<S> {
     }
 
     /// Stops the clock for good (see [`Clocks::pause`] for `request_id`).
-    pub async fn stop(&self, id: &str, request_id: &str) -> Result<Answer, ApiError> {
+    pub async fn stop(&self, id: &str, request_id: &str) -> Result<Answer, ClocksError> {
         let rq = request(request_id, || "stop".to_owned())?;
         self.change(id, None, |c, now| c.stop(now), true, rq).await
     }
@@ -395,7 +341,7 @@ impl<S: ClockStore> Clocks<S> {
         f: impl Fn(&mut Clock, u64) -> Result<(), ClockError>,
         ends: bool,
         request: Option<Request>,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, ClocksError> {
         for _ in 0..ATTEMPTS {
             let record = self.get(id).await?;
             if let Some(r) = &request {
@@ -406,25 +352,20 @@ impl<S: ClockStore> Clocks<S> {
                             duplicate: true,
                         });
                     }
-                    Some(_) => return Err(reused(&r.id)),
+                    Some(_) => return Err(ClocksError::RequestIdReused(r.id.clone())),
                     None => {}
                 }
             }
             if record.over {
-                return Err(over());
+                return Err(ClocksError::over());
             }
             if record.last_seq >= MAX_EVENTS {
-                return Err(ApiError::exhausted(
+                return Err(ClocksError::exhausted(
                     "",
                     format!("this clock holds its maximum of {MAX_EVENTS} events"),
                 ));
             }
-            let now = self
-                .store
-                .deadlines()
-                .now()
-                .await
-                .map_err(StoreError::from)?;
+            let now = self.store.deadlines().now().await?;
             let mut clocks = Vec::new();
             let mut events = Vec::new();
             for (i, b) in record.boards.iter().enumerate() {
@@ -436,7 +377,7 @@ impl<S: ClockStore> Clocks<S> {
                     Ok(()) => {}
                     Err(ClockError::OutOfTime(_)) => {
                         self.end_on_time(id).await?;
-                        return Err(over());
+                        return Err(ClocksError::over());
                     }
                     Err(e) => return Err(refusal(e)),
                 }
@@ -464,7 +405,7 @@ impl<S: ClockStore> Clocks<S> {
                 }
                 Outcome::Late(_) => {
                     self.end_on_time(id).await?;
-                    return Err(over());
+                    return Err(ClocksError::over());
                 }
                 Outcome::Duplicate(r) => {
                     return Ok(Answer {
@@ -473,11 +414,13 @@ impl<S: ClockStore> Clocks<S> {
                     });
                 }
                 Outcome::Reused(_) => {
-                    return Err(reused(request.as_ref().map_or("", |r| r.id.as_str())));
+                    return Err(ClocksError::RequestIdReused(
+                        request.as_ref().map_or(String::new(), |r| r.id.clone()),
+                    ));
                 }
-                Outcome::Over(_) => return Err(over()),
+                Outcome::Over(_) => return Err(ClocksError::over()),
                 Outcome::Stale(_) => {}
-                Outcome::Missing => return Err(ApiError::NotFound(format!("no clock '{id}'"))),
+                Outcome::Missing => return Err(ClocksError::NotFound(format!("no clock '{id}'"))),
             }
         }
         Err(precondition(STALE_PLY, "the clock kept changing; retry"))
@@ -485,7 +428,7 @@ impl<S: ClockStore> Clocks<S> {
 
     /// Records the flag of clock `id` if a deadline has passed (the other board stops at that
     /// instant); idempotent. Returns whether this call recorded it.
-    pub async fn end_on_time(&self, id: &str) -> Result<bool, ApiError> {
+    pub async fn end_on_time(&self, id: &str) -> Result<bool, ClocksError> {
         self.end_on_time_at(id, tokio::time::Instant::now()).await
     }
 
@@ -495,22 +438,14 @@ impl<S: ClockStore> Clocks<S> {
         &self,
         id: &str,
         not_before: tokio::time::Instant,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<bool, ClocksError> {
         for _ in 0..ATTEMPTS {
             let Some(record) = self.store.load(id).await? else {
-                self.store
-                    .deadlines()
-                    .reindex(id, None)
-                    .await
-                    .map_err(StoreError::from)?;
+                self.store.deadlines().reindex(id, None).await?;
                 return Ok(false);
             };
             if record.over {
-                self.store
-                    .deadlines()
-                    .reindex(id, None)
-                    .await
-                    .map_err(StoreError::from)?;
+                self.store.deadlines().reindex(id, None).await?;
                 return Ok(false);
             }
             // The earliest deadline; the store applies the flag only once it has passed.
@@ -521,11 +456,7 @@ impl<S: ClockStore> Clocks<S> {
                 .filter_map(|(i, b)| Some((i, b.clock.deadline()?)))
                 .min_by_key(|(_, d)| d.at);
             let Some((board, deadline)) = due else {
-                self.store
-                    .deadlines()
-                    .reindex(id, None)
-                    .await
-                    .map_err(StoreError::from)?;
+                self.store.deadlines().reindex(id, None).await?;
                 return Ok(false);
             };
             let flag = Flag {
@@ -568,11 +499,7 @@ impl<S: ClockStore> Clocks<S> {
                 Outcome::Over(_) | Outcome::Missing => return Ok(false),
                 Outcome::Stale(now) if now.boards == record.boards => {
                     // Not due yet: file it again at its real deadline.
-                    self.store
-                        .deadlines()
-                        .reindex(id, now.deadline())
-                        .await
-                        .map_err(StoreError::from)?;
+                    self.store.deadlines().reindex(id, now.deadline()).await?;
                     return Ok(false);
                 }
                 _ => {}
@@ -587,7 +514,7 @@ impl<S: ClockStore> Clocks<S> {
         id: &str,
         after: u64,
         max: usize,
-    ) -> Result<Vec<(u64, ClockEvent)>, ApiError> {
+    ) -> Result<Vec<(u64, ClockEvent)>, ClocksError> {
         check_id(id)?;
         self.store
             .events(id, after, max)
@@ -596,7 +523,7 @@ impl<S: ClockStore> Clocks<S> {
             .map(|(seq, line)| {
                 ClockEvent::decode(&line)
                     .map(|e| (seq, e))
-                    .map_err(|e| ApiError::from(StoreError::from(e)))
+                    .map_err(ClocksError::from)
             })
             .collect()
     }
@@ -608,13 +535,13 @@ impl<S: ClockStore> Clocks<S> {
 }
 
 impl<S: ClockStore> arbiter_clocked::EndOnTime for Clocks<S> {
-    type Error = ApiError;
+    type Error = ClocksError;
 
     async fn end_on_time(
         &self,
         id: &str,
         not_before: tokio::time::Instant,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<bool, ClocksError> {
         Clocks::end_on_time_at(self, id, not_before).await
     }
 }

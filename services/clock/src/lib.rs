@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod domain;
+pub mod error;
 pub mod grpc;
 pub mod record;
 pub mod store;

@@ -4,6 +4,7 @@
 //! watcher then reads the new events by sequence number, so a wake-up that carries nothing, or
 //! two that merge, lose nothing. Watchers are bounded in total and per match.
 
+use arbiter_kit::retry::{Backoff, RetryPolicy};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -174,6 +175,24 @@ pub async fn until_down(flag: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = flag.wait_for(|down| *down).await;
 }
 
+/// Subscribes to `channel` on a connection of its own, unless `shutdown` turns true first
+/// (`None`).
+pub(crate) async fn subscribe(
+    client: &redis::Client,
+    channel: &str,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<redis::RedisResult<redis::aio::PubSub>> {
+    let subscribed = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channel).await?;
+        Ok(pubsub)
+    };
+    tokio::select! {
+        r = subscribed => Some(r),
+        () = until_down(shutdown) => None,
+    }
+}
+
 /// How long the listener stays subscribed after the last local watcher has gone (so that a
 /// watcher count flapping between 0 and 1 does not reconnect each time).
 pub const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
@@ -191,24 +210,18 @@ pub async fn listen_for_changes(
 ) {
     use tokio_stream::StreamExt;
     let mut watched = watchers.watched();
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
         tokio::select! {
             r = watched.wait_for(|w| *w) => if r.is_err() { return },
             () = until_down(&mut shutdown) => return,
         }
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            r = subscribed => r,
-            () = until_down(&mut shutdown) => return,
+        let Some(pubsub) = subscribe(&client, channel, &mut shutdown).await else {
+            return;
         };
         match pubsub {
             Ok(mut pubsub) => {
-                delay = Duration::from_millis(100);
+                backoff.reset();
                 // Whatever was announced before this subscription: read again.
                 watchers.wake_all();
                 let mut messages = pubsub.on_message();
@@ -256,11 +269,9 @@ pub async fn listen_for_changes(
                 tracing::warn!(error = %e, "cannot subscribe to match changes yet; retrying");
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = until_down(&mut shutdown) => return,
+        if !backoff.wait_or(until_down(&mut shutdown)).await {
+            return;
         }
-        delay = (delay * 2).min(Duration::from_secs(5));
     }
 }
 

@@ -36,7 +36,8 @@ pub trait EndOnTime: Send + Sync {
     ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 }
 
-use crate::watchers::until_down;
+use crate::watchers::{subscribe, until_down};
+use arbiter_kit::retry::{Backoff, RetryPolicy};
 
 /// Ends on time, through `domain`, every game of `deadlines` whose deadline has passed, until
 /// `shutdown` turns true. Any number of replicas may run it on one store.
@@ -113,20 +114,14 @@ pub async fn listen_for_deadlines(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     use tokio_stream::StreamExt;
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            r = subscribed => r,
-            () = until_down(&mut shutdown) => return,
+        let Some(pubsub) = subscribe(&client, channel, &mut shutdown).await else {
+            return;
         };
         match pubsub {
             Ok(mut pubsub) => {
-                delay = Duration::from_millis(100);
+                backoff.reset();
                 notify.notify_one();
                 let mut messages = pubsub.on_message();
                 loop {
@@ -146,10 +141,8 @@ pub async fn listen_for_deadlines(
                 tracing::warn!(channel, error = %e, "cannot subscribe yet; retrying");
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = until_down(&mut shutdown) => return,
+        if !backoff.wait_or(until_down(&mut shutdown)).await {
+            return;
         }
-        delay = (delay * 2).min(Duration::from_secs(5));
     }
 }

@@ -1,13 +1,14 @@
 //! Retrying gRPC calls that failed for a reason that passes: a replica restarting behind a
 //! proxy, a connection cut by a load balancer, a pod rescheduled.
 //!
-//! A [`RetryPolicy`] is exponential backoff with **full jitter**: before retry *n* (0 for the
-//! first retry) the caller sleeps a uniformly random time in `[0, min(cap, base × 2ⁿ)]`, so
-//! that the clients a vanished replica left behind do not all come back at the same instant. It
-//! gives up after `max_attempts` attempts in all, or when the next retry would start past its
-//! `deadline` (counted from the first attempt), whichever comes first. [`RetryPolicy::run`]
-//! runs a call under the policy; [`Backoff`] is the same schedule for loops that are not one
-//! call (a watch stream that reconnects and resumes).
+//! A [`RetryPolicy`] is exponential backoff with jitter, its delays drawn by the `backon` crate:
+//! before retry *n* (0 for the first retry) the caller sleeps a random time between the
+//! retry's floor `min(cap, base × 2ⁿ)` and twice it, so that the clients a vanished replica left
+//! behind do not all come back at the same instant. It gives up after `max_attempts` attempts in
+//! all, or when the next retry would start past its `deadline` (counted from the first attempt),
+//! whichever comes first. [`RetryPolicy::run`] runs a call under the policy; [`Backoff`] is the
+//! same schedule for loops that are not one call (a watch stream that reconnects and resumes, a
+//! subscription or a connection made again, [`RetryPolicy::RECONNECT`]).
 //!
 //! # What is retried
 //!
@@ -46,18 +47,19 @@
 //!
 //! Callers with other needs pass their own predicate to [`RetryPolicy::run_with`].
 
-use std::cell::Cell;
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::{Code, Status};
 
-/// Exponential backoff with full jitter, bounded in attempts and in time.
+/// Exponential backoff with jitter, bounded in attempts and in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// The largest delay before the first retry; retry *n* waits up to `base × 2ⁿ`.
+    /// The floor of the delay before the first retry; retry *n* waits at least
+    /// `min(cap, base × 2ⁿ)` and less than twice that.
     pub base: Duration,
-    /// No delay exceeds this.
+    /// No floor exceeds this (so no delay reaches twice it).
     pub cap: Duration,
     /// Attempts in all, the first one included (1: never retry).
     pub max_attempts: u32,
@@ -67,12 +69,12 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// 100 ms, doubling up to 2 s, 6 attempts within 10 s: rides over a replica's restart or a
-    /// proxy's reconnection, and gives up well before a person would.
+    /// Delays from 50 ms, doubling up to 1–2 s, 6 attempts within 10 s: rides over a replica's
+    /// restart or a proxy's reconnection, and gives up well before a person would.
     fn default() -> RetryPolicy {
         RetryPolicy {
-            base: Duration::from_millis(100),
-            cap: Duration::from_secs(2),
+            base: Duration::from_millis(50),
+            cap: Duration::from_secs(1),
             max_attempts: 6,
             deadline: Some(Duration::from_secs(10)),
         }
@@ -80,26 +82,33 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// The upper bound of the delay before retry `retry` (0 for the first retry):
-    /// `min(cap, base × 2^retry)`. It never decreases as `retry` grows.
+    /// For a loop that holds something open for the life of the process (a Redis connection,
+    /// a subscription): retried for ever, from 100 ms up to 2.5–5 s between attempts.
+    pub const RECONNECT: RetryPolicy = RetryPolicy {
+        base: Duration::from_millis(100),
+        cap: Duration::from_millis(2_500),
+        max_attempts: u32::MAX,
+        deadline: None,
+    };
+
+    /// The floor of the delay before retry `retry` (0 for the first retry):
+    /// `min(cap, base × 2^retry)`; the delay itself is below twice it. It never decreases as
+    /// `retry` grows.
     pub fn ceiling(&self, retry: u32) -> Duration {
         let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
         self.base.saturating_mul(factor).min(self.cap)
     }
 
-    /// The delay before retry `retry` for the random value `random`: uniform over
-    /// `[0, ceiling(retry)]` as `random` is uniform over `u64` (0 gives no delay, `u64::MAX` the
-    /// ceiling).
-    pub fn delay_for(&self, retry: u32, random: u64) -> Duration {
-        let ceiling = u64::try_from(self.ceiling(retry).as_nanos()).unwrap_or(u64::MAX);
-        // (random / 2⁶⁴) × (ceiling + 1), in integers: uniform over 0..=ceiling.
-        let nanos = (u128::from(random) * (u128::from(ceiling) + 1)) >> 64;
-        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-    }
-
-    /// A random delay before retry `retry` (full jitter: uniform over `[0, ceiling(retry)]`).
-    pub fn delay(&self, retry: u32) -> Duration {
-        self.delay_for(retry, random_u64())
+    /// The delays of this policy's retries, one an item, without end (the attempts and the
+    /// deadline are counted by [`Backoff`]).
+    fn delays(&self) -> ExponentialBackoff {
+        ExponentialBuilder::new()
+            .with_min_delay(self.base)
+            .with_max_delay(self.cap)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times()
+            .build()
     }
 
     /// Runs `call` until it succeeds, fails with an error that is not [`transient`], or the
@@ -154,9 +163,10 @@ impl RetryPolicy {
 /// The state of one [`RetryPolicy`] schedule: how many retries were made and since when. For a
 /// loop that is not one call (a stream that reconnects): ask [`Backoff::next_delay`] (or
 /// [`Backoff::wait`]) after each failure, and [`Backoff::reset`] after progress.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Backoff {
     policy: RetryPolicy,
+    delays: ExponentialBackoff,
     retries: u32,
     started: Instant,
 }
@@ -166,6 +176,7 @@ impl Backoff {
     pub fn new(policy: RetryPolicy) -> Backoff {
         Backoff {
             policy,
+            delays: policy.delays(),
             retries: 0,
             started: Instant::now(),
         }
@@ -182,7 +193,7 @@ impl Backoff {
         if self.retries.saturating_add(1) >= self.policy.max_attempts {
             return None;
         }
-        let delay = self.policy.delay(self.retries);
+        let delay = self.delays.next()?;
         if let Some(deadline) = self.policy.deadline
             && self.started.elapsed() + delay >= deadline
         {
@@ -204,9 +215,19 @@ impl Backoff {
         }
     }
 
+    /// [`wait`](Self::wait), unless `stop` completes first (then `false`): a loop that keeps
+    /// something open for the life of the process, stopped by shutdown.
+    pub async fn wait_or(&mut self, stop: impl Future<Output = ()>) -> bool {
+        tokio::select! {
+            more = self.wait() => more,
+            () = stop => false,
+        }
+    }
+
     /// Starts the schedule again (after progress: a stream that delivered something).
     pub fn reset(&mut self) {
         self.retries = 0;
+        self.delays = self.policy.delays();
         self.started = Instant::now();
     }
 
@@ -252,35 +273,6 @@ const H2_ERROR: &str = "h2 protocol error: ";
 /// hyper's text for a request it dropped because its connection closed or was not ready.
 const HYPER_CANCELED: &str = "operation was canceled";
 
-/// A random `u64` from a per-thread xorshift64* generator, seeded once per thread from std's
-/// randomly keyed hasher and the time: jitter needs spread between processes and threads, not
-/// cryptographic quality.
-fn random_u64() -> u64 {
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new(seed());
-    }
-    STATE.with(|state| {
-        let mut x = state.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        state.set(x);
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    })
-}
-
-fn seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::hash::RandomState::new().build_hasher();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    h.write_u128(now);
-    h.write_u32(std::process::id());
-    // xorshift's state must never be zero.
-    h.finish() | 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,17 +299,23 @@ mod tests {
         assert_eq!(p.ceiling(u32::MAX), p.cap);
     }
 
+    /// The delays a fresh schedule of `p` gives, `n` of them.
+    fn schedule(p: RetryPolicy, n: usize) -> Vec<Duration> {
+        let mut b = Backoff::new(RetryPolicy {
+            max_attempts: u32::MAX,
+            deadline: None,
+            ..p
+        });
+        (0..n).map(|_| b.next_delay().unwrap()).collect()
+    }
+
     #[test]
-    fn delays_are_within_zero_and_the_ceiling() {
+    fn delays_lie_between_the_floor_and_twice_it() {
         let p = policy();
-        for retry in 0..10 {
-            assert_eq!(p.delay_for(retry, 0), Duration::ZERO);
-            assert_eq!(p.delay_for(retry, u64::MAX), p.ceiling(retry));
-            assert!(
-                p.delay_for(retry, u64::MAX / 2) <= p.ceiling(retry) / 2 + Duration::from_nanos(1)
-            );
-            for _ in 0..1000 {
-                assert!(p.delay(retry) <= p.ceiling(retry));
+        for _ in 0..200 {
+            for (retry, d) in schedule(p, 10).into_iter().enumerate() {
+                let floor = p.ceiling(retry as u32);
+                assert!(d >= floor && d <= floor * 2, "retry {retry}: {d:?}");
             }
         }
     }
@@ -325,22 +323,35 @@ mod tests {
     #[test]
     fn random_delays_spread_and_grow_with_the_retry() {
         let p = policy();
-        let mean = |retry: u32| -> f64 {
-            (0..4000).map(|_| p.delay(retry).as_secs_f64()).sum::<f64>() / 4000.0
-        };
-        let means: Vec<f64> = (0..5).map(mean).collect();
-        // Uniform over [0, ceiling]: the mean is half the ceiling (within a wide margin).
+        let runs: Vec<Vec<Duration>> = (0..2000).map(|_| schedule(p, 5)).collect();
+        let means: Vec<f64> = (0..5)
+            .map(|retry| runs.iter().map(|r| r[retry].as_secs_f64()).sum::<f64>() / 2000.0)
+            .collect();
+        // Uniform between the floor and twice it: the mean is 1.5 floors (within a wide margin).
         for (retry, m) in means.iter().enumerate() {
-            let half = p.ceiling(retry as u32).as_secs_f64() / 2.0;
+            let mid = p.ceiling(retry as u32).as_secs_f64() * 1.5;
             assert!(
-                (m - half).abs() < half * 0.1,
-                "retry {retry}: mean {m}, expected {half}"
+                (m - mid).abs() < mid * 0.1,
+                "retry {retry}: mean {m}, expected {mid}"
             );
         }
         assert!(means.windows(2).all(|w| w[0] < w[1]), "{means:?}");
         // Jitter: not everyone waits the same.
-        let distinct: std::collections::HashSet<Duration> = (0..100).map(|_| p.delay(3)).collect();
-        assert!(distinct.len() > 90);
+        let distinct: std::collections::HashSet<Duration> = runs.iter().map(|r| r[3]).collect();
+        assert!(distinct.len() > 1900);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reconnect_loop_retries_for_ever_and_stops_on_shutdown() {
+        let mut b = Backoff::new(RetryPolicy::RECONNECT);
+        for _ in 0..100 {
+            assert!(b.wait_or(std::future::pending()).await);
+        }
+        assert!(
+            b.next_delay().unwrap() < RetryPolicy::RECONNECT.cap * 2,
+            "capped"
+        );
+        assert!(!b.wait_or(async {}).await, "stopped");
     }
 
     /// A fake call that fails with `failure` `failures` times, then answers its attempt number.
@@ -375,7 +386,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 4);
         assert_eq!(delays.len(), 3);
         for (n, d) in delays.iter().enumerate() {
-            assert!(*d <= policy().ceiling(n as u32));
+            assert!(*d >= policy().ceiling(n as u32) && *d <= 2 * policy().ceiling(n as u32));
         }
     }
 

@@ -10,6 +10,7 @@
 
 pub mod script;
 
+use arbiter_kit::retry::{Backoff, RetryPolicy};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 
@@ -118,7 +119,7 @@ pub fn connect_in_background(
     let conn = std::sync::Arc::new(std::sync::OnceLock::new());
     let slot = std::sync::Arc::clone(&conn);
     tokio::spawn(async move {
-        let mut delay = Duration::from_millis(100);
+        let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
         loop {
             let manager = ConnectionManagerConfig::new()
                 .set_connection_timeout(Duration::from_secs(2))
@@ -138,8 +139,7 @@ pub fn connect_in_background(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "{what}: cannot connect to Redis yet; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(5));
+                    backoff.wait().await;
                 }
             }
         }

@@ -6,6 +6,7 @@
 //! latency counted from the first attempt; a broken stream is opened again).
 
 use crate::{RETRY, Tally};
+use arbiter_kit::retry::{Backoff, RetryPolicy};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::rules::v1::{self as rules, rules_service_client::RulesServiceClient};
 use std::sync::Arc;
@@ -222,7 +223,11 @@ async fn streaming(
         tasks.push(tokio::spawn(async move {
             // A stream that breaks is opened again (validation is stateless), after a pause
             // that grows while it keeps breaking.
-            let mut failures = 0;
+            let mut backoff = Backoff::new(RetryPolicy {
+                max_attempts: u32::MAX,
+                deadline: None,
+                ..RETRY
+            });
             loop {
                 match one_stream(&mut client, s, validate, &stop, &received).await {
                     Ok(()) => break,
@@ -231,8 +236,7 @@ async fn streaming(
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                tokio::time::sleep(RETRY.delay(failures)).await;
-                failures += 1;
+                backoff.wait().await;
                 tally.retried();
             }
             Ok::<_, tonic::Status>(())
