@@ -8,7 +8,8 @@
 //! - `pgn`: normalised PGN, or an error naming the game and ply.
 //! - `bpgn`: normalised BPGN (bughouse), or an error naming the game and move.
 //!
-//! Every error is a [`CliError`]; `main` prints it to stderr and exits with code 2.
+//! Every error is a [`CliError`]; `main` prints it to stderr and exits with its
+//! [`CliError::exit_code`]: 2 for bad input, 1 when the command could not finish otherwise.
 
 pub mod review;
 pub mod selfplay;
@@ -19,17 +20,80 @@ use arbiter_core::pgn::read_games;
 use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, RuleOptions, Variant};
 use std::fmt;
 
-/// A command failed; the message says what and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError(pub String);
+/// Why a command failed; its message says what and where.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad input: an option or argument, a position, a move, a game, a file's content.
+    Input {
+        /// Where: the option (`--depth`), the argument (`FILE`), the move or game (`move 3
+        /// ('e9')`), or empty when the problem names it.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A file, stream or socket could not be read, written or opened.
+    Io {
+        /// Which, and for what (`--out: games.pgn`, `reading stdin`).
+        what: String,
+        /// The system's error.
+        error: std::io::Error,
+    },
+    /// Something the command runs failed: an engine process, the server, the runtime, a
+    /// game that broke its own rules.
+    Failed(String),
+}
 
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl CliError {
+    /// Bad input at `field` (see [`CliError::Input`]).
+    pub fn input(field: impl Into<String>, problem: impl fmt::Display) -> CliError {
+        CliError::Input {
+            field: field.into(),
+            problem: problem.to_string(),
+        }
+    }
+
+    /// An I/O failure of `what`.
+    pub fn io(what: impl Into<String>, error: std::io::Error) -> CliError {
+        CliError::Io {
+            what: what.into(),
+            error,
+        }
+    }
+
+    /// Something the command runs failed.
+    pub fn failed(what: impl fmt::Display) -> CliError {
+        CliError::Failed(what.to_string())
+    }
+
+    /// The process's exit code for this error: 2 for bad input (the documented contract), 1
+    /// for the rest.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Input { .. } => 2,
+            CliError::Io { .. } | CliError::Failed(_) => 1,
+        }
     }
 }
 
-impl std::error::Error for CliError {}
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Input { field, problem } if field.is_empty() => f.write_str(problem),
+            CliError::Input { field, problem } => write!(f, "{field}: {problem}"),
+            CliError::Io { what, error } => write!(f, "{what}: {error}"),
+            CliError::Failed(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CliError::Io { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 /// The position named by `--variant`, `--position` (the variant's start when absent) and
 /// `--rule NAME=VALUE` options.
@@ -39,11 +103,11 @@ pub fn load_position(
     rules: &[String],
 ) -> Result<AnyPosition, CliError> {
     let options = RuleOptions::parse(rules.iter().map(String::as_str))
-        .map_err(|e| CliError(format!("--rule: {e}")))?;
+        .map_err(|e| CliError::input("--rule", format!("{e}")))?;
     AnyPosition::with_rules(variant, position, &options).map_err(|e| match e.field() {
-        "rules" => CliError(format!("--rule: {e}")),
-        "variant" => CliError(format!("--variant: {e}")),
-        _ => CliError(format!("--position: {e}")),
+        "rules" => CliError::input("--rule", format!("{e}")),
+        "variant" => CliError::input("--variant", format!("{e}")),
+        _ => CliError::input("--position", format!("{e}")),
     })
 }
 
@@ -97,34 +161,36 @@ pub fn analyze(
     use arbiter_engine::analyze::{AnalysisSettings, analyze};
     use arbiter_engine::{Limits, SearchOptions, SystemTime};
     if request.depth.is_none() && request.movetime_ms.is_none() && request.nodes.is_none() {
-        return Err(CliError(
-            "a limit is required: --depth, --movetime or --nodes".into(),
+        return Err(CliError::input(
+            "",
+            "a limit is required: --depth, --movetime or --nodes",
         ));
     }
     if let Some(d) = request.depth
         && !(1..=MAX_ANALYZE_DEPTH).contains(&d)
     {
-        return Err(CliError(format!(
-            "--depth: {d} is out of range (1 to {MAX_ANALYZE_DEPTH})"
-        )));
+        return Err(CliError::input(
+            "--depth",
+            format!("{d} is out of range (1 to {MAX_ANALYZE_DEPTH})"),
+        ));
     }
     if request.movetime_ms == Some(0) {
-        return Err(CliError("--movetime: must be at least 1 ms".into()));
+        return Err(CliError::input("--movetime", "must be at least 1 ms"));
     }
     if request.nodes == Some(0) {
-        return Err(CliError("--nodes: must be at least 1".into()));
+        return Err(CliError::input("--nodes", "must be at least 1"));
     }
     if !(1..=64).contains(&request.multipv) {
-        return Err(CliError(format!(
-            "--multipv: {} is out of range (1 to 64)",
-            request.multipv
-        )));
+        return Err(CliError::input(
+            "--multipv",
+            format!("{} is out of range (1 to 64)", request.multipv),
+        ));
     }
     if !(1..=65_536).contains(&request.hash_mib) {
-        return Err(CliError(format!(
-            "--hash: {} is out of range (1 to 65536 MiB)",
-            request.hash_mib
-        )));
+        return Err(CliError::input(
+            "--hash",
+            format!("{} is out of range (1 to 65536 MiB)", request.hash_mib),
+        ));
     }
     let settings = AnalysisSettings {
         limits: Limits {
@@ -142,7 +208,7 @@ pub fn analyze(
     let mut reached = pos.clone();
     let mut history = Vec::with_capacity(moves.len());
     play_line(&mut reached, &mut history, moves, Notation::Auto)
-        .map_err(|(i, e)| CliError(format!("move {} ('{}'): {e}", i + 1, moves[i])))?;
+        .map_err(|(i, e)| CliError::input(format!("move {} ('{}')", i + 1, moves[i]), e))?;
     let pos = &reached;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut failed = None;
@@ -164,7 +230,7 @@ pub fn analyze(
     if let Some(e) = failed
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
-        return Err(CliError(format!("writing the analysis: {e}")));
+        return Err(CliError::io("writing the analysis", e));
     }
     Ok(match result.best {
         Some(m) => format!("bestmove {m}\n"),
@@ -225,7 +291,7 @@ pub fn replay(
     let mut game = Game::new(pos);
     for (i, text) in moves.iter().enumerate() {
         game.play_text(text, Notation::Auto, locale)
-            .map_err(|e| CliError(format!("move {} ('{text}'): {e}", i + 1)))?;
+            .map_err(|e| CliError::input(format!("move {} ('{text}')", i + 1), e))?;
     }
     Ok(game)
 }
@@ -244,12 +310,12 @@ pub fn status(pos: AnyPosition, moves: &[String], locale: Locale) -> Result<Stri
 
 /// `arbiter pgn`: validates every game of `input` and returns it normalised.
 pub fn pgn(input: &str, read_locale: Locale, write_locale: Locale) -> Result<String, CliError> {
-    let mut games = read_games(input).map_err(|e| CliError(format!("PGN syntax error: {e}")))?;
+    let mut games = read_games(input).map_err(|e| CliError::input("PGN syntax error", e))?;
     let mut out = String::new();
     for (i, game) in games.iter_mut().enumerate() {
         // Only the checked record is printed: null moves may stand on the main line too.
         game.normalise(read_locale, write_locale)
-            .map_err(|e| CliError(format!("game {}: {e}", i + 1)))?;
+            .map_err(|e| CliError::input(format!("game {}", i + 1), e))?;
         if i > 0 {
             out.push('\n');
         }
@@ -262,11 +328,11 @@ pub fn pgn(input: &str, read_locale: Locale, write_locale: Locale) -> Result<Str
 /// flowing between them), and prints the games as strict BPGN.
 pub fn bpgn(input: &str, locale: Locale) -> Result<String, CliError> {
     let mut games =
-        arbiter_core::bughouse::read_bpgn(input).map_err(|e| CliError(format!("BPGN: {e}")))?;
+        arbiter_core::bughouse::read_bpgn(input).map_err(|e| CliError::input("BPGN", e))?;
     let mut out = String::new();
     for (i, game) in games.iter_mut().enumerate() {
         game.validate(locale)
-            .map_err(|e| CliError(format!("game {}: {e}", i + 1)))?;
+            .map_err(|e| CliError::input(format!("game {}", i + 1), e))?;
         if i > 0 {
             out.push('\n');
         }
@@ -307,7 +373,7 @@ mod tests {
             "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n"
         );
         let e = play(start(), &["e5".to_owned()], Locale::English).unwrap_err();
-        assert!(e.0.contains("move 1 ('e5')"), "{e}");
+        assert!(e.to_string().contains("move 1 ('e5')"), "{e}");
     }
 
     #[test]
@@ -336,7 +402,7 @@ mod tests {
             Locale::English,
         )
         .unwrap_err();
-        assert_eq!(e.0.split(':').next(), Some("game 2"));
-        assert!(e.0.contains("ply 9"), "{e}");
+        assert_eq!(e.to_string().split(':').next(), Some("game 2"));
+        assert!(e.to_string().contains("ply 9"), "{e}");
     }
 }

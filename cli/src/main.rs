@@ -339,9 +339,10 @@ fn in_range<T: PartialOrd + std::fmt::Display>(
     high: T,
 ) -> Result<T, CliError> {
     if value < low || value > high {
-        return Err(CliError(format!(
-            "{flag}: {value} is out of range ({low} to {high})"
-        )));
+        return Err(CliError::input(
+            flag,
+            format!("{value} is out of range ({low} to {high})"),
+        ));
     }
     Ok(value)
 }
@@ -377,15 +378,15 @@ fn analyze_pgn(
         std::fs::File::open(&file)
             .and_then(|f| f.take(MAX_INPUT as u64 + 1).read_to_end(&mut bytes))
     };
-    read.map_err(|e| CliError(format!("FILE: {name}: {e}")))?;
+    read.map_err(|e| CliError::input(format!("FILE: {name}"), e))?;
     if bytes.len() > MAX_INPUT {
-        return Err(CliError(format!(
-            "FILE: {name} is larger than {} MiB",
-            MAX_INPUT >> 20
-        )));
+        return Err(CliError::input(
+            "FILE",
+            format!("{name} is larger than {} MiB", MAX_INPUT >> 20),
+        ));
     }
-    let text =
-        String::from_utf8(bytes).map_err(|_| CliError(format!("FILE: {name} is not UTF-8")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::input("FILE", format!("{name} is not UTF-8")))?;
     // A bar redrawn in place on a terminal; otherwise a line every 5 %.
     let terminal = std::io::stderr().is_terminal();
     let mut shown = 0;
@@ -422,7 +423,7 @@ fn analyze_pgn(
         None => Ok(pgn),
         Some(path) => {
             std::fs::write(&path, pgn)
-                .map_err(|e| CliError(format!("--out: {}: {e}", path.display())))?;
+                .map_err(|e| CliError::io(format!("--out: {}", path.display()), e))?;
             Ok(String::new())
         }
     }
@@ -483,14 +484,14 @@ fn texel_generate<P: arbiter_engine::tune::Tunable>(
     out: &std::path::Path,
 ) -> Result<String, CliError> {
     let file = std::fs::File::create(out)
-        .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
+        .map_err(|e| CliError::io(format!("--out: {}", out.display()), e))?;
     let mut file = std::io::BufWriter::new(file);
     let summary =
         arbiter_cli::texel::generate::<P>(cfg, &mut |line| writeln!(file, "{line}"), &|line| {
             eprintln!("{line}")
         })?;
     file.flush()
-        .map_err(|e| CliError(format!("--out: {}: {e}", out.display())))?;
+        .map_err(|e| CliError::io(format!("--out: {}", out.display()), e))?;
     let [w, d, b] = summary.results;
     Ok(format!(
         "{} games (white won {w}, drawn {d}, black won {b}), {} positions written to {}\n",
@@ -506,13 +507,13 @@ fn texel_tune<P: arbiter_engine::tune::Tunable>(
     limit: usize,
 ) -> Result<String, CliError> {
     let file = std::fs::File::open(data)
-        .map_err(|e| CliError(format!("--data: {}: {e}", data.display())))?;
+        .map_err(|e| CliError::input(format!("--data: {}", data.display()), e))?;
     let samples = arbiter_cli::texel::read_samples::<P>(std::io::BufReader::new(file), limit)?;
     if samples.is_empty() {
-        return Err(CliError(format!(
-            "--data: {} holds no positions",
-            data.display()
-        )));
+        return Err(CliError::input(
+            "--data",
+            format!("{} holds no positions", data.display()),
+        ));
     }
     let report = arbiter_engine::tune::tune::<P>(&samples, &P::current(), cfg, &mut |line| {
         eprintln!("{line}")
@@ -532,33 +533,33 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| CliError::io("cannot start the async runtime", e))
 }
 
 fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
     arbiter_kit::init_tracing();
-    let config = server.load().map_err(CliError)?;
+    let config = server.load().map_err(|e| CliError::input("", e))?;
     config.platform.warn_if_exposed(server.serve.listen);
     runtime()?.block_on(async {
         let listener = tokio::net::TcpListener::bind(server.serve.listen)
             .await
-            .map_err(|e| CliError(format!("--listen {}: {e}", server.serve.listen)))?;
+            .map_err(|e| CliError::io(format!("--listen {}", server.serve.listen), e))?;
         arbiter_server::serve(listener, config, arbiter_kit::shutdown_signal())
             .await
-            .map_err(|e| CliError(format!("server failed: {e}")))
+            .map_err(|e| CliError::failed(format!("server failed: {e}")))
     })?;
     Ok(String::new())
 }
 
 fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
     arbiter_kit::init_tracing();
-    let (redis, config) = args.load().map_err(CliError)?;
+    let (redis, config) = args.load().map_err(|e| CliError::input("", e))?;
     runtime()?.block_on(async {
         let health = match args.health_listen {
             Some(addr) => Some(
                 tokio::net::TcpListener::bind(addr)
                     .await
-                    .map_err(|e| CliError(format!("--health-listen {addr}: {e}")))?,
+                    .map_err(|e| CliError::io(format!("--health-listen {addr}"), e))?,
             ),
             None => None,
         };
@@ -572,7 +573,7 @@ fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
             arbiter_kit::shutdown_signal(),
         )
         .await
-        .map_err(CliError)
+        .map_err(CliError::failed)
     })?;
     Ok(String::new())
 }
@@ -586,7 +587,7 @@ fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
     runtime()?.block_on(async {
         let mut client = ClockServiceClient::connect(addr.to_owned())
             .await
-            .map_err(|e| CliError(format!("{addr}: {e}")))?;
+            .map_err(|e| CliError::failed(format!("{addr}: {e}")))?;
         let local = || {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -597,7 +598,7 @@ fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
         for i in 0..samples {
             let s = exchange(&mut client, local, Duration::ZERO, Duration::ZERO)
                 .await
-                .map_err(|e| CliError(format!("Sync: {}", e.message())))?;
+                .map_err(|e| CliError::failed(format!("Sync: {}", e.message())))?;
             let _ = writeln!(
                 out,
                 "sample {}: offset {} ms, round trip {} ms",
@@ -608,7 +609,9 @@ fn clock_sync(addr: &str, samples: usize) -> Result<String, CliError> {
             est.add(s);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let e = est.estimate().ok_or_else(|| CliError("no sample".into()))?;
+        let e = est
+            .estimate()
+            .ok_or_else(|| CliError::failed("no sample"))?;
         let _ = write!(
             out,
             "offset {} ms (server = local + offset), round trip {} ms, from the best {} of {}",
@@ -647,7 +650,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 .as_deref()
                 .map(Sprt::parse)
                 .transpose()
-                .map_err(CliError)?;
+                .map_err(|e| CliError::input("", e))?;
             let pairs = in_range("--pairs", pairs, 1, 100_000)?;
             let concurrency = in_range("--concurrency", concurrency, 1, 64)?;
             let cfg = MatchConfig {
@@ -675,7 +678,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             let out: arbiter_cli::uci::Output =
                 std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
             arbiter_cli::uci::run(std::io::stdin().lock(), out)
-                .map_err(|e| CliError(format!("reading stdin: {e}")))?;
+                .map_err(|e| CliError::io("reading stdin", e))?;
             String::new()
         }
         Command::Analyze {
@@ -694,8 +697,10 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 .filter(|t| !t.is_empty())
                 .map(|t| {
                     arbiter_engine::eval::Term::parse(t).ok_or_else(|| {
-                        CliError(format!(
-                            "--eval-off: unknown term '{t}' (terms: mobility, centre, pawns, king, bare, citadel)"
+                        CliError::input(
+                            "--eval-off",
+                            format!(
+                            "unknown term '{t}' (terms: mobility, centre, pawns, king, bare, citadel)"
                         ))
                     })
                 })
@@ -737,14 +742,14 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Worker { worker } => run_worker(&worker)?,
         #[cfg(feature = "bench")]
         Command::Bench { target } => {
-            arbiter_bench::command::run(target, &bench::Embedder).map_err(CliError)?
+            arbiter_bench::command::run(target, &bench::Embedder).map_err(CliError::failed)?
         }
         Command::ClockSync { addr, samples } => clock_sync(&addr, samples)?,
         Command::Bpgn { locale } => {
             let mut input = String::new();
             std::io::stdin()
                 .read_to_string(&mut input)
-                .map_err(|e| CliError(format!("reading stdin: {e}")))?;
+                .map_err(|e| CliError::io("reading stdin", e))?;
             arbiter_cli::bpgn(&input, locale.into())?
         }
         Command::Pgn {
@@ -754,7 +759,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             let mut input = String::new();
             std::io::stdin()
                 .read_to_string(&mut input)
-                .map_err(|e| CliError(format!("reading stdin: {e}")))?;
+                .map_err(|e| CliError::io("reading stdin", e))?;
             arbiter_cli::pgn(
                 &input,
                 locale.into(),
@@ -775,7 +780,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("arbiter: {e}");
-            ExitCode::from(2)
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -92,13 +92,13 @@ pub fn review(
     progress: &mut dyn FnMut(&ReviewProgress),
 ) -> Result<(String, Vec<GameSummary>), CliError> {
     let mut games =
-        read_games_with(text, &PgnLimits::default()).map_err(|e| CliError(format!("FILE: {e}")))?;
+        read_games_with(text, &PgnLimits::default()).map_err(|e| CliError::input("FILE", e))?;
     if games.is_empty() {
-        return Err(CliError("FILE: no game in it".into()));
+        return Err(CliError::input("FILE", "no game in it"));
     }
     let mut tasks = Vec::with_capacity(games.len());
     for (g, game) in games.iter_mut().enumerate() {
-        let fail = |e: &dyn std::fmt::Display| CliError(format!("FILE: game {}: {e}", g + 1));
+        let fail = |e: &dyn std::fmt::Display| CliError::input(format!("FILE: game {}", g + 1), e);
         if game.variant().map_err(|e| fail(&e))? == Variant::Bughouse {
             return Err(fail(
                 &"bughouse is not reviewed: a board's evaluation ignores the partner's game",
@@ -307,7 +307,7 @@ mod tests {
             ("[Variant \"Nonsense\"]\n\n1. e4 *\n", "game 1:"),
         ] {
             let e = review(pgn, &cfg(1), &mut |_| {}).unwrap_err();
-            assert!(e.0.contains(needle), "{pgn:?}: {}", e.0);
+            assert!(e.to_string().contains(needle), "{pgn:?}: {e}");
         }
     }
 }

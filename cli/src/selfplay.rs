@@ -79,9 +79,9 @@ impl Player {
                 cmd.args(moves);
                 let out = cmd
                     .output()
-                    .map_err(|e| CliError(format!("running {}: {e}", path.display())))?;
+                    .map_err(|e| CliError::input(format!("running {}", path.display()), e))?;
                 if !out.status.success() {
-                    return Err(CliError(format!(
+                    return Err(CliError::failed(format!(
                         "{} analyze failed: {}",
                         path.display(),
                         String::from_utf8_lossy(&out.stderr).trim()
@@ -92,7 +92,10 @@ impl Player {
                 match last.strip_prefix("bestmove ") {
                     Some("(none)") => Ok(None),
                     Some(m) => Ok(Some(m.to_owned())),
-                    None => Err(CliError(format!("{}: no bestmove line", path.display()))),
+                    None => Err(CliError::failed(format!(
+                        "{}: no bestmove line",
+                        path.display()
+                    ))),
                 }
             }
         }
@@ -377,7 +380,7 @@ fn game(
         };
         let pos = state.position().clone();
         let Some(text) = mover.choose(start, &played, &pos, &cfg.rules, &mut rng)? else {
-            return Err(CliError(format!(
+            return Err(CliError::failed(format!(
                 "no move and no ending in {}",
                 pos.to_text()
             )));
@@ -385,7 +388,7 @@ fn game(
         let m = pos
             .parse_move(&text, Notation::Uci, Locale::English)
             .map_err(|e| {
-                CliError(format!(
+                CliError::failed(format!(
                     "a player sent an illegal move in {}: {e}",
                     pos.to_text()
                 ))
@@ -404,8 +407,9 @@ pub fn play_match(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<MatchReport, CliError> {
     if cfg.variant == Variant::Bughouse {
-        return Err(CliError(
-            "--variant: a bughouse board cannot be played alone".into(),
+        return Err(CliError::input(
+            "--variant",
+            "a bughouse board cannot be played alone",
         ));
     }
     let start = crate::load_position(cfg.variant, None, &cfg.rules)?;

@@ -79,7 +79,7 @@ fn play<P: Tunable>(
             &mut |_| {},
         );
         let Some(m) = found.best else {
-            return Err(CliError(format!(
+            return Err(CliError::failed(format!(
                 "no move and no ending in {}",
                 pos.to_text()
             )));
@@ -142,7 +142,8 @@ pub fn generate<P: Tunable>(
             while let Some(game) = pending.remove(&summary.games) {
                 let written = game.and_then(|(samples, result)| {
                     for s in &samples {
-                        write(&s.to_line()).map_err(|e| CliError(format!("--out: {e}")))?;
+                        write(&s.to_line())
+                            .map_err(|e| CliError::input("--out", format!("{e}")))?;
                     }
                     Ok((samples.len(), result))
                 });
@@ -193,22 +194,26 @@ pub fn read_samples<P: Tunable>(
         let n = std::io::Read::by_ref(&mut input)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut line)
-            .map_err(|e| CliError(format!("--data: {e}")))?;
+            .map_err(|e| CliError::input("--data", format!("{e}")))?;
         if n == 0 {
             break;
         }
         if line.len() > MAX_LINE {
-            return Err(CliError(format!(
-                "--data: line {number} is longer than {MAX_LINE} bytes"
-            )));
+            return Err(CliError::input(
+                "--data",
+                format!("line {number} is longer than {MAX_LINE} bytes"),
+            ));
         }
         let text = std::str::from_utf8(&line)
-            .map_err(|_| CliError(format!("--data: line {number} is not UTF-8")))?
+            .map_err(|_| CliError::input("--data", format!("line {number} is not UTF-8")))?
             .trim();
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        out.push(Sample::parse(text).map_err(|e| CliError(format!("--data: line {number}: {e}")))?);
+        out.push(
+            Sample::parse(text)
+                .map_err(|e| CliError::input("--data", format!("line {number}: {e}")))?,
+        );
     }
     Ok(out)
 }
@@ -277,7 +282,7 @@ mod tests {
             &|_| {},
         )
         .unwrap_err();
-        assert!(err.0.contains("--out: disk full"), "{}", err.0);
+        assert!(err.to_string().contains("--out: disk full"), "{err}");
     }
 
     #[test]
@@ -292,14 +297,20 @@ mod tests {
         assert_eq!(read(good.as_bytes(), 1).unwrap().len(), 1);
         let bad = format!("{} | 1\nnonsense\n", Chess::new().to_fen());
         let e = read(bad.as_bytes(), usize::MAX).unwrap_err();
-        assert!(e.0.starts_with("--data: line 2:"), "{}", e.0);
+        assert!(e.to_string().starts_with("--data: line 2:"), "{e}");
         let long = "x".repeat(10_000);
         let e = read(long.as_bytes(), usize::MAX).unwrap_err();
-        assert!(e.0.contains("line 1 is longer than 512 bytes"), "{}", e.0);
+        assert!(
+            e.to_string().contains("line 1 is longer than 512 bytes"),
+            "{e}"
+        );
         let e = read(&b"\xff\xfe | 1\n"[..], usize::MAX).unwrap_err();
-        assert!(e.0.contains("not UTF-8"), "{}", e.0);
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
         // A chess file read as Glinski: the line is named.
         let e = read_samples::<Glinski>(good.as_bytes(), usize::MAX).unwrap_err();
-        assert!(e.0.starts_with("--data: line 3: position:"), "{}", e.0);
+        assert!(
+            e.to_string().starts_with("--data: line 3: position:"),
+            "{e}"
+        );
     }
 }
