@@ -258,6 +258,27 @@ fn match_server(addr: Option<&str>, redis_url: Option<String>) -> (&'static str,
     (store, config)
 }
 
+/// Runs `work` against the match service at `addr`, or, without one, against a match service
+/// `host` embeds (its matches in Redis at `redis_url`, or in process); the result, with where
+/// the matches were kept (`remote`, `redis`, `in-process`).
+fn against_matches<H, T, F, Fut>(
+    host: &H,
+    addr: Option<String>,
+    redis_url: Option<String>,
+    work: F,
+) -> Result<(T, &'static str), String>
+where
+    H: Host,
+    F: FnOnce(Channel) -> Fut,
+    Fut: Future<Output = Result<T, tonic::Status>>,
+{
+    let (store, config) = match_server(addr.as_deref(), redis_url);
+    runtime()?.block_on(async {
+        let result = against(host, addr, "arbiter.matches.v1.MatchService", config, work).await?;
+        Ok((result, store))
+    })
+}
+
 /// Runs the bench `target` asks for, on `host`'s embedded servers when it names no server, and
 /// returns its report.
 pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
@@ -405,21 +426,10 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
                 platform_token,
                 time_control,
             };
-            let (store, config) = match_server(addr.as_deref(), redis_url);
-            runtime()?.block_on(async {
-                let result = against(
-                    host,
-                    addr,
-                    "arbiter.matches.v1.MatchService",
-                    config,
-                    |channel| {
-                        let cfg = cfg.clone();
-                        async move { crate::matches::run(channel, &cfg).await }
-                    },
-                )
-                .await?;
-                Ok(crate::matches::report(&result, &cfg, store))
-            })
+            let (result, store) = against_matches(host, addr, redis_url, |channel| async {
+                crate::matches::run(channel, &cfg).await
+            })?;
+            Ok(crate::matches::report(&result, &cfg, store))
         }
         BenchTarget::System {
             addr,
@@ -476,21 +486,10 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
                 flags,
                 platform_token,
             };
-            let (store, config) = match_server(addr.as_deref(), redis_url);
-            runtime()?.block_on(async {
-                let result = against(
-                    host,
-                    addr,
-                    "arbiter.matches.v1.MatchService",
-                    config,
-                    |channel| {
-                        let cfg = cfg.clone();
-                        async move { crate::clocks::run(channel, &cfg).await }
-                    },
-                )
-                .await?;
-                Ok(crate::clocks::report(&result, &cfg, store))
-            })
+            let (result, store) = against_matches(host, addr, redis_url, |channel| async {
+                crate::clocks::run(channel, &cfg).await
+            })?;
+            Ok(crate::clocks::report(&result, &cfg, store))
         }
     }
 }

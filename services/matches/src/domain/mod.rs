@@ -272,6 +272,22 @@ impl<S: MatchStore> Matches<S> {
         }
     }
 
+    /// A seat's action of `kind` with no content (resign, offer a draw): the request id checked,
+    /// the seat authorized, and the request id bound to the seat and the action.
+    async fn seat_action(
+        &self,
+        id: &str,
+        seat_ref: SeatRef,
+        token: Option<&str>,
+        request_id: Option<&str>,
+        kind: crate::record::RequestKind,
+    ) -> Result<(Arc<Record>, Seat, Option<RequestId>), MatchError> {
+        checks::check_request_id(request_id)?;
+        let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
+        let request = request_id.map(|r| RequestId::seat(seat.board, seat.color, r, kind, &[]));
+        Ok((record, seat, request))
+    }
+
     /// Loads the record for an action of `seat_ref` with `token`: from the snapshot, and again
     /// from the store when the snapshot refuses the token (it may predate a re-creation).
     async fn authorized(

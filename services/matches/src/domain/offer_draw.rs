@@ -1,9 +1,8 @@
 //! OfferDraw.
 
-use super::checks::check_request_id;
 use super::{Changed, Matches, SeatRef, delays_of, match_side};
 use crate::error::MatchError;
-use crate::record::{RequestId, RequestKind};
+use crate::record::RequestKind;
 use crate::store::{MatchStore, OfferCommit};
 use arbiter_core::bughouse::MatchOutcome;
 use arbiter_core::{EndReason, Score};
@@ -17,10 +16,9 @@ impl<S: MatchStore> Matches<S> {
         token: Option<&str>,
         request_id: Option<&str>,
     ) -> Result<Changed, MatchError> {
-        check_request_id(request_id)?;
-        let (record, seat, _) = self.authorized(id, seat_ref, token).await?;
-        let request = request_id
-            .map(|r| RequestId::seat(seat.board, seat.color, r, RequestKind::OfferDraw, &[]));
+        let (record, seat, request) = self
+            .seat_action(id, seat_ref, token, request_id, RequestKind::OfferDraw)
+            .await?;
         let commit = OfferCommit {
             nonce: record.nonce.clone(),
             side: match_side(&record, seat),
