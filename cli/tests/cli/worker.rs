@@ -4,7 +4,8 @@
 
 use arbiter_analysis::Caps;
 use arbiter_analysis::batch::redis::{GROUP, RedisJobs, WORK};
-use arbiter_analysis::batch::{BatchConfig, Caller, decode_job};
+use arbiter_analysis::batch::{BatchConfig, Caller, JobState, JobStatus, decode_job};
+use arbiter_analysis::convert;
 use arbiter_proto::analysis::v1 as pb;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -49,7 +50,7 @@ async fn pending(c: &mut redis::aio::MultiplexedConnection) -> Vec<(String, Stri
 }
 
 /// A job of `games` copies of a 24-move game, `nodes` a position.
-async fn submit(jobs: &RedisJobs, id: &str, games: usize, nodes: u64) -> pb::JobStatus {
+async fn submit(jobs: &RedisJobs, id: &str, games: usize, nodes: u64) -> JobStatus {
     let game = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 6. Re1 b5 7. Bb3 d6 \
                 8. c3 O-O 9. h3 Nb8 10. d4 Nbd7 11. c4 c6 12. cxb5 axb5 *\n\n";
     let req = pb::SubmitJobRequest {
@@ -57,20 +58,23 @@ async fn submit(jobs: &RedisJobs, id: &str, games: usize, nodes: u64) -> pb::Job
         games: Some(pb::submit_job_request::Games::Pgn(game.repeat(games))),
         per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
     };
-    let (rid, spec, fingerprint) =
-        decode_job(&req, &Caps::default(), &BatchConfig::default()).unwrap();
+    let (rid, spec, fingerprint) = decode_job(
+        &convert::submission(&req),
+        &Caps::default(),
+        &BatchConfig::default(),
+    )
+    .unwrap();
     jobs.submit(&Caller::anonymous(), &rid, &spec, fingerprint)
         .await
         .unwrap()
         .status
-        .unwrap()
 }
 
-async fn until_done(jobs: &RedisJobs, id: &str) -> pb::JobStatus {
+async fn until_done(jobs: &RedisJobs, id: &str) -> JobStatus {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let s = jobs.status(&Caller::anonymous(), id).await.unwrap();
-        if s.state == pb::JobState::Done as i32 {
+        if s.state == JobState::Done {
             return s;
         }
         assert!(Instant::now() < deadline, "the job never ended: {s:?}");

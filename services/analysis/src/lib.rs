@@ -8,7 +8,10 @@
 //! - [`batch`]: batch jobs (whole games reviewed move by move): their queue, results and
 //!   workers, in process or on Redis Streams ([`run_workers`] is a worker process's loop);
 //! - [`pool`]: the engine threads and their bounded queue, in which clients take turns;
-//! - [`service`]: the thin tonic handlers;
+//! - [`service`]: the thin tonic handlers, and [`convert`]: the domain's values to and from
+//!   protobuf, for them;
+//! - [`domain`]: values shared by live analysis and batch jobs;
+//! - [`error`]: why a call was refused ([`AnalysisError`]), mapped to a status in one place;
 //! - [`caps`]: the bounds on one request;
 //! - [`config`]: the configuration (caps, the pool's size, the queue) and its flags.
 //!
@@ -21,6 +24,9 @@
 pub mod batch;
 pub mod caps;
 pub mod config;
+pub mod convert;
+pub mod domain;
+pub mod error;
 pub mod live;
 pub mod pool;
 pub mod service;
@@ -30,6 +36,7 @@ pub use batch::redis::{WorkerConfig, run_workers};
 pub use batch::worker::{WORKER_HEALTH_NAME, run_worker_process};
 pub use caps::Caps;
 pub use config::{AnalysisArgs, AnalysisConfig, PoolConfig, QueueArgs, WorkerArgs};
+pub use error::AnalysisError;
 pub use service::Analysis;
 
 use arbiter_kit::{Host, ServeConfig, ServeError};

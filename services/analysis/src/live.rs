@@ -1,17 +1,16 @@
-//! Live analysis as plain functions: a request decoded into a [`Query`] (the position reached,
-//! its history, the effective limits), the search run on the calling thread, and its progress
-//! and result encoded as `arbiter.analysis.v1` messages. The handlers in [`crate::service`] only
-//! move these between the network and the pool.
+//! Live analysis as plain functions: a request ([`LiveRequest`]) decoded into a [`Query`] (the
+//! position reached, its history, the effective limits), the search run on the calling thread,
+//! its progress ([`LiveInfo`]) and result ([`LiveResult`]) with their lines in both notations.
+//! The handlers in [`crate::service`] only move these between the network and the pool
+//! (`crate::convert` turns them to and from protobuf).
 
 use crate::caps::{Caps, MAX_DEPTH};
+use crate::domain::{MoveText, StartInput, start_position};
+use crate::error::AnalysisError;
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
 use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze_settled};
 use arbiter_engine::score::{Reported, outcome_score};
 use arbiter_engine::{Bound, Limits, SearchOptions, TimeSource};
-use arbiter_kit::ApiError;
-use arbiter_kit::convert::{locale, move_to_proto, notation, outcome_to_proto, position};
-use arbiter_proto::analysis::v1 as pb;
-use arbiter_proto::common::v1 as common;
 use std::sync::atomic::AtomicBool;
 
 /// A decoded request: what to search and for how long.
@@ -35,71 +34,115 @@ pub struct Query {
     pub hash_mib: usize,
 }
 
-/// The fields the two requests share.
-#[derive(Debug, Clone, Copy)]
-pub struct Fields<'a> {
-    /// `position`.
-    pub position: Option<&'a common::Position>,
-    /// `moves`.
-    pub moves: &'a [String],
-    /// `notation`.
-    pub notation: i32,
-    /// `locale`.
-    pub locale: i32,
-    /// `limits`.
-    pub limits: Option<&'a pb::SearchLimits>,
-    /// `multipv` (1 for BestMove).
+/// A live request as sent (Analyze, or BestMove with one line), not yet checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveRequest {
+    /// The start position; `None` when the request gave none.
+    pub position: Option<StartInput>,
+    /// Moves played from it, as text.
+    pub moves: Vec<String>,
+    /// How the moves are written.
+    pub notation: Notation,
+    /// The moves' and the lines' piece letters.
+    pub locale: Locale,
+    /// The depth limit (0: none).
+    pub depth: u32,
+    /// The node limit (0: the server's cap).
+    pub nodes: u64,
+    /// The time limit, ms (0: the server's cap).
+    pub movetime_ms: u64,
+    /// Lines to report (0 counts as 1).
     pub multipv: u32,
 }
 
-impl<'a> From<&'a pb::AnalyzeRequest> for Fields<'a> {
-    fn from(r: &'a pb::AnalyzeRequest) -> Fields<'a> {
-        Fields {
-            position: r.position.as_ref(),
-            moves: &r.moves,
-            notation: r.notation,
-            locale: r.locale,
-            limits: r.limits.as_ref(),
-            multipv: r.multipv,
-        }
-    }
+/// One progress report of a search: an iteration's line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveInfo {
+    /// The iteration's depth.
+    pub depth: u32,
+    /// The deepest ply reached.
+    pub seldepth: u32,
+    /// Which line (1 the best).
+    pub multipv: u32,
+    /// Its score, from the side to move.
+    pub score: Reported,
+    /// Nodes searched.
+    pub nodes: u64,
+    /// Nodes per second.
+    pub nps: u64,
+    /// How full the transposition table is, per mille.
+    pub hashfull: u32,
+    /// Time searched, ms.
+    pub time_ms: u64,
+    /// The line, in both notations.
+    pub pv: Vec<MoveText>,
 }
 
-impl<'a> From<&'a pb::BestMoveRequest> for Fields<'a> {
-    fn from(r: &'a pb::BestMoveRequest) -> Fields<'a> {
-        Fields {
-            position: r.position.as_ref(),
-            moves: &r.moves,
-            notation: r.notation,
-            locale: r.locale,
-            limits: r.limits.as_ref(),
-            multipv: 1,
-        }
-    }
+/// Why a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// It reached one of the request's own limits.
+    Limit,
+    /// It reached a cap the server (or the call's deadline) added.
+    ServerCap,
+    /// Nothing to search: the game is over, or the side to move has no move.
+    NoMove,
+    /// Stopped from outside: the caller went away, or the server shuts down.
+    Shutdown,
+}
+
+/// One line of a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveLine {
+    /// Its score, from the side to move.
+    pub score: Reported,
+    /// How the score bounds the true one.
+    pub bound: Bound,
+    /// Its moves, in both notations.
+    pub pv: Vec<MoveText>,
+}
+
+/// A search's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveResult {
+    /// The best move, if any.
+    pub best_move: Option<MoveText>,
+    /// The expected reply to it, if known.
+    pub ponder: Option<MoveText>,
+    /// The score, from the side to move.
+    pub score: Reported,
+    /// The lines, best first.
+    pub lines: Vec<LiveLine>,
+    /// The depth reached.
+    pub depth: u32,
+    /// Nodes searched.
+    pub nodes: u64,
+    /// Time searched, ms.
+    pub time_ms: u64,
+    /// How the score bounds the true one.
+    pub bound: Bound,
+    /// The ending the rules impose in the position, if any (then nothing was searched).
+    pub outcome: Option<Outcome>,
+    /// Why the search ended.
+    pub stop_reason: StopReason,
 }
 
 /// Decodes a request under `caps`. Errors name the field: `position.*`, `moves[i]`,
 /// `limits.depth` (out of range: `INVALID_ARGUMENT`), `limits.nodes`, `limits.movetime_ms`,
 /// `multipv` and `moves` (over a cap: `RESOURCE_EXHAUSTED`).
-pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
-    let start = position(f.position, "position")?;
-    let limits = f.limits.copied().unwrap_or_default();
-    if limits.depth > MAX_DEPTH {
-        return Err(ApiError::invalid(
+pub fn decode(f: &LiveRequest, caps: &Caps) -> Result<Query, AnalysisError> {
+    let start = start_position(f.position.as_ref(), "position")?;
+    if f.depth > MAX_DEPTH {
+        return Err(AnalysisError::invalid(
             "limits.depth",
             format!(
                 "{} is out of range (1 to {MAX_DEPTH}, or 0 for none)",
-                limits.depth
+                f.depth
             ),
         ));
     }
-    within("limits.nodes", limits.nodes, caps.max_nodes, "nodes")?;
-    within(
-        "limits.movetime_ms",
-        limits.movetime_ms,
-        caps.max_time_ms,
-        "ms",
-    )?;
+    within("limits.nodes", f.nodes, caps.max_nodes, "nodes")?;
+    within("limits.movetime_ms", f.movetime_ms, caps.max_time_ms, "ms")?;
     within(
         "multipv",
         u64::from(f.multipv),
@@ -112,18 +155,17 @@ pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
         caps.max_moves as u64,
         "moves",
     )?;
-    let read_as = notation(f.notation);
-    let locale = locale(f.locale);
+    let (read_as, locale) = (f.notation, f.locale);
     let mut game = GameState::new(start);
     for (i, text) in f.moves.iter().enumerate() {
         game.play_text(text, read_as, locale)
-            .map_err(|e| ApiError::invalid(format!("moves[{i}]"), e.to_string()))?;
+            .map_err(|e| AnalysisError::invalid(format!("moves[{i}]"), e.to_string()))?;
     }
     let keys = game.history();
     let requested = Limits {
-        depth: (limits.depth > 0).then_some(limits.depth),
-        nodes: (limits.nodes > 0).then_some(limits.nodes),
-        movetime_ms: (limits.movetime_ms > 0).then_some(limits.movetime_ms),
+        depth: (f.depth > 0).then_some(f.depth),
+        nodes: (f.nodes > 0).then_some(f.nodes),
+        movetime_ms: (f.movetime_ms > 0).then_some(f.movetime_ms),
         ..Limits::default()
     };
     Ok(Query {
@@ -143,9 +185,9 @@ pub fn decode(f: Fields<'_>, caps: &Caps) -> Result<Query, ApiError> {
 }
 
 /// `RESOURCE_EXHAUSTED` on `field` when `value` (counted in `unit`) is over the server's `cap`.
-pub(crate) fn within(field: &str, value: u64, cap: u64, unit: &str) -> Result<(), ApiError> {
+pub(crate) fn within(field: &str, value: u64, cap: u64, unit: &str) -> Result<(), AnalysisError> {
     if value > cap {
-        return Err(ApiError::exhausted(
+        return Err(AnalysisError::exhausted(
             field,
             format!("{value} {unit} exceed the server's cap of {cap} {unit}"),
         ));
@@ -153,47 +195,28 @@ pub(crate) fn within(field: &str, value: u64, cap: u64, unit: &str) -> Result<()
     Ok(())
 }
 
-/// Encodes an engine score.
-pub fn score_to_proto(r: Reported) -> pb::EngineScore {
-    pb::EngineScore {
-        value: Some(match r {
-            Reported::Cp(cp) => pb::engine_score::Value::Cp(cp),
-            Reported::Mate(n) => pb::engine_score::Value::Mate(n),
-        }),
-    }
-}
-
-/// Encodes a score's bound.
-pub fn bound_to_proto(b: Bound) -> pb::ScoreBound {
-    match b {
-        Bound::Exact => pb::ScoreBound::Exact,
-        Bound::Lower => pb::ScoreBound::Lower,
-        Bound::Upper => pb::ScoreBound::Upper,
-    }
-}
-
 /// A line of coordinate moves from `pos`, each in UCI and SAN. The engine wrote the moves, so
 /// each is legal in turn; the line stops at a move that is not (never expected).
-fn line(pos: &AnyPosition, moves: &[String], locale: Locale) -> Vec<common::Move> {
+fn line(pos: &AnyPosition, moves: &[String], locale: Locale) -> Vec<MoveText> {
     let mut p = pos.clone();
     let mut out = Vec::with_capacity(moves.len());
     for text in moves {
         let Ok(m) = p.parse_move(text, Notation::Uci, locale) else {
             break;
         };
-        out.push(move_to_proto(&p, m, locale));
+        out.push(MoveText::of(&p, m, locale));
         p.play_unchecked(m);
     }
     out
 }
 
-/// Encodes one progress report of a search from `pos`.
-pub fn info_to_proto(pos: &AnyPosition, p: &Progress, locale: Locale) -> pb::AnalysisInfo {
-    pb::AnalysisInfo {
+/// One progress report of a search from `pos`, its line in both notations.
+pub fn info(pos: &AnyPosition, p: &Progress, locale: Locale) -> LiveInfo {
+    LiveInfo {
         depth: p.depth,
         seldepth: p.seldepth,
         multipv: p.multipv as u32,
-        score: Some(score_to_proto(p.score)),
+        score: p.score,
         nodes: p.nodes,
         nps: p.nps,
         hashfull: p.hashfull,
@@ -237,24 +260,31 @@ pub fn run(
     stop: &AtomicBool,
     time: &dyn TimeSource,
     deadline_ms: Option<u64>,
-    on_info: &mut dyn FnMut(pb::AnalysisInfo),
-) -> pb::AnalysisResult {
+    on_info: &mut dyn FnMut(LiveInfo),
+) -> LiveResult {
     let pos = &query.position;
+    // Nothing searched: no move, no line, nothing counted.
+    let unsearched = |score, bound, outcome| LiveResult {
+        best_move: None,
+        ponder: None,
+        score,
+        lines: Vec::new(),
+        depth: 0,
+        nodes: 0,
+        time_ms: 0,
+        bound,
+        outcome,
+        stop_reason: StopReason::NoMove,
+    };
     if let Some(o) = query.outcome {
-        return pb::AnalysisResult {
-            score: Some(score_to_proto(Reported::of(outcome_score(
-                &o,
-                pos.turn(),
-                0,
-            )))),
-            outcome: Some(outcome_to_proto(o)),
-            stop_reason: pb::StopReason::NoMove as i32,
-            // The ending's score is known exactly.
-            bound: pb::ScoreBound::Exact as i32,
-            ..pb::AnalysisResult::default()
-        };
+        // The ending's score is known exactly.
+        return unsearched(
+            Reported::of(outcome_score(&o, pos.turn(), 0)),
+            Bound::Exact,
+            Some(o),
+        );
     }
-    let mut progress = |p: &Progress| on_info(info_to_proto(pos, p, query.locale));
+    let mut progress = |p: &Progress| on_info(info(pos, p, query.locale));
     let settings = AnalysisSettings {
         limits: query.limits,
         options: SearchOptions {
@@ -282,12 +312,7 @@ pub fn run(
         },
     );
     let Some(best) = a.best.as_deref() else {
-        return pb::AnalysisResult {
-            score: Some(score_to_proto(a.score)),
-            stop_reason: pb::StopReason::NoMove as i32,
-            bound: bound_to_proto(a.bound) as i32,
-            ..pb::AnalysisResult::default()
-        };
+        return unsearched(a.score, a.bound, None);
     };
     let first = line(pos, &[best.to_owned()], query.locale);
     let reply = a.ponder.as_ref().and_then(|p| {
@@ -296,31 +321,31 @@ pub fn run(
         after.play_unchecked(m);
         line(&after, std::slice::from_ref(p), query.locale).pop()
     });
-    pb::AnalysisResult {
+    LiveResult {
         best_move: first.into_iter().next(),
         ponder: reply,
-        score: Some(score_to_proto(a.score)),
+        score: a.score,
         lines: a
             .lines
             .iter()
-            .map(|l| pb::AnalysisLine {
-                score: Some(score_to_proto(l.score)),
-                bound: bound_to_proto(l.bound) as i32,
+            .map(|l| LiveLine {
+                score: l.score,
+                bound: l.bound,
                 pv: line(pos, &l.pv, query.locale),
             })
             .collect(),
         depth: a.depth,
         nodes: a.nodes,
         time_ms: a.time_ms,
-        bound: bound_to_proto(a.bound) as i32,
+        bound: a.bound,
         outcome: None,
         stop_reason: if stop.load(std::sync::atomic::Ordering::Relaxed) {
             // Raised from outside: the caller is gone (nobody reads this), or the server stopped
             // every search to shut down.
-            pb::StopReason::Shutdown
+            StopReason::Shutdown
         } else {
             stop_reason(query, &limits, cut_by_deadline, a.depth, a.nodes, a.time_ms)
-        } as i32,
+        },
     }
 }
 
@@ -333,7 +358,7 @@ fn stop_reason(
     depth: u32,
     nodes: u64,
     time_ms: u64,
-) -> pb::StopReason {
+) -> StopReason {
     let r = &query.requested;
     let own = r.depth.is_some_and(|d| depth >= d)
         || r.nodes.is_some_and(|n| nodes >= n)
@@ -342,15 +367,18 @@ fn stop_reason(
         || ((r.movetime_ms.is_none() || cut_by_deadline)
             && searched.movetime_ms.is_some_and(|t| time_ms >= t));
     if capped && !own {
-        pb::StopReason::ServerCap
+        StopReason::ServerCap
     } else {
-        pb::StopReason::Limit
+        StopReason::Limit
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::convert::analyze_request;
+    use arbiter_proto::analysis::v1 as pb;
+    use arbiter_proto::common::v1 as common;
     use arbiter_proto::common::v1::Variant;
 
     fn request(text: &str, moves: &[&str], limits: pb::SearchLimits) -> pb::AnalyzeRequest {
@@ -409,7 +437,7 @@ mod tests {
                 multipv,
                 ..pb::AnalyzeRequest::default()
             };
-            match decode((&r).into(), &caps) {
+            match decode(&analyze_request(&r), &caps) {
                 Ok(q) => {
                     proptest::prop_assert!(q.limits.nodes.is_some_and(|n| (1..=1000).contains(&n)));
                     proptest::prop_assert!(q.limits.movetime_ms.is_some_and(|t| (1..=100).contains(&t)));
@@ -431,7 +459,7 @@ mod tests {
     #[test]
     fn unset_limits_take_the_caps() {
         let caps = Caps::default();
-        let q = decode((&request("", &[], depth(3))).into(), &caps).unwrap();
+        let q = decode(&analyze_request(&request("", &[], depth(3))), &caps).unwrap();
         assert_eq!(q.requested, Limits::depth(3));
         assert_eq!(q.limits.nodes, Some(caps.max_nodes));
         assert_eq!(q.limits.movetime_ms, Some(caps.max_time_ms));
@@ -448,7 +476,7 @@ mod tests {
             hash_mib: 1,
         };
         let field = |r: &pb::AnalyzeRequest| {
-            let e = decode(r.into(), &caps).unwrap_err();
+            let e = decode(&analyze_request(r), &caps).unwrap_err();
             (e.code(), e.field().unwrap_or("").to_owned())
         };
         use tonic::Code::{InvalidArgument as Bad, ResourceExhausted as Over};
@@ -486,12 +514,12 @@ mod tests {
         let caps = Caps::default();
         // Knights out and back twice: the start position occurs a third time.
         let shuffle = ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1", "Ng8"];
-        let q = decode((&request("", &shuffle, depth(2))).into(), &caps).unwrap();
+        let q = decode(&analyze_request(&request("", &shuffle, depth(2))), &caps).unwrap();
         assert_eq!(q.history.len(), 8);
         assert!(q.outcome.is_none(), "threefold is only claimable");
         // Fool's mate: the game is over, nothing is searched.
         let q = decode(
-            (&request("", &["f3", "e5", "g4", "Qh4#"], depth(2))).into(),
+            &analyze_request(&request("", &["f3", "e5", "g4", "Qh4#"], depth(2))),
             &caps,
         )
         .unwrap();
@@ -502,16 +530,13 @@ mod tests {
             None,
             &mut |_| panic!("no search"),
         );
-        assert_eq!(r.stop_reason, pb::StopReason::NoMove as i32);
+        assert_eq!(r.stop_reason, StopReason::NoMove);
         assert!(r.best_move.is_none());
         assert_eq!(
             r.outcome.unwrap().reason,
-            common::EndReason::Checkmate as i32
+            arbiter_core::EndReason::Checkmate
         );
-        assert_eq!(
-            r.score.unwrap().value,
-            Some(pb::engine_score::Value::Mate(0))
-        );
+        assert_eq!(r.score, Reported::Mate(0));
     }
 
     #[test]
@@ -519,12 +544,11 @@ mod tests {
         let caps = Caps::default();
         // White mates in one: Qxf7#.
         let q = decode(
-            (&request(
+            &analyze_request(&request(
                 "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 2 3",
                 &[],
                 depth(3),
-            ))
-                .into(),
+            )),
             &caps,
         )
         .unwrap();
@@ -538,11 +562,8 @@ mod tests {
         );
         let best = r.best_move.unwrap();
         assert_eq!((best.uci.as_str(), best.san.as_str()), ("f3f7", "Qxf7#"));
-        assert_eq!(
-            r.score.unwrap().value,
-            Some(pb::engine_score::Value::Mate(1))
-        );
-        assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
+        assert_eq!(r.score, Reported::Mate(1));
+        assert_eq!(r.stop_reason, StopReason::Limit);
         assert!(!infos.is_empty());
         assert_eq!(infos.last().unwrap().pv[0].san, "Qxf7#");
     }
@@ -598,7 +619,7 @@ mod tests {
             ..Caps::default()
         };
         let q = decode(
-            (&request("", &[], pb::SearchLimits::default())).into(),
+            &analyze_request(&request("", &[], pb::SearchLimits::default())),
             &caps,
         )
         .unwrap();
@@ -618,7 +639,7 @@ mod tests {
             );
             // Stopped at the first reading past the limit, one more dating the result.
             assert!(r.time_ms <= deadline - started - DEADLINE_MARGIN_MS + 2);
-            assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+            assert_eq!(r.stop_reason, StopReason::ServerCap);
             assert!(r.best_move.is_some());
         }
         // Nothing left: a 1 ms search, stopped at its first look at the clock, still moves.
@@ -636,7 +657,7 @@ mod tests {
             "{}",
             r.nodes
         );
-        assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+        assert_eq!(r.stop_reason, StopReason::ServerCap);
     }
 
     #[test]
@@ -645,7 +666,7 @@ mod tests {
             max_nodes: 5000,
             ..Caps::default()
         };
-        let q = decode((&request("", &[], depth(30))).into(), &caps).unwrap();
+        let q = decode(&analyze_request(&request("", &[], depth(30))), &caps).unwrap();
         let r = run(
             &q,
             &AtomicBool::new(false),
@@ -654,17 +675,16 @@ mod tests {
             &mut |_| {},
         );
         assert_eq!(r.nodes, 5000);
-        assert_eq!(r.stop_reason, pb::StopReason::ServerCap as i32);
+        assert_eq!(r.stop_reason, StopReason::ServerCap);
         let q = decode(
-            (&request(
+            &analyze_request(&request(
                 "",
                 &[],
                 pb::SearchLimits {
                     nodes: 4000,
                     ..Default::default()
                 },
-            ))
-                .into(),
+            )),
             &caps,
         )
         .unwrap();
@@ -676,6 +696,6 @@ mod tests {
             &mut |_| {},
         );
         assert_eq!(r.nodes, 4000);
-        assert_eq!(r.stop_reason, pb::StopReason::Limit as i32);
+        assert_eq!(r.stop_reason, StopReason::Limit);
     }
 }

@@ -15,7 +15,7 @@
 //!   so far at once) and answers every waiting one `UNAVAILABLE`; the threads then exit.
 
 use crate::config::PoolConfig;
-use arbiter_kit::ApiError;
+use crate::error::AnalysisError;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -26,7 +26,7 @@ pub enum Turn<'a> {
     /// Run now; return early when the flag is up.
     Run(&'a AtomicBool),
     /// The job will never run (the pool shut down): answer the request with this error.
-    Refused(ApiError),
+    Refused(AnalysisError),
 }
 
 /// A job: called once, with its turn.
@@ -151,7 +151,12 @@ impl SearchPool {
     /// `stop` is raised first (the request went away), in which case it is dropped unrun.
     /// Refused at once with `RESOURCE_EXHAUSTED` when the queue, or this client's share of it,
     /// is full, and with `UNAVAILABLE` once the pool is shut down.
-    pub fn submit(&self, client: &str, stop: Arc<AtomicBool>, job: Job) -> Result<(), ApiError> {
+    pub fn submit(
+        &self,
+        client: &str,
+        stop: Arc<AtomicBool>,
+        job: Job,
+    ) -> Result<(), AnalysisError> {
         let config = &self.shared.config;
         let mut s = self.shared.lock();
         if s.closed {
@@ -172,7 +177,7 @@ impl SearchPool {
             s.purge();
         }
         if let Some(why) = full(&s) {
-            return Err(ApiError::exhausted("", why));
+            return Err(AnalysisError::exhausted("", why));
         }
         let queue = s.queues.entry(client.to_owned()).or_default();
         if queue.is_empty() {
@@ -217,8 +222,8 @@ impl SearchPool {
     }
 }
 
-fn shutting_down() -> ApiError {
-    ApiError::Unavailable("the server is shutting down".into())
+fn shutting_down() -> AnalysisError {
+    AnalysisError::Unavailable("the server is shutting down".into())
 }
 
 /// An engine thread: takes jobs in turn until the pool shuts down.
@@ -334,11 +339,11 @@ mod tests {
         pool.submit("a", flag(), noop()).unwrap();
         let e = pool.submit("a", flag(), noop()).unwrap_err();
         assert_eq!(e.code(), tonic::Code::ResourceExhausted);
-        assert!(e.description().contains("this client"), "{e}");
+        assert!(e.to_string().contains("this client"), "{e}");
         pool.submit("b", flag(), noop()).unwrap();
         let e = pool.submit("c", flag(), noop()).unwrap_err();
         assert_eq!(e.code(), tonic::Code::ResourceExhausted);
-        assert!(e.description().contains("queue is full"), "{e}");
+        assert!(e.to_string().contains("queue is full"), "{e}");
         assert_eq!(
             pool.load(),
             Load {

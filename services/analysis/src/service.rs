@@ -5,14 +5,15 @@
 //! [`CHECK_EVERY`](arbiter_engine::search::CHECK_EVERY) nodes, or drops it unrun if it is still
 //! waiting.
 
-use crate::batch::{BatchConfig, Caller, JobQueue, decode_job, ended};
+use crate::batch::{BatchConfig, Caller, JobQueue, decode_job};
 use crate::caps::Caps;
-use crate::live::{self, Query};
+use crate::convert;
+use crate::error::AnalysisError;
+use crate::live::{self, LiveInfo, Query};
 use crate::pool::{Job, SearchPool, Turn};
 use arbiter_core::Position;
 use arbiter_engine::TimeSource;
 use arbiter_kit::cpu::{CpuPool, RaiseOnDrop};
-use arbiter_kit::{ApiError, reply};
 use arbiter_proto::analysis::v1 as pb;
 use arbiter_proto::analysis::v1::analysis_service_server::{
     AnalysisService, AnalysisServiceServer,
@@ -104,7 +105,7 @@ impl Analysis {
         client: &str,
         query: Query,
         deadline: Option<u64>,
-        mut on_info: Option<Box<dyn FnMut(pb::AnalysisInfo) -> bool + Send>>,
+        mut on_info: Option<Box<dyn FnMut(LiveInfo) -> bool + Send>>,
         done: Box<dyn FnOnce(Result<pb::AnalysisResult, Status>) + Send>,
     ) -> Result<Arc<AtomicBool>, Status> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -113,7 +114,7 @@ impl Analysis {
             Turn::Refused(e) => done(Err(e.into())),
             Turn::Run(stop) => {
                 if deadline.is_some_and(|d| time.now_ms() >= d) {
-                    return done(Err(ApiError::DeadlineExceeded(
+                    return done(Err(AnalysisError::DeadlineExceeded(
                         "the call's deadline passed while it waited for an engine".into(),
                     )
                     .into()));
@@ -133,7 +134,7 @@ impl Analysis {
                     ms = started.elapsed().as_millis() as u64,
                     "analysis done"
                 );
-                done(Ok(result));
+                done(Ok(result.into()));
             }
         });
         self.backends.pool.submit(client, Arc::clone(&stop), job)?;
@@ -240,17 +241,17 @@ impl AnalysisService for Analysis {
     ) -> Result<Response<Self::AnalyzeStream>, Status> {
         let client = client_name(&req);
         let deadline = deadline(&req, None, self.time.now_ms());
-        let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
+        let query = live::decode(&convert::analyze_request(req.get_ref()), &self.caps)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let unread = Unread::default();
         let (info_tx, gate) = (tx.clone(), unread.clone());
-        let on_info = Box::new(move |info| {
+        let on_info = Box::new(move |info: LiveInfo| {
             if info_tx.is_closed() {
                 return false;
             }
             if gate.admit() {
                 let _ = info_tx.send(Ok(pb::AnalyzeResponse {
-                    update: Some(pb::analyze_response::Update::Info(info)),
+                    update: Some(pb::analyze_response::Update::Info(info.into())),
                 }));
             }
             true
@@ -282,7 +283,7 @@ impl AnalysisService for Analysis {
     ) -> Result<Response<pb::BestMoveResponse>, Status> {
         let client = client_name(&req);
         let deadline = deadline(&req, Some(self.unary_timeout), self.time.now_ms());
-        let query = live::decode(req.get_ref().into(), &self.caps).map_err(Status::from)?;
+        let query = live::decode(&convert::best_move_request(req.get_ref()), &self.caps)?;
         let (tx, rx) = oneshot::channel();
         let done = Box::new(move |r| {
             let _ = tx.send(r);
@@ -296,7 +297,7 @@ impl AnalysisService for Analysis {
                     result: Some(result),
                 })
             }),
-            Err(_) => Err(Status::from(ApiError::Unavailable(
+            Err(_) => Err(Status::from(AnalysisError::Unavailable(
                 "the search ended without a result".into(),
             ))),
         }
@@ -313,15 +314,15 @@ impl AnalysisService for Analysis {
         let decoded = self
             .backends
             .cpu
-            .run(move |_| decode_job(&req, &caps, &batch))
+            .run(move |_| decode_job(&convert::submission(&req), &caps, &batch))
             .await?;
         let (request_id, spec, fingerprint) = decoded?;
-        reply(
-            self.backends
-                .jobs
-                .submit(&caller, request_id, spec, fingerprint)
-                .await,
-        )
+        let submitted = self
+            .backends
+            .jobs
+            .submit(&caller, request_id, spec, fingerprint)
+            .await?;
+        Ok(Response::new(submitted.into()))
     }
 
     async fn get_job(
@@ -334,7 +335,7 @@ impl AnalysisService for Analysis {
             .status(&caller(&req), &req.get_ref().job_id)
             .await?;
         Ok(Response::new(pb::GetJobResponse {
-            status: Some(status),
+            status: Some(status.into()),
         }))
     }
 
@@ -355,8 +356,10 @@ impl AnalysisService for Analysis {
             loop {
                 // The borrow (a lock guard) must end before the await below.
                 let now = { status.borrow_and_update().clone() };
-                let end = ended(now.state);
-                let message = pb::WatchJobResponse { status: Some(now) };
+                let end = now.state.ended();
+                let message = pb::WatchJobResponse {
+                    status: Some(now.into()),
+                };
                 if tx.send(Ok(message)).await.is_err() || end {
                     return;
                 }
@@ -404,8 +407,8 @@ impl AnalysisService for Analysis {
             )
             .await?;
         Ok(Response::new(pb::GetJobResultsResponse {
-            status: Some(status),
-            games,
+            status: Some(status.into()),
+            games: games.into_iter().map(Into::into).collect(),
         }))
     }
 
@@ -419,7 +422,7 @@ impl AnalysisService for Analysis {
             .cancel(&caller(&req), &req.get_ref().job_id)
             .await?;
         Ok(Response::new(pb::CancelJobResponse {
-            status: Some(status),
+            status: Some(status.into()),
         }))
     }
 }

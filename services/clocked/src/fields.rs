@@ -24,44 +24,11 @@ pub fn corrupt(what: impl Into<String>) -> Corrupt {
     Corrupt(what.into())
 }
 
-/// Appends `items` as a packed list to `out`.
-pub fn pack_into<S: AsRef<str>>(out: &mut String, items: &[S]) {
-    for item in items {
-        let item = item.as_ref();
-        out.push_str(&item.len().to_string());
-        out.push(':');
-        out.push_str(item);
-    }
-}
+pub use arbiter_redis_conn::packed::{pack, pack_into};
 
-/// `items` as a packed list (`len:item…`).
-pub fn pack<S: AsRef<str>>(items: &[S]) -> String {
-    let mut out = String::new();
-    pack_into(&mut out, items);
-    out
-}
-
-/// The items of a packed list.
+/// The items of a packed list (see `arbiter_redis_conn::packed`).
 pub fn unpack(text: &str) -> Result<Vec<&str>, Corrupt> {
-    let mut items = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let colon = rest
-            .bytes()
-            .take(11)
-            .position(|b| b == b':')
-            .ok_or_else(|| corrupt("packed list without a length"))?;
-        let len: usize = rest[..colon]
-            .parse()
-            .map_err(|_| corrupt("packed list with a bad length"))?;
-        let body = &rest[colon + 1..];
-        let item = body
-            .get(..len)
-            .ok_or_else(|| corrupt("packed item longer than the list"))?;
-        items.push(item);
-        rest = &body[len..];
-    }
-    Ok(items)
+    arbiter_redis_conn::packed::unpack(text).map_err(Corrupt)
 }
 
 /// Parses a stored number; `what` names it in the error.

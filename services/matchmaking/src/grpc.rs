@@ -1,27 +1,142 @@
 //! The tonic handlers of `arbiter.matchmaking.v1.MatchmakingService`: decode, call the
-//! [`Matchmaker`], encode.
+//! [`Matchmaker`], encode. The only place (with [`crate::backend::GrpcMatches`], the match
+//! service's client) where matchmaking's own types meet the protobuf messages: the conversions
+//! both ways live here, and so does the reader of found matches stored prost-encoded by earlier
+//! versions ([`legacy_match_found`]).
 
 use crate::backend::MatchBackend;
-use crate::domain::{DOMAIN, JoinSpec, Matchmaker};
+use crate::domain::{JoinEvent, JoinSpec, Matchmaker, QueueStatus, Rating};
+use crate::error::{MatchmakingError, PARTNER_NOT_ALLOWED};
+use crate::found::{FoundSeat, MatchFound};
 use crate::pool::Pool;
 use crate::store::PoolStore;
 use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
 use arbiter_core::pairing::wave::RatingRange;
 use arbiter_kit::auth::PlatformAuth;
-use arbiter_kit::convert::variant;
-use arbiter_kit::{ApiError, reply};
+use arbiter_kit::convert::{variant, variant_to_proto};
 use arbiter_proto::matchmaking::v1 as pb;
 use arbiter_proto::matchmaking::v1::matchmaking_service_server::{
     MatchmakingService, MatchmakingServiceServer,
 };
 use std::pin::Pin;
 use std::sync::Arc;
-use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 type Reply<T> = Result<Response<T>, Status>;
+
+/// The reply of a handler: the answer, or the error as its status.
+fn reply<T>(r: Result<T, MatchmakingError>) -> Reply<T> {
+    r.map(Response::new).map_err(Status::from)
+}
+
+impl From<FoundSeat> for pb::FoundSeat {
+    fn from(s: FoundSeat) -> pb::FoundSeat {
+        pb::FoundSeat {
+            player_id: s.player,
+            board: s.board,
+            side: s.side,
+            rating: s.rating,
+        }
+    }
+}
+
+impl From<pb::FoundSeat> for FoundSeat {
+    fn from(s: pb::FoundSeat) -> FoundSeat {
+        FoundSeat {
+            player: s.player_id,
+            board: s.board,
+            side: s.side,
+            rating: s.rating,
+        }
+    }
+}
+
+impl From<MatchFound> for pb::MatchFound {
+    fn from(f: MatchFound) -> pb::MatchFound {
+        pb::MatchFound {
+            pool: f.pool,
+            match_id: f.match_id,
+            seat: Some(f.seat.into()),
+            token: f.token,
+            seats: f.seats.into_iter().map(Into::into).collect(),
+            variant: variant_to_proto(f.variant),
+            time_control: f.time_control,
+            rated: f.rated,
+        }
+    }
+}
+
+impl TryFrom<pb::MatchFound> for MatchFound {
+    type Error = String;
+
+    /// A found match from its message; a message without its seat or with an unknown variant
+    /// is refused.
+    fn try_from(f: pb::MatchFound) -> Result<MatchFound, String> {
+        Ok(MatchFound {
+            seat: f.seat.ok_or("no seat")?.into(),
+            variant: variant(f.variant, "variant").map_err(|e| e.to_string())?,
+            pool: f.pool,
+            match_id: f.match_id,
+            token: f.token,
+            seats: f.seats.into_iter().map(Into::into).collect(),
+            time_control: f.time_control,
+            rated: f.rated,
+        })
+    }
+}
+
+/// Reads a found match stored by versions before the stored form's version 1: the
+/// `MatchFound` message, prost-encoded (see [`crate::found`]). Such values are kept a day at
+/// most, so this reader can go a release after version 1.
+///
+/// # Errors
+/// Not a readable `MatchFound`.
+pub fn legacy_match_found(stored: &[u8]) -> Result<MatchFound, String> {
+    use prost::Message;
+    let message = pb::MatchFound::decode(stored).map_err(|e| e.to_string())?;
+    MatchFound::try_from(message)
+}
+
+impl From<QueueStatus> for pb::QueueStatus {
+    fn from(s: QueueStatus) -> pb::QueueStatus {
+        pb::QueueStatus {
+            pool: s.pool,
+            position: s.position,
+            waiting: s.waiting,
+            waves_missed: s.waves_missed,
+            estimated_wait_ms: s.estimated_wait_ms,
+            rating: s.rating,
+        }
+    }
+}
+
+impl From<JoinEvent> for pb::JoinResponse {
+    fn from(e: JoinEvent) -> pb::JoinResponse {
+        pb::JoinResponse {
+            event: Some(match e {
+                JoinEvent::Status(s) => pb::join_response::Event::Status(s.into()),
+                JoinEvent::Found(f) => pb::join_response::Event::MatchFound(f.into()),
+            }),
+        }
+    }
+}
+
+impl From<Rating> for pb::Rating {
+    fn from(r: Rating) -> pb::Rating {
+        pb::Rating {
+            variant: variant_to_proto(r.variant),
+            speed: r.speed,
+            glicko_rating: r.glicko_rating,
+            glicko_deviation: r.glicko_deviation,
+            glicko_volatility: r.glicko_volatility,
+            elo: r.elo,
+            games: r.games,
+        }
+    }
+}
 
 /// The longest player id, in bytes.
 pub const MAX_PLAYER_ID_BYTES: usize = 128;
@@ -73,12 +188,15 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingGrpc<S, B> {
 }
 
 /// Checks a player id: 1 to 128 bytes, no control characters.
-fn player_id(value: &str, field: &str) -> Result<String, ApiError> {
+fn player_id(value: &str, field: &str) -> Result<String, MatchmakingError> {
     if value.is_empty() {
-        return Err(ApiError::invalid(field, format!("{field} is required")));
+        return Err(MatchmakingError::invalid(
+            field,
+            format!("{field} is required"),
+        ));
     }
     if value.len() > MAX_PLAYER_ID_BYTES {
-        return Err(ApiError::invalid(
+        return Err(MatchmakingError::invalid(
             field,
             format!(
                 "{field} is {} bytes; at most {MAX_PLAYER_ID_BYTES}",
@@ -87,7 +205,7 @@ fn player_id(value: &str, field: &str) -> Result<String, ApiError> {
         ));
     }
     if value.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
+        return Err(MatchmakingError::invalid(
             field,
             format!("{field} holds a control character"),
         ));
@@ -99,17 +217,18 @@ fn player_id(value: &str, field: &str) -> Result<String, ApiError> {
 ///
 /// # Errors
 /// `INVALID_ARGUMENT` naming the field.
-pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, ApiError> {
+pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, MatchmakingError> {
     let player = player_id(&r.player_id, "player_id")?;
-    let variant: Variant = variant(r.variant, "variant")?;
+    let variant: Variant = variant(r.variant, "variant")
+        .map_err(|e| MatchmakingError::invalid("variant", e.description()))?;
     if r.time_control.is_empty() {
-        return Err(ApiError::invalid(
+        return Err(MatchmakingError::invalid(
             "time_control",
             "time_control is required",
         ));
     }
     if r.time_control.len() > MAX_TIME_CONTROL_BYTES {
-        return Err(ApiError::invalid(
+        return Err(MatchmakingError::invalid(
             "time_control",
             format!(
                 "time_control is {} bytes; at most {MAX_TIME_CONTROL_BYTES}",
@@ -118,18 +237,18 @@ pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, ApiError> {
         ));
     }
     let control = TimeControl::parse(&r.time_control)
-        .map_err(|e| ApiError::invalid("time_control", e.to_string()))?;
+        .map_err(|e| MatchmakingError::invalid("time_control", e.to_string()))?;
     let range = match &r.range {
         None => None,
         Some(range) => {
             if range.min > range.max {
-                return Err(ApiError::invalid(
+                return Err(MatchmakingError::invalid(
                     "range",
                     format!("range min {} is above max {}", range.min, range.max),
                 ));
             }
             if range.min < -RATING_LIMIT || range.max > RATING_LIMIT {
-                return Err(ApiError::invalid(
+                return Err(MatchmakingError::invalid(
                     "range",
                     format!("range ends lie within ±{RATING_LIMIT}"),
                 ));
@@ -141,7 +260,7 @@ pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, ApiError> {
         }
     };
     if r.blocked.len() > MAX_BLOCKED {
-        return Err(ApiError::invalid(
+        return Err(MatchmakingError::invalid(
             "blocked",
             format!("{} blocked players; at most {MAX_BLOCKED}", r.blocked.len()),
         ));
@@ -156,15 +275,14 @@ pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, ApiError> {
         None
     } else {
         if variant != Variant::Bughouse {
-            return Err(ApiError::precondition(
-                DOMAIN,
-                "PARTNER_NOT_ALLOWED",
+            return Err(MatchmakingError::precondition(
+                PARTNER_NOT_ALLOWED,
                 format!("only bughouse has partners, not {}", variant.name()),
             ));
         }
         let partner = player_id(&r.partner_id, "partner_id")?;
         if partner == player {
-            return Err(ApiError::invalid(
+            return Err(MatchmakingError::invalid(
                 "partner_id",
                 "a player cannot partner themselves",
             ));
@@ -196,7 +314,9 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         let inner = Arc::clone(&self.inner);
         let shutdown = self.shutting_down.clone();
         tokio::spawn(async move { inner.hold(ticket, tx, shutdown).await });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let events = ReceiverStream::new(rx)
+            .map(|event| event.map(pb::JoinResponse::from).map_err(Status::from));
+        Ok(Response::new(Box::pin(events)))
     }
 
     async fn leave(&self, request: Request<pb::LeaveRequest>) -> Reply<pb::LeaveResponse> {
@@ -214,7 +334,7 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         let r = request.get_ref();
         let player = player_id(&r.player_id, "player_id")?;
         if r.match_id.is_empty() || r.match_id.len() > MAX_MATCH_ID_BYTES {
-            return Err(ApiError::invalid(
+            return Err(MatchmakingError::invalid(
                 "match_id",
                 format!("match_id must be 1 to {MAX_MATCH_ID_BYTES} bytes"),
             )
@@ -231,7 +351,9 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         self.platform.check(&request)?;
         let player = player_id(&request.get_ref().player_id, "player_id")?;
         let ratings = self.inner.ratings(&player).await;
-        reply(ratings.map(|ratings| pb::GetRatingsResponse { ratings }))
+        reply(ratings.map(|ratings| pb::GetRatingsResponse {
+            ratings: ratings.into_iter().map(Into::into).collect(),
+        }))
     }
 }
 
@@ -248,7 +370,7 @@ mod tests {
         }
     }
 
-    fn field(r: Result<JoinSpec, ApiError>) -> String {
+    fn field(r: Result<JoinSpec, MatchmakingError>) -> String {
         r.unwrap_err().field().unwrap_or("").to_owned()
     }
 
@@ -287,7 +409,7 @@ mod tests {
         r.partner_id = "b".into();
         assert!(matches!(
             join_spec(&r),
-            Err(ApiError::FailedPrecondition {
+            Err(MatchmakingError::Precondition {
                 reason: "PARTNER_NOT_ALLOWED",
                 ..
             })
@@ -297,5 +419,45 @@ mod tests {
         assert_eq!(field(join_spec(&r)), "partner_id");
         r.partner_id = "b".into();
         assert_eq!(join_spec(&r).unwrap().partner.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn found_matches_stored_prost_encoded_by_earlier_versions_are_read() {
+        use prost::Message;
+        let seat = |player: &str, board, side| FoundSeat {
+            player: player.into(),
+            board,
+            side,
+            rating: 1450,
+        };
+        let found = MatchFound {
+            pool: "bughouse/3+2/casual".into(),
+            match_id: "m-7".into(),
+            seat: seat("c", 2, 1),
+            token: "tok".into(),
+            seats: vec![
+                seat("a", 1, 1),
+                seat("b", 1, 2),
+                seat("c", 2, 1),
+                seat("d", 2, 2),
+            ],
+            variant: Variant::Bughouse,
+            time_control: "3+2".into(),
+            rated: false,
+        };
+        // What earlier versions stored: the message itself.
+        let old = pb::MatchFound::from(found.clone()).encode_to_vec();
+        assert_eq!(MatchFound::decode(&old), Ok(found.clone()));
+        assert_eq!(legacy_match_found(&old), Ok(found.clone()));
+        // What this version stores reads back the same.
+        assert_eq!(
+            MatchFound::decode(found.encode().as_bytes()),
+            Ok(found.clone())
+        );
+        // Unreadable old values are refused.
+        let mut no_seat = pb::MatchFound::from(found);
+        no_seat.seat = None;
+        assert!(MatchFound::decode(&no_seat.encode_to_vec()).is_err());
+        assert!(MatchFound::decode(b"\xff\xff\xff").is_err());
     }
 }

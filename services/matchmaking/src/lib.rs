@@ -20,6 +20,8 @@
 pub mod backend;
 pub mod config;
 pub mod domain;
+pub mod error;
+pub mod found;
 pub mod grpc;
 pub mod pool;
 pub mod ratings;
@@ -29,6 +31,7 @@ pub use arbiter_redis_conn::RedisArgs;
 pub use backend::{GrpcMatches, MatchBackend};
 pub use config::{MatchmakingArgs, MatchmakingConfig, Tuning};
 pub use domain::Matchmaker;
+pub use error::MatchmakingError;
 
 use arbiter_kit::auth::PlatformAuth;
 use arbiter_kit::{Host, ServeConfig, ServeError};

@@ -5,9 +5,10 @@
 
 use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
+use arbiter_matchmaking::MatchmakingError;
 use arbiter_matchmaking::Tuning;
 use arbiter_matchmaking::backend::{BackendError, CreatedMatch, MatchBackend, MatchEnd, NewMatch};
-use arbiter_matchmaking::domain::{JoinSpec, Matchmaker, Ticket};
+use arbiter_matchmaking::domain::{JoinEvent, JoinSpec, Matchmaker, Ticket};
 use arbiter_matchmaking::pool::{Follow, Pairing, Pool};
 use arbiter_matchmaking::store::memory::MemoryStore;
 use arbiter_matchmaking::store::redis::RedisStore;
@@ -195,8 +196,8 @@ async fn disconnect_removes_the_player<S: PoolStore>(store: S) {
     });
     let first = rx.recv().await.unwrap().unwrap();
     assert!(matches!(
-        first.event,
-        Some(arbiter_proto::matchmaking::v1::join_response::Event::Status(ref s)) if s.waiting == 1 && s.position == 1
+        first,
+        JoinEvent::Status(ref s) if s.waiting == 1 && s.position == 1
     ));
     drop(rx);
     tokio::time::timeout(Duration::from_secs(5), held)
@@ -573,7 +574,7 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
     assert!(!store.leave("g1", Some(s1)).await.unwrap());
     assert!(matches!(
         mm.join(spec("g1", Variant::Chess)).await.unwrap_err(),
-        arbiter_kit::ApiError::FailedPrecondition {
+        MatchmakingError::Precondition {
             reason: "MATCHING",
             ..
         }
@@ -594,6 +595,39 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
     let newer = store.lock(&name, 30_000).await.unwrap().unwrap();
     assert!(newer > fence);
     assert_eq!(store.commit(&name, fence, &[], &[]).await.unwrap(), None);
+}
+
+/// A wave of more pairings than Lua's `unpack` takes at once (about 8,000) commits in one step.
+#[tokio::test]
+async fn redis_commits_a_wave_of_many_pairings() {
+    let redis = arbiter_testkit::redis().await;
+    let store = RedisStore::connect(&redis.url).await.unwrap();
+    let mm = Matchmaker::new(store, FakeMatches::new(Mode::Create), tuning());
+    join(&mm, "x0").await;
+    join(&mm, "x1").await;
+    let name = pool(Variant::Chess).name();
+    let fence = mm.store().lock(&name, 30_000).await.unwrap().unwrap();
+    let mut pairings: Vec<Pairing> = (0..10_000)
+        .map(|i| Pairing {
+            id: format!("gone-{i}"),
+            members: vec![format!("g{i}a"), format!("g{i}b")],
+        })
+        .collect();
+    pairings.push(Pairing {
+        id: "real".into(),
+        members: vec!["x0".into(), "x1".into()],
+    });
+    let unpaired: Vec<String> = (0..20_000).map(|i| format!("u{i}")).collect();
+    let done = mm
+        .store()
+        .commit(&name, fence, &pairings, &unpaired)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.len(), 10_001);
+    assert_eq!(done.iter().filter(|d| **d).count(), 1);
+    assert!(done[10_000]);
+    assert_eq!(mm.store().making(&name).await.unwrap().len(), 1);
 }
 
 /// Runs each store-generic test above against the in-process store (`memory_<name>`) and a fresh

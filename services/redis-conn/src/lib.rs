@@ -5,9 +5,10 @@
 //! ([`RedisArgs`], flags and environment, resolved in `main` into a [`RedisConfig`]) and kept out
 //! of logs ([`redact_url`]), and a connection made in the background and retried until Redis
 //! answers ([`connect_in_background`], [`wait_connected`]), so that a service starts, and
-//! reports `NOT_SERVING`, before Redis is up. [`script`]: named arguments for Lua scripts.
+//! reports `NOT_SERVING`, before Redis is up. [`script`]: named arguments for Lua scripts; [`packed`]: the packed-list encoding every store uses.
 #![warn(missing_docs)]
 
+pub mod packed;
 pub mod script;
 
 use arbiter_kit::retry::{Backoff, RetryPolicy};

@@ -2,10 +2,12 @@
 //! threads: jobs take turns game by game, results are kept for the job's retention, and each
 //! job's status is published on a watch channel.
 
-use super::{BatchConfig, Caller, JobSpec, analyse_game, page_size, status_of};
+use super::{
+    BatchConfig, Caller, GameResult, JobSpec, JobStatus, Submitted, analyse_game, page_size,
+    status_of,
+};
+use crate::error::AnalysisError;
 use arbiter_engine::TimeSource;
-use arbiter_kit::ApiError;
-use arbiter_proto::analysis::v1 as pb;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -19,7 +21,7 @@ struct Job {
     request_id: String,
     fingerprint: u64,
     spec: Arc<JobSpec>,
-    results: Vec<Option<pb::GameResult>>,
+    results: Vec<Option<GameResult>>,
     games_done: usize,
     positions: u64,
     positions_done: Arc<AtomicU64>,
@@ -29,11 +31,11 @@ struct Job {
     /// The next game to hand out (games are taken in order).
     next_game: usize,
     expires: Instant,
-    status: watch::Sender<pb::JobStatus>,
+    status: watch::Sender<JobStatus>,
 }
 
 impl Job {
-    fn snapshot(&self, id: &str) -> pb::JobStatus {
+    fn snapshot(&self, id: &str) -> JobStatus {
         let left = self.expires.saturating_duration_since(Instant::now());
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -91,7 +93,7 @@ impl Store {
     }
 
     /// `caller`'s job `id`. Another caller's job is `NOT_FOUND`, exactly as an unknown one.
-    fn job(&mut self, caller: &Caller, id: &str) -> Result<&mut Job, ApiError> {
+    fn job(&mut self, caller: &Caller, id: &str) -> Result<&mut Job, AnalysisError> {
         self.expire();
         self.jobs
             .get_mut(id)
@@ -155,35 +157,34 @@ impl Jobs {
         request_id: String,
         spec: JobSpec,
         fingerprint: u64,
-    ) -> Result<pb::SubmitJobResponse, ApiError> {
+    ) -> Result<Submitted, AnalysisError> {
         let mut s = self.shared.lock();
         if s.closed {
-            return Err(ApiError::Unavailable("the server is shutting down".into()));
+            return Err(AnalysisError::Unavailable(
+                "the server is shutting down".into(),
+            ));
         }
         s.expire();
         let key = (*caller, request_id);
         if let Some(id) = s.by_request.get(&key).cloned() {
             let job = &s.jobs[&id];
             if job.fingerprint != fingerprint {
-                return Err(ApiError::AlreadyExists(format!(
-                    "request_id {} was used for another job",
-                    arbiter_kit::error::quote(&key.1)
-                )));
+                return Err(AnalysisError::RequestIdReused(key.1));
             }
-            return Ok(pb::SubmitJobResponse {
-                status: Some(job.snapshot(&id)),
+            return Ok(Submitted {
+                status: job.snapshot(&id),
                 duplicate: true,
             });
         }
         if s.jobs.len() >= self.shared.config.max_jobs {
-            return Err(ApiError::exhausted(
+            return Err(AnalysisError::exhausted(
                 "",
                 "the server holds its maximum of jobs; retry later",
             ));
         }
         let held: u64 = s.jobs.values().map(|j| j.positions).sum();
         if held + spec.positions() > self.shared.config.max_positions {
-            return Err(ApiError::exhausted(
+            return Err(AnalysisError::exhausted(
                 "",
                 format!(
                     "the job's {} positions do not fit beside the {held} held (at most {}); \
@@ -209,7 +210,7 @@ impl Jobs {
             running: 0,
             next_game: 0,
             expires: Instant::now() + self.shared.config.ttl,
-            status: watch::channel(pb::JobStatus::default()).0,
+            status: watch::channel(JobStatus::default()).0,
         };
         let status = job.snapshot(&id);
         job.status.send_replace(status.clone());
@@ -218,14 +219,14 @@ impl Jobs {
         s.ring.push_back(id.clone());
         drop(s);
         self.shared.ready.notify_all();
-        Ok(pb::SubmitJobResponse {
-            status: Some(status),
+        Ok(Submitted {
+            status,
             duplicate: false,
         })
     }
 
     /// The status of `caller`'s job.
-    pub fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub fn status(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
         let mut s = self.shared.lock();
         Ok(s.job(caller, id)?.snapshot(id))
     }
@@ -235,7 +236,7 @@ impl Jobs {
         &self,
         caller: &Caller,
         id: &str,
-    ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+    ) -> Result<watch::Receiver<JobStatus>, AnalysisError> {
         let mut s = self.shared.lock();
         let job = s.job(caller, id)?;
         let rx = job.status.subscribe();
@@ -251,7 +252,7 @@ impl Jobs {
         id: &str,
         offset: usize,
         limit: usize,
-    ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
+    ) -> Result<(JobStatus, Vec<GameResult>), AnalysisError> {
         let limit = page_size(limit, self.shared.config.page);
         let mut s = self.shared.lock();
         let job = s.job(caller, id)?;
@@ -267,7 +268,7 @@ impl Jobs {
     }
 
     /// Cancels `caller`'s job: games not started are dropped, running ones stop.
-    pub fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub fn cancel(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
         let mut s = self.shared.lock();
         let job = s.job(caller, id)?;
         if !job.ended() {
@@ -344,10 +345,10 @@ fn work(shared: &Shared) {
             // A bug, not the input's fault (the game was checked): the game is recorded as
             // failed so that the job still ends.
             tracing::error!(job = %id, game = index, "a game's analysis panicked");
-            Some(pb::GameResult {
+            Some(GameResult {
                 index: index as u32,
                 error: "internal error while analysing this game".into(),
-                ..pb::GameResult::default()
+                ..GameResult::default()
             })
         });
         let mut s = shared.lock();

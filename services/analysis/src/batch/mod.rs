@@ -2,10 +2,14 @@
 //! classified and each player's accuracy computed (`arbiter_engine::review`); bughouse matches
 //! evaluated move by move on their boards, without verdicts.
 //!
-//! - [`decode_job`]: a `SubmitJobRequest` checked into a [`JobSpec`] (PGN, move lists or BPGN,
-//!   the per-ply limit, the caps), with a fingerprint of its content for idempotence;
+//! - [`types`]: the values of jobs ([`Submission`], [`JobStatus`], [`GameResult`], …); the
+//!   gRPC layer converts them to and from the wire, the batch side never sees protobuf;
+//! - [`decode_job`]: a [`Submission`] checked into a [`JobSpec`] (PGN, move lists or BPGN,
+//!   the per-ply limit, the caps), with the fingerprint of its content for idempotence;
 //! - [`analyse_game`]: one work item, a game, analysed on the calling thread into its
-//!   `GameResult`;
+//!   [`GameResult`];
+//! - [`record`]: the versioned encoding of items and results in Redis ([`legacy`] reads what
+//!   the previous version wrote, prost-encoded);
 //! - [`memory::Jobs`]: the in-process queue and result store of `arbiter serve`, with its worker
 //!   threads (jobs take turns, one game each), retention and status watchers;
 //! - [`redis::RedisJobs`] and [`redis::run_workers`]: the same on Redis Streams, shared by any
@@ -15,7 +19,9 @@
 //!   answers only to the caller that submitted it.
 
 use crate::caps::{Caps, MAX_DEPTH};
-use crate::live::{score_to_proto, within};
+use crate::domain::start_position;
+use crate::error::AnalysisError;
+use crate::live::within;
 use arbiter_core::bughouse::{BoardId, Match, Seat, read_bpgn};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
 use arbiter_core::{AnyMove, AnyPosition, Color, GameState, Locale, Position, Variant, chess};
@@ -23,21 +29,23 @@ use arbiter_engine::analyze::AnalysisSettings;
 use arbiter_engine::review::{GameLine, Judgement, PositionEval, evaluate_position, review_game};
 use arbiter_engine::score::Reported;
 use arbiter_engine::{Limits, SearchOptions, TimeSource};
-use arbiter_kit::ApiError;
-use arbiter_kit::convert::{
-    move_to_proto, notation, position, position_to_proto, variant_to_proto,
-};
-use arbiter_proto::analysis::v1 as pb;
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
+pub mod legacy;
 pub mod memory;
+pub mod record;
 pub mod redis;
+pub mod types;
 pub mod worker;
 
 pub use memory::Jobs;
+pub use types::{
+    GameResult, GamesInput, JobState, JobStatus, ListedGame, MoveText, PlyResult, StartInput,
+    Submission, Submitted, VariantInput, Verdict,
+};
 
 /// Bounds and settings of batch jobs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,11 +149,8 @@ impl std::fmt::Debug for Caller {
 }
 
 /// `NOT_FOUND` for job `id`: unknown, expired, or another caller's (the same answer for all).
-fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!(
-        "no job {} (unknown or expired)",
-        arbiter_kit::error::quote(id)
-    ))
+fn not_found(id: &str) -> AnalysisError {
+    AnalysisError::JobNotFound(id.to_owned())
 }
 
 /// One game of a job.
@@ -193,8 +198,8 @@ impl JobSpec {
     }
 }
 
-fn bughouse(field: String) -> ApiError {
-    ApiError::invalid(
+fn bughouse(field: String) -> AnalysisError {
+    AnalysisError::invalid(
         field,
         "bughouse matches are sent as BPGN (the bpgn field), with both boards",
     )
@@ -204,28 +209,27 @@ fn bughouse(field: String) -> ApiError {
 /// the job, and a fingerprint of the request's content (the same content gives the same
 /// fingerprint), to tell a retry from another request under the same id.
 pub fn decode_job(
-    req: &pb::SubmitJobRequest,
+    req: &Submission,
     caps: &Caps,
     config: &BatchConfig,
-) -> Result<(String, JobSpec, u64), ApiError> {
+) -> Result<(String, JobSpec, u64), AnalysisError> {
     let id = req.request_id.as_str();
     if id.is_empty() || id.len() > MAX_REQUEST_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic())
     {
-        return Err(ApiError::invalid(
+        return Err(AnalysisError::invalid(
             "request_id",
             format!("1 to {MAX_REQUEST_ID_BYTES} printable ASCII characters are required"),
         ));
     }
-    let ply = req.per_ply.unwrap_or_default();
-    let limits = match (ply.depth, ply.nodes) {
+    let limits = match (req.per_ply_depth, req.per_ply_nodes) {
         (0, 0) | (1.., 1..) => {
-            return Err(ApiError::invalid(
+            return Err(AnalysisError::invalid(
                 "per_ply",
                 "set exactly one of depth and nodes",
             ));
         }
         (d, 0) if d > MAX_DEPTH => {
-            return Err(ApiError::invalid(
+            return Err(AnalysisError::invalid(
                 "per_ply.depth",
                 format!("{d} is out of range (1 to {MAX_DEPTH})"),
             ));
@@ -238,24 +242,19 @@ pub fn decode_job(
     };
     let games = match &req.games {
         None => {
-            return Err(ApiError::invalid(
+            return Err(AnalysisError::invalid(
                 "games",
                 "one of pgn, move_lists and bpgn is required",
             ));
         }
-        Some(pb::submit_job_request::Games::Pgn(text)) => pgn_games(text, config)?,
-        Some(pb::submit_job_request::Games::MoveLists(list)) => listed_games(list, config)?,
-        Some(pb::submit_job_request::Games::Bpgn(text)) => bpgn_games(text, config)?,
+        Some(GamesInput::Pgn(text)) => pgn_games(text, config)?,
+        Some(GamesInput::MoveLists(list)) => listed_games(list, config)?,
+        Some(GamesInput::Bpgn(text)) => bpgn_games(text, config)?,
     };
     if games.is_empty() {
-        return Err(ApiError::invalid("games", "the job has no game"));
+        return Err(AnalysisError::invalid("games", "the job has no game"));
     }
-    // SHA-256 of the request's encoding without its id: a specified hash, so processes of
-    // different builds sharing jobs agree on it.
-    let mut content = req.clone();
-    content.request_id.clear();
-    let digest = Sha256::digest(prost::Message::encode_to_vec(&content));
-    let fingerprint = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
+    let fingerprint = req.fingerprint;
     Ok((
         id.to_owned(),
         JobSpec {
@@ -267,20 +266,20 @@ pub fn decode_job(
     ))
 }
 
-fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
+fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, AnalysisError> {
     let limits = PgnLimits {
         max_games: config.max_games,
         max_plies_per_game: config.max_plies,
         ..PgnLimits::default()
     };
     let mut games =
-        read_games_with(text, &limits).map_err(|e| ApiError::invalid("pgn", e.to_string()))?;
+        read_games_with(text, &limits).map_err(|e| AnalysisError::invalid("pgn", e.to_string()))?;
     games
         .iter_mut()
         .enumerate()
         .map(|(i, g)| {
             let fail = |e: &dyn std::fmt::Display| {
-                ApiError::invalid("pgn", format!("game {}: {e}", i + 1))
+                AnalysisError::invalid("pgn", format!("game {}: {e}", i + 1))
             };
             if g.variant().map_err(|e| fail(&e))? == Variant::Bughouse {
                 return Err(bughouse("pgn".into()));
@@ -296,15 +295,14 @@ fn pgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
         .collect()
 }
 
-fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
+fn listed_games(list: &[ListedGame], config: &BatchConfig) -> Result<Vec<Game>, AnalysisError> {
     within(
         "move_lists.games",
-        list.games.len() as u64,
+        list.len() as u64,
         config.max_games as u64,
         "games",
     )?;
-    list.games
-        .iter()
+    list.iter()
         .enumerate()
         .map(|(i, g)| {
             listed_game(g, &format!("move_lists.games[{i}]"), config.max_plies).map(Game::Line)
@@ -313,10 +311,10 @@ fn listed_games(list: &pb::GameList, config: &BatchConfig) -> Result<Vec<Game>, 
 }
 
 /// BPGN matches, each replayed on both boards (reserves flowing between them).
-fn bpgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
-    let games = read_bpgn(text).map_err(|e| ApiError::invalid("bpgn", e.to_string()))?;
+fn bpgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, AnalysisError> {
+    let games = read_bpgn(text).map_err(|e| AnalysisError::invalid("bpgn", e.to_string()))?;
     if games.len() > config.max_games {
-        return Err(ApiError::invalid(
+        return Err(AnalysisError::invalid(
             "bpgn",
             format!("{} games; at most {}", games.len(), config.max_games),
         ));
@@ -326,7 +324,7 @@ fn bpgn_games(text: &str, config: &BatchConfig) -> Result<Vec<Game>, ApiError> {
         .enumerate()
         .map(|(i, mut g)| {
             let fail = |e: &dyn std::fmt::Display| {
-                ApiError::invalid("bpgn", format!("game {}: {e}", i + 1))
+                AnalysisError::invalid("bpgn", format!("game {}: {e}", i + 1))
             };
             if g.moves.len() > config.max_plies {
                 return Err(fail(&format!(
@@ -387,8 +385,12 @@ fn seat_of(letter: char) -> Option<Seat> {
 }
 
 /// One listed game (named `field` in errors), of at most `max_plies` moves.
-fn listed_game(g: &pb::GameMoves, field: &str, max_plies: usize) -> Result<GameSpec, ApiError> {
-    let start = position(g.start.as_ref(), &format!("{field}.start"))?;
+pub(crate) fn listed_game(
+    g: &ListedGame,
+    field: &str,
+    max_plies: usize,
+) -> Result<GameSpec, AnalysisError> {
+    let start = start_position(g.start.as_ref(), &format!("{field}.start"))?;
     if start.variant() == Variant::Bughouse {
         return Err(bughouse(format!("{field}.start.variant")));
     }
@@ -405,8 +407,8 @@ fn listed_game(g: &pb::GameMoves, field: &str, max_plies: usize) -> Result<GameS
         .enumerate()
         .map(|(j, text)| {
             state
-                .play_text(text, notation(g.notation), Locale::English)
-                .map_err(|e| ApiError::invalid(format!("{field}.moves[{j}]"), e.to_string()))
+                .play_text(text, g.notation, Locale::English)
+                .map_err(|e| AnalysisError::invalid(format!("{field}.moves[{j}]"), e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(GameSpec { start, moves })
@@ -427,89 +429,29 @@ impl Game {
         }
     }
 
-    /// The game as a queue's work item, encoded as a `GameMoves` message (so that any worker,
-    /// of any build, reads it back the same way): its start and its moves in UCI. A bughouse
-    /// match's start is its BFEN (variant `BUGHOUSE`), and each move is prefixed by its seat's
-    /// letter (`A` White on A, `a` Black on A, `B`, `b`): `Ae2e4`, `bP@f6`.
-    pub fn to_item(&self) -> Vec<u8> {
-        let message = match self {
-            Game::Line(g) => {
-                let line = GameLine::replay(&g.start, &g.moves);
-                pb::GameMoves {
-                    start: Some(position_to_proto(&g.start)),
-                    moves: g
-                        .moves
-                        .iter()
-                        .zip(&line.positions)
-                        .map(|(&m, before)| move_to_proto(before, m, Locale::English).uci)
-                        .collect(),
-                    notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
-                }
-            }
-            Game::Bughouse(b) => {
-                let mut m = b.start.clone();
-                let moves = b
-                    .moves
-                    .iter()
-                    .map(|&(seat, mv)| {
-                        let before = AnyPosition::Crazyhouse(*m.board(seat.board));
-                        let uci = before.move_to_uci(AnyMove::Chess(mv));
-                        m.play_checked(seat, mv, Locale::English);
-                        format!("{}{uci}", seat_letter(seat))
-                    })
-                    .collect();
-                pb::GameMoves {
-                    start: Some(arbiter_proto::common::v1::Position {
-                        variant: variant_to_proto(Variant::Bughouse),
-                        text: b.start.to_bfen(),
-                        rules: Vec::new(),
-                    }),
-                    moves,
-                    notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
-                }
-            }
-        };
-        prost::Message::encode_to_vec(&message)
+    /// The game as a queue's work item, in the store's own versioned encoding
+    /// ([`record::encode_item`]): its start and its moves in UCI (a bughouse match's start is
+    /// its BFEN, each move prefixed by its seat's letter: `Ae2e4`, `bP@f6`).
+    pub fn to_item(&self) -> String {
+        record::encode_item(self)
     }
 
-    /// A work item read back: decoded and replayed, every move legal in turn.
+    /// A work item read back (in this version's encoding or the previous one's): decoded and
+    /// replayed, every move legal in turn.
     ///
     /// # Errors
     /// What cannot be decoded or played, in words.
     pub fn from_item(item: &[u8]) -> Result<Game, String> {
-        let g: pb::GameMoves =
-            prost::Message::decode(item).map_err(|e| format!("cannot decode the item: {e}"))?;
-        let bughouse = g
-            .start
-            .as_ref()
-            .is_some_and(|p| p.variant == variant_to_proto(Variant::Bughouse));
-        if !bughouse {
-            return listed_game(&g, "item", MAX_ITEM_PLIES)
-                .map(Game::Line)
-                .map_err(|e| e.to_string());
-        }
-        if g.moves.len() > MAX_ITEM_PLIES {
-            return Err(format!("{} moves; at most {MAX_ITEM_PLIES}", g.moves.len()));
-        }
-        let bfen = g.start.as_ref().map_or("", |p| p.text.as_str());
-        let start = Match::from_bfen(bfen).map_err(|e| format!("item.start: {e}"))?;
-        let moves = g
-            .moves
-            .iter()
-            .map(|text| {
-                let mut chars = text.chars();
-                let seat = chars
-                    .next()
-                    .and_then(seat_of)
-                    .ok_or_else(|| format!("{text}: no seat letter"))?;
-                Ok((seat, chars.as_str()))
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        bughouse_line(start, moves.into_iter())
+        record::decode_item(item)
     }
 }
 
-fn white_score(e: &PositionEval) -> Option<pb::EngineScore> {
+/// A move of `pos` in both notations (SAN in English).
+fn move_text(pos: &AnyPosition, m: AnyMove) -> MoveText {
+    MoveText::of(pos, m, Locale::English)
+}
+
+fn white_score(e: &PositionEval) -> Option<Reported> {
     e.reported.map(|(r, _)| {
         let flip = |n: i32| {
             if e.turn == arbiter_core::Color::White {
@@ -518,19 +460,19 @@ fn white_score(e: &PositionEval) -> Option<pb::EngineScore> {
                 -n
             }
         };
-        score_to_proto(match r {
+        match r {
             Reported::Cp(cp) => Reported::Cp(flip(cp)),
             Reported::Mate(n) => Reported::Mate(flip(n)),
-        })
+        }
     })
 }
 
-fn judgement_to_proto(j: Option<Judgement>) -> pb::Judgement {
+fn verdict_of(j: Option<Judgement>) -> Verdict {
     match j {
-        None => pb::Judgement::Good,
-        Some(Judgement::Inaccuracy) => pb::Judgement::Inaccuracy,
-        Some(Judgement::Mistake) => pb::Judgement::Mistake,
-        Some(Judgement::Blunder) => pb::Judgement::Blunder,
+        None => Verdict::Good,
+        Some(Judgement::Inaccuracy) => Verdict::Inaccuracy,
+        Some(Judgement::Mistake) => Verdict::Mistake,
+        Some(Judgement::Blunder) => Verdict::Blunder,
     }
 }
 
@@ -544,7 +486,7 @@ pub fn analyse_game(
     stop: &AtomicBool,
     time: &dyn TimeSource,
     on_position: &mut dyn FnMut(),
-) -> Option<pb::GameResult> {
+) -> Option<GameResult> {
     let settings = AnalysisSettings {
         limits: spec.limits,
         options: SearchOptions {
@@ -570,7 +512,7 @@ fn analyse_bughouse(
     stop: &AtomicBool,
     time: &dyn TimeSource,
     on_position: &mut dyn FnMut(),
-) -> Option<pb::GameResult> {
+) -> Option<GameResult> {
     let mut m = game.start.clone();
     let mut plies = Vec::with_capacity(game.moves.len());
     for &(seat, mv) in &game.moves {
@@ -589,15 +531,15 @@ fn analyse_bughouse(
         on_position();
         let played = AnyMove::Chess(mv);
         let uci = before.move_to_uci(played);
-        plies.push(pb::PlyResult {
-            r#move: Some(move_to_proto(&before, played, Locale::English)),
+        plies.push(PlyResult {
+            played: move_text(&before, played),
             eval_after: white_score(&eval),
-            judgement: pb::Judgement::Unspecified as i32,
+            verdict: Verdict::Unjudged,
             better: best.best.filter(|b| *b != uci).and_then(|b| {
                 let m = before
                     .parse_move(&b, arbiter_core::Notation::Uci, Locale::English)
                     .ok()?;
-                Some(move_to_proto(&before, m, Locale::English))
+                Some(move_text(&before, m))
             }),
             board: seat.board.letter().to_string(),
         });
@@ -605,10 +547,10 @@ fn analyse_bughouse(
     if stop.load(Ordering::Relaxed) {
         return None;
     }
-    Some(pb::GameResult {
+    Some(GameResult {
         index: index as u32,
         plies,
-        ..pb::GameResult::default()
+        ..GameResult::default()
     })
 }
 
@@ -620,7 +562,7 @@ fn analyse_line(
     stop: &AtomicBool,
     time: &dyn TimeSource,
     on_position: &mut dyn FnMut(),
-) -> Option<pb::GameResult> {
+) -> Option<GameResult> {
     let line = GameLine::replay(&game.start, &game.moves);
     let positions = &line.positions;
     let mut evals = Vec::with_capacity(positions.len());
@@ -641,33 +583,29 @@ fn analyse_line(
         .enumerate()
         .map(|(i, verdict)| {
             let before = &positions[i];
-            pb::PlyResult {
-                r#move: Some(move_to_proto(before, game.moves[i], Locale::English)),
+            PlyResult {
+                played: move_text(before, game.moves[i]),
                 eval_after: white_score(&evals[i + 1]),
-                judgement: judgement_to_proto(verdict.judgement) as i32,
+                verdict: verdict_of(verdict.judgement),
                 better: verdict.better.as_deref().and_then(|uci| {
                     let m = before
                         .parse_move(uci, arbiter_core::Notation::Uci, Locale::English)
                         .ok()?;
-                    Some(move_to_proto(before, m, Locale::English))
+                    Some(move_text(before, m))
                 }),
                 board: String::new(),
             }
         })
         .collect();
     let [w, b] = review.counts.map(|c| c.map(|n| n as u32));
-    Some(pb::GameResult {
+    Some(GameResult {
         index: index as u32,
         start_eval: white_score(&evals[0]),
         plies,
         white_accuracy: review.accuracy.white,
         black_accuracy: review.accuracy.black,
-        white_inaccuracies: w[0],
-        white_mistakes: w[1],
-        white_blunders: w[2],
-        black_inaccuracies: b[0],
-        black_mistakes: b[1],
-        black_blunders: b[2],
+        white_counts: w,
+        black_counts: b,
         error: String::new(),
     })
 }
@@ -694,7 +632,7 @@ impl JobQueue {
         request_id: String,
         spec: JobSpec,
         fingerprint: u64,
-    ) -> Result<pb::SubmitJobResponse, ApiError> {
+    ) -> Result<Submitted, AnalysisError> {
         match self {
             JobQueue::Memory(jobs) => jobs.submit(caller, request_id, spec, fingerprint),
             JobQueue::Redis(jobs) => jobs.submit(caller, &request_id, &spec, fingerprint).await,
@@ -703,7 +641,7 @@ impl JobQueue {
 
     /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another
     /// caller's.
-    pub async fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub async fn status(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
         match self {
             JobQueue::Memory(jobs) => jobs.status(caller, id),
             JobQueue::Redis(jobs) => jobs.status(caller, id).await,
@@ -716,7 +654,7 @@ impl JobQueue {
         &self,
         caller: &Caller,
         id: &str,
-    ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+    ) -> Result<watch::Receiver<JobStatus>, AnalysisError> {
         match self {
             JobQueue::Memory(jobs) => jobs.watch(caller, id),
             JobQueue::Redis(jobs) => jobs.watch(caller, id).await,
@@ -731,7 +669,7 @@ impl JobQueue {
         id: &str,
         offset: usize,
         limit: usize,
-    ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
+    ) -> Result<(JobStatus, Vec<GameResult>), AnalysisError> {
         match self {
             JobQueue::Memory(jobs) => jobs.results(caller, id, offset, limit),
             JobQueue::Redis(jobs) => jobs.results(caller, id, offset, limit).await,
@@ -739,20 +677,12 @@ impl JobQueue {
     }
 
     /// Cancels `caller`'s job: games not started are dropped, running ones stop.
-    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
         match self {
             JobQueue::Memory(jobs) => jobs.cancel(caller, id),
             JobQueue::Redis(jobs) => jobs.cancel(caller, id).await,
         }
     }
-}
-
-/// Whether a job in state `state` (a `JobState` number) has ended.
-pub fn ended(state: i32) -> bool {
-    matches!(
-        pb::JobState::try_from(state),
-        Ok(pb::JobState::Done | pb::JobState::Cancelled)
-    )
 }
 
 /// The page size `limit` asks for: 0 means the whole page, and no more than the page.
@@ -771,19 +701,19 @@ fn status_of(
     cancelled: bool,
     started: bool,
     expires_at_unix_ms: i64,
-) -> pb::JobStatus {
+) -> JobStatus {
     let state = if games_done >= games {
-        pb::JobState::Done
+        JobState::Done
     } else if cancelled {
-        pb::JobState::Cancelled
+        JobState::Cancelled
     } else if started {
-        pb::JobState::Running
+        JobState::Running
     } else {
-        pb::JobState::Queued
+        JobState::Queued
     };
-    pb::JobStatus {
+    JobStatus {
         job_id: id.to_owned(),
-        state: state as i32,
+        state,
         games: games as u32,
         games_done: games_done as u32,
         positions,
@@ -796,11 +726,13 @@ fn status_of(
 mod tests {
     use super::*;
 
-    fn bughouse_job(text: &str) -> Result<JobSpec, ApiError> {
-        let req = pb::SubmitJobRequest {
+    fn bughouse_job(text: &str) -> Result<JobSpec, AnalysisError> {
+        let req = Submission {
             request_id: "r".into(),
-            games: Some(pb::submit_job_request::Games::Bpgn(text.into())),
-            per_ply: Some(pb::PlyLimit { depth: 1, nodes: 0 }),
+            games: Some(GamesInput::Bpgn(text.into())),
+            per_ply_depth: 1,
+            per_ply_nodes: 0,
+            fingerprint: 0,
         };
         decode_job(&req, &Caps::default(), &BatchConfig::default()).map(|(_, spec, _)| spec)
     }
@@ -843,25 +775,20 @@ mod tests {
             panic!("a bughouse game");
         };
         let item = spec.games[0].to_item();
-        let Ok(Game::Bughouse(back)) = Game::from_item(&item) else {
+        let Ok(Game::Bughouse(back)) = Game::from_item(item.as_bytes()) else {
             panic!("the item reads back");
         };
         assert_eq!(back.moves, original.moves);
         assert_eq!(back.start, original.start);
-        let raw: pb::GameMoves = prost::Message::decode(item.as_slice()).unwrap();
-        assert_eq!(raw.moves[1], "ad7d5");
-        assert_eq!(raw.moves[6], "bP@e4");
+        let raw = record::unpack(item.strip_prefix(record::ITEM_TAG).unwrap()).unwrap();
+        assert_eq!(raw[0], "bughouse");
+        assert_eq!(raw[3 + 1], "ad7d5");
+        assert_eq!(raw[3 + 6], "bP@e4");
         let bad = |start: &str, moves: &[&str]| {
-            let item = prost::Message::encode_to_vec(&pb::GameMoves {
-                start: Some(arbiter_proto::common::v1::Position {
-                    variant: variant_to_proto(Variant::Bughouse),
-                    text: start.into(),
-                    rules: vec![],
-                }),
-                moves: moves.iter().map(|m| (*m).to_owned()).collect(),
-                notation: 0,
-            });
-            Game::from_item(&item).unwrap_err()
+            let mut fields = vec!["bughouse", start, ""];
+            fields.extend(moves);
+            let item = format!("{}{}", record::ITEM_TAG, record::pack(&fields));
+            Game::from_item(item.as_bytes()).unwrap_err()
         };
         let bfen = Match::new().to_bfen();
         assert!(bad(&bfen, &["Xe2e4"]).contains("no seat letter"));

@@ -257,7 +257,11 @@ async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
         &mut || {},
     )
     .unwrap();
-    assert_eq!(results[killed_game], alone, "item {killed_item}");
+    assert_eq!(
+        results[killed_game],
+        pb::GameResult::from(alone),
+        "item {killed_item}"
+    );
     // Nothing left: the stream is empty, nothing pending, nothing dead.
     let left: usize = c.xlen(WORK).await.unwrap();
     assert_eq!(left, 0);
@@ -338,6 +342,86 @@ async fn a_poison_item_goes_to_the_dead_letter_stream_and_its_game_fails() {
     let left: usize = c.xlen(WORK).await.unwrap();
     assert_eq!(left, 0);
     assert!(pending(&mut c).await.is_empty());
+    w.abort();
+    s.server.stop().await;
+}
+
+/// A rolling upgrade: an item queued and a result stored by the previous version (both
+/// prost-encoded) are read by this one, which writes its own encoding.
+#[tokio::test]
+async fn items_and_results_of_the_previous_version_are_read() {
+    let redis = arbiter_testkit::redis().await;
+    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let status = s
+        .client
+        .submit_job(job("upgrade", TWO_GAMES, 1000))
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+        .unwrap();
+    let mut c = conn(&redis.url).await;
+    let all: redis::streams::StreamRangeReply = c.xrange_all(WORK).await.unwrap();
+    let item = |game: &str| {
+        all.ids
+            .iter()
+            .find(|e| e.get::<String>("game").as_deref() == Some(game))
+            .unwrap()
+    };
+    // Written in this version's encoding.
+    let new: Vec<u8> = item("0").get("item").unwrap();
+    assert!(new.starts_with(b"gm1:"));
+    // Game 1's item as the previous version queued it.
+    let second = item("1");
+    let payload: Vec<u8> = second.get("item").unwrap();
+    let Ok(Game::Line(g)) = Game::from_item(&payload) else {
+        panic!("a line");
+    };
+    let old = prost::Message::encode_to_vec(&pb::GameMoves {
+        start: Some(arbiter_kit::convert::position_to_proto(&g.start)),
+        moves: g.moves.iter().map(ToString::to_string).collect(),
+        notation: arbiter_proto::common::v1::MoveNotation::Uci as i32,
+    });
+    let _: usize = c.xdel(WORK, &[&second.id]).await.unwrap();
+    let _: String = c
+        .xadd(
+            WORK,
+            "*",
+            &[
+                ("job", status.job_id.as_bytes()),
+                ("game", b"1".as_slice()),
+                ("item", old.as_slice()),
+            ],
+        )
+        .await
+        .unwrap();
+    let w = worker(&redis.url, quick(2_000, 3));
+    let last = watch_to_end(&mut s.client, &status.job_id)
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(
+        (last.state, last.games_done),
+        (pb::JobState::Done as i32, 2)
+    );
+    let results = all_results(&mut s.client, &status.job_id).await;
+    assert!(results.iter().all(|r| r.error.is_empty()), "{results:?}");
+    assert_eq!(results[1].plies.len(), g.moves.len());
+    let stored: Vec<u8> = c
+        .hget(format!("an:j:{}:r", status.job_id), 1)
+        .await
+        .unwrap();
+    assert!(stored.starts_with(b"gr1:"), "results are written anew");
+    // Game 0's result as the previous version stored it: read back the same.
+    let _: () = c
+        .hset(
+            format!("an:j:{}:r", status.job_id),
+            0,
+            prost::Message::encode_to_vec(&results[0]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(all_results(&mut s.client, &status.job_id).await, results);
     w.abort();
     s.server.stop().await;
 }

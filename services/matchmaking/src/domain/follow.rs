@@ -2,11 +2,12 @@
 
 use super::*;
 
-/// The pauses of a follower between failures (up to 0.5 s, 1 s, … 30 s at random): when a
-/// match service replica goes away, the many followers it served come back spread out.
+/// The pauses of a follower between failures (0.25–0.5 s, 0.5–1 s, … up to 15–30 s, at
+/// random): when a match service replica goes away, the many followers it served come back
+/// spread out.
 const FOLLOW_PAUSES: RetryPolicy = RetryPolicy {
-    base: Duration::from_millis(500),
-    cap: Duration::from_secs(30),
+    base: Duration::from_millis(250),
+    cap: Duration::from_secs(15),
     max_attempts: u32::MAX,
     deadline: None,
 };
@@ -68,18 +69,13 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     }
 
     pub(super) async fn follow(&self, f: &Follow) {
-        let mut failures = 0u32;
-        let pause = |failures: &mut u32| {
-            let delay = FOLLOW_PAUSES.delay(*failures);
-            *failures = failures.saturating_add(1);
-            tokio::time::sleep(delay)
-        };
+        let mut pauses = Backoff::new(FOLLOW_PAUSES);
         loop {
             match self.backend.wait_end(&f.match_id).await {
                 Ok(end) => loop {
                     match self.settle(f, end).await {
                         Ok(_) => return,
-                        Err(ApiError::DataLoss(e)) => {
+                        Err(MatchmakingError::Corrupt(e)) => {
                             // Unreadable records or a bad pool name do not heal: set the match
                             // aside rather than retry it forever.
                             tracing::error!(match_id = %f.match_id, error = %e, "a finished match cannot be rated; it is no longer followed");
@@ -88,13 +84,13 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                         }
                         Err(e) => {
                             tracing::warn!(match_id = %f.match_id, error = %e, "rating a match failed; retrying");
-                            pause(&mut failures).await;
+                            pauses.wait().await;
                         }
                     }
                 },
                 Err(e) if e.retryable => {
                     tracing::debug!(match_id = %f.match_id, error = %e, "following a match; retrying");
-                    pause(&mut failures).await;
+                    pauses.wait().await;
                 }
                 Err(e) => {
                     tracing::warn!(match_id = %f.match_id, error = %e, "a followed match is gone; it will not be rated");
@@ -109,9 +105,9 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     ///
     /// # Errors
     /// A store failure, or ratings that keep changing under the update.
-    pub async fn settle(&self, f: &Follow, end: MatchEnd) -> Result<Applied, ApiError> {
+    pub async fn settle(&self, f: &Follow, end: MatchEnd) -> Result<Applied, MatchmakingError> {
         let pool = Pool::from_name(&f.pool).ok_or_else(|| {
-            ApiError::DataLoss(format!("followed match {}: bad pool", f.match_id))
+            MatchmakingError::Corrupt(format!("followed match {}: bad pool", f.match_id))
         })?;
         let (white_quarters, at_ms) = match end {
             MatchEnd::Scored {
@@ -135,7 +131,9 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 records.push(record);
             }
             let after = ratings::rate(&self.tuning.glicko, &records, white_quarters, at_ms)
-                .map_err(|e| ApiError::DataLoss(format!("rating match {}: {e}", f.match_id)))?;
+                .map_err(|e| {
+                    MatchmakingError::Corrupt(format!("rating match {}: {e}", f.match_id))
+                })?;
             let writes: Vec<RatingWrite> = f
                 .players
                 .iter()
@@ -153,7 +151,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 done => return Ok(done),
             }
         }
-        Err(ApiError::Unavailable(format!(
+        Err(MatchmakingError::Unavailable(format!(
             "ratings of match {} kept changing during the update",
             f.match_id
         )))

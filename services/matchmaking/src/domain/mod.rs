@@ -1,5 +1,6 @@
 //! Matchmaking itself: joining and holding a place, the waves, creating matches, and rating
-//! them once they end. gRPC-free but for the `MatchFound` message it stores for each player.
+//! them once they end. gRPC-free: it speaks its own types ([`MatchFound`], [`JoinEvent`],
+//! [`Rating`]) and errors ([`MatchmakingError`]), which the gRPC module converts.
 //!
 //! One module per part of the work, each an `impl` block of [`Matchmaker`]: `players` (Join,
 //! Leave, AcknowledgeMatch, GetRatings), `wave` (the waves: pairing, creating matches, telling
@@ -7,6 +8,9 @@
 
 use crate::backend::{BackendError, MatchBackend, MatchEnd, NewMatch};
 use crate::config::Tuning;
+pub use crate::error::DOMAIN;
+use crate::error::MatchmakingError;
+pub use crate::found::{FoundSeat, MatchFound};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Pool, Waiting};
 use crate::ratings::{self, Record, System};
 use crate::store::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
@@ -14,12 +18,8 @@ use arbiter_core::Color;
 use arbiter_core::pairing::teams::team_wave;
 use arbiter_core::pairing::wave::{PlayerId, RatingRange, WaitingPlayer, WaveOptions, pair_wave};
 use arbiter_core::rating::glicko2;
-use arbiter_kit::ApiError;
-use arbiter_kit::convert::variant_to_proto;
-use arbiter_kit::retry::RetryPolicy;
-use arbiter_proto::matchmaking::v1 as pb;
+use arbiter_kit::retry::{Backoff, RetryPolicy};
 use futures_util::StreamExt;
-use prost::Message;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -31,20 +31,8 @@ mod players;
 mod wave;
 
 use players::Hub;
-pub use players::{JoinSpec, Ticket};
+pub use players::{JoinEvent, JoinSender, JoinSpec, QueueStatus, Rating, Ticket};
 pub use wave::{Plan, WaveReport, pairing_id, plan};
-
-/// The error domain of matchmaking's FAILED_PRECONDITION reasons.
-pub const DOMAIN: &str = "arbiter.matchmaking.v1";
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> ApiError {
-        match e {
-            StoreError::Unavailable(m) => ApiError::Unavailable(m),
-            StoreError::Corrupt(m) => ApiError::DataLoss(m),
-        }
-    }
-}
 
 /// Matchmaking over a store `S`, creating matches through `B`.
 pub struct Matchmaker<S, B> {
@@ -129,7 +117,11 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         }
     }
 
-    async fn record(&self, player: &str, key: &str) -> Result<(Option<String>, Record), ApiError> {
+    async fn record(
+        &self,
+        player: &str,
+        key: &str,
+    ) -> Result<(Option<String>, Record), MatchmakingError> {
         let raw = self
             .store
             .ratings(player)
@@ -140,7 +132,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         let record = match &raw {
             None => Record::new(&self.tuning.glicko),
             Some(text) => Record::decode(text).ok_or_else(|| {
-                ApiError::DataLoss(format!("rating {key} of player {player:?} is corrupt"))
+                MatchmakingError::Corrupt(format!("rating {key} of player {player:?} is corrupt"))
             })?,
         };
         Ok((raw, record))
@@ -221,7 +213,7 @@ mod tests {
                 }
             )
             .await,
-            Err(ApiError::DataLoss(_))
+            Err(MatchmakingError::Corrupt(_))
         ));
         tokio::time::timeout(Duration::from_secs(5), mm.follow(&f))
             .await

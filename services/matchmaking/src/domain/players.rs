@@ -32,8 +32,57 @@ pub enum Ticket {
         rating: i32,
     },
     /// The player has matches found to acknowledge first.
-    Found(Vec<pb::MatchFound>),
+    Found(Vec<MatchFound>),
 }
+
+/// Where a waiting player stands, as their join stream tells them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueStatus {
+    /// The pool's name.
+    pub pool: String,
+    /// 1 for the player waiting longest.
+    pub position: u32,
+    /// Players waiting in the pool.
+    pub waiting: u32,
+    /// Waves the player has waited through without a game.
+    pub waves_missed: u32,
+    /// The pool's recent mean wait before a match, in ms (0 before any).
+    pub estimated_wait_ms: u64,
+    /// The rating the player is paired by in this pool.
+    pub rating: i32,
+}
+
+/// What a join stream sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JoinEvent {
+    /// The player's standing changed.
+    Status(QueueStatus),
+    /// A match was found (sent until acknowledged).
+    Found(MatchFound),
+}
+
+/// One of a player's ratings (a variant and speed they have played), Glicko-2 deviation
+/// widened to now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rating {
+    /// The variant.
+    pub variant: arbiter_core::Variant,
+    /// `bullet`, `blitz`, `rapid` or `classical`.
+    pub speed: String,
+    /// The Glicko-2 rating.
+    pub glicko_rating: f64,
+    /// Its deviation, widened to now.
+    pub glicko_deviation: f64,
+    /// Its volatility.
+    pub glicko_volatility: f64,
+    /// The FIDE-style Elo rating.
+    pub elo: u32,
+    /// Rated games played.
+    pub games: u32,
+}
+
+/// The sending half of a join stream: events, or the error that ends it.
+pub type JoinSender = mpsc::Sender<Result<JoinEvent, MatchmakingError>>;
 
 /// A join stream of this process: its pool, its session, and what wakes it.
 type Stream = (String, u64, Arc<Notify>);
@@ -90,7 +139,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     /// # Errors
     /// `MATCHING` while the player's match is being created; `RESOURCE_EXHAUSTED` when the pool
     /// is full; `UNAVAILABLE` without the store.
-    pub async fn join(&self, spec: JoinSpec) -> Result<Ticket, ApiError> {
+    pub async fn join(&self, spec: JoinSpec) -> Result<Ticket, MatchmakingError> {
         let pool_name = spec.pool.name();
         let (_, record) = self.record(&spec.player, &spec.pool.rating_key()).await?;
         let rating = record.pairing_rating(self.system(&spec.pool));
@@ -126,22 +175,21 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 })
             }
             Joined::Found => Ok(Ticket::Found(self.found(&spec.player).await?)),
-            Joined::Matching => Err(ApiError::precondition(
-                DOMAIN,
-                "MATCHING",
+            Joined::Matching => Err(MatchmakingError::precondition(
+                crate::error::MATCHING,
                 format!(
                     "a match is being created for player {:?}: join again in a moment",
                     spec.player
                 ),
             )),
-            Joined::TooManyPools => Err(ApiError::exhausted(
+            Joined::TooManyPools => Err(MatchmakingError::exhausted(
                 "",
                 format!(
                     "the server holds its maximum of {} pools with players",
                     self.tuning.max_pools
                 ),
             )),
-            Joined::Full => Err(ApiError::exhausted(
+            Joined::Full => Err(MatchmakingError::exhausted(
                 "",
                 format!(
                     "pool {pool_name} holds its maximum of {} waiting players",
@@ -151,29 +199,21 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         }
     }
 
-    async fn found(&self, player: &str) -> Result<Vec<pb::MatchFound>, ApiError> {
-        self.store
+    async fn found(&self, player: &str) -> Result<Vec<MatchFound>, MatchmakingError> {
+        Ok(self
+            .store
             .found(player)
             .await?
             .into_iter()
-            .map(|f| {
-                pb::MatchFound::decode(f.message.as_slice()).map_err(|e| {
-                    ApiError::DataLoss(format!("stored match found {} is corrupt: {e}", f.match_id))
-                })
-            })
-            .collect()
+            .map(|f| f.found)
+            .collect())
     }
 
     /// Holds a place until the player is matched (sends their `MatchFound`), leaves, is taken
     /// over by a newer join, or the client goes away (which leaves the pool). Status updates go
     /// to `tx` when the player's standing changes; a client too slow to read them misses some
     /// (only the latest standing matters).
-    pub async fn hold(
-        &self,
-        ticket: Ticket,
-        tx: mpsc::Sender<Result<pb::JoinResponse, tonic::Status>>,
-        mut shutdown: watch::Receiver<bool>,
-    ) {
+    pub async fn hold(&self, ticket: Ticket, tx: JoinSender, mut shutdown: watch::Receiver<bool>) {
         let (player, pool, session, rating) = match ticket {
             Ticket::Found(found) => {
                 deliver(&tx, found, &mut shutdown).await;
@@ -197,16 +237,14 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             match place {
                 Ok(Place::Waiting(standing)) if last != Some(standing) => {
                     last = Some(standing);
-                    let event = pb::JoinResponse {
-                        event: Some(pb::join_response::Event::Status(pb::QueueStatus {
-                            pool: pool.clone(),
-                            position: standing.position,
-                            waiting: standing.waiting,
-                            waves_missed: standing.missed,
-                            estimated_wait_ms: standing.mean_wait_ms,
-                            rating,
-                        })),
-                    };
+                    let event = JoinEvent::Status(QueueStatus {
+                        pool: pool.clone(),
+                        position: standing.position,
+                        waiting: standing.waiting,
+                        waves_missed: standing.missed,
+                        estimated_wait_ms: standing.mean_wait_ms,
+                        rating,
+                    });
                     if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(Ok(event)) {
                         self.left(&player, session).await;
                         break;
@@ -219,13 +257,14 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                             deliver(&tx, found, &mut shutdown).await;
                         }
                         Ok(_) => {
-                            let _ = tx.try_send(Err(tonic::Status::aborted(
+                            let _ = tx.try_send(Err(MatchmakingError::Aborted(
                                 "the place was given up: the player left, or joined again \
-                                 elsewhere",
+                                 elsewhere"
+                                    .to_owned(),
                             )));
                         }
                         Err(e) => {
-                            let _ = tx.try_send(Err(e.into()));
+                            let _ = tx.try_send(Err(e));
                         }
                     }
                     break;
@@ -245,7 +284,9 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 _ = shutdown.changed() => {
                     // The server stops: the place stays until its lease runs out, so that
                     // the player can reconnect to another replica without losing it.
-                    let _ = tx.try_send(Err(tonic::Status::unavailable("the server is shutting down")));
+                    let _ = tx.try_send(Err(MatchmakingError::Unavailable(
+                        "the server is shutting down".to_owned(),
+                    )));
                     break;
                 }
             }
@@ -271,7 +312,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     ///
     /// # Errors
     /// `UNAVAILABLE` without the store.
-    pub async fn leave(&self, player: &str) -> Result<bool, ApiError> {
+    pub async fn leave(&self, player: &str) -> Result<bool, MatchmakingError> {
         let left = self.store.leave(player, None).await?;
         if left {
             // The stream, on whichever replica, ends now rather than at its next renewal.
@@ -285,7 +326,11 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     ///
     /// # Errors
     /// `UNAVAILABLE` without the store.
-    pub async fn acknowledge(&self, player: &str, match_id: &str) -> Result<bool, ApiError> {
+    pub async fn acknowledge(
+        &self,
+        player: &str,
+        match_id: &str,
+    ) -> Result<bool, MatchmakingError> {
         Ok(self.store.acknowledge(player, match_id).await?)
     }
 
@@ -293,24 +338,26 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     ///
     /// # Errors
     /// `UNAVAILABLE` without the store, `DATA_LOSS` for a corrupt record.
-    pub async fn ratings(&self, player: &str) -> Result<Vec<pb::Rating>, ApiError> {
+    pub async fn ratings(&self, player: &str) -> Result<Vec<Rating>, MatchmakingError> {
         let now = self.store.now().await?;
         let mut out = Vec::new();
         for (key, raw) in self.store.ratings(player).await? {
             let (Some((variant, speed)), Some(record)) =
                 (key.split_once(':'), Record::decode(&raw))
             else {
-                return Err(ApiError::DataLoss(format!(
+                return Err(MatchmakingError::Corrupt(format!(
                     "rating {key} of player {player:?} is corrupt"
                 )));
             };
             let Ok(variant) = variant.parse::<arbiter_core::Variant>() else {
-                return Err(ApiError::DataLoss(format!("rating key {key} is corrupt")));
+                return Err(MatchmakingError::Corrupt(format!(
+                    "rating key {key} is corrupt"
+                )));
             };
             let current = glicko2::current(&self.tuning.glicko, &record.glicko, now)
-                .map_err(|e| ApiError::DataLoss(format!("rating {key}: {e}")))?;
-            out.push(pb::Rating {
-                variant: variant_to_proto(variant),
+                .map_err(|e| MatchmakingError::Corrupt(format!("rating {key}: {e}")))?;
+            out.push(Rating {
+                variant,
                 speed: speed.to_owned(),
                 glicko_rating: current.rating,
                 glicko_deviation: current.deviation,
@@ -324,15 +371,9 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
 }
 
 /// Sends `found` on a join stream, unless the client goes away or the server stops first.
-async fn deliver(
-    tx: &mpsc::Sender<Result<pb::JoinResponse, tonic::Status>>,
-    found: Vec<pb::MatchFound>,
-    shutdown: &mut watch::Receiver<bool>,
-) {
+async fn deliver(tx: &JoinSender, found: Vec<MatchFound>, shutdown: &mut watch::Receiver<bool>) {
     for f in found {
-        let event = pb::JoinResponse {
-            event: Some(pb::join_response::Event::MatchFound(f)),
-        };
+        let event = JoinEvent::Found(f);
         tokio::select! {
             r = tx.send(Ok(event)) => if r.is_err() { return },
             _ = shutdown.changed() => return,

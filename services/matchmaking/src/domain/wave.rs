@@ -2,12 +2,12 @@
 
 use super::*;
 
-/// The pauses between a wave's attempts at creating one match (up to 200 ms, 400 ms, 800 ms, …
-/// at random; the gRPC backend has already retried, within each attempt, the failures that pass
-/// in a moment).
+/// The pauses between a wave's attempts at creating one match (100–200 ms, 200–400 ms, … up to
+/// 2.5–5 s, at random; the gRPC backend has already retried, within each attempt, the failures
+/// that pass in a moment).
 const CREATE_PAUSES: RetryPolicy = RetryPolicy {
-    base: Duration::from_millis(200),
-    cap: Duration::from_secs(5),
+    base: Duration::from_millis(100),
+    cap: Duration::from_millis(2_500),
     max_attempts: u32::MAX,
     deadline: None,
 };
@@ -63,13 +63,13 @@ pub fn pairing_id(pool: &str, fence: u64, nonce: u64, index: usize) -> String {
 }
 
 /// The seats of a pairing's players, in seat order.
-fn seats_of(pool: &Pool, members: &[Waiting]) -> Vec<pb::FoundSeat> {
+fn seats_of(pool: &Pool, members: &[Waiting]) -> Vec<FoundSeat> {
     const SEATS: [(u32, u32); 4] = [(1, 1), (1, 2), (2, 1), (2, 2)];
     members
         .iter()
         .zip(SEATS)
-        .map(|(w, (board, side))| pb::FoundSeat {
-            player_id: w.entry.player.clone(),
+        .map(|(w, (board, side))| FoundSeat {
+            player: w.entry.player.clone(),
             board: if pool.is_bughouse() { board } else { 1 },
             side,
             rating: w.entry.rating,
@@ -340,13 +340,12 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             time_control: pool.control.to_string(),
             players: players.clone(),
         };
-        let mut attempt = 0u32;
+        let mut pauses = Backoff::new(CREATE_PAUSES);
         let created = loop {
             match self.backend.create(&request).await {
                 Ok(c) => break Ok(c),
-                Err(e) if e.retryable && attempt < self.tuning.create_retries => {
-                    tokio::time::sleep(CREATE_PAUSES.delay(attempt)).await;
-                    attempt += 1;
+                Err(e) if e.retryable && pauses.retries() < self.tuning.create_retries => {
+                    pauses.wait().await;
                 }
                 Err(e) => break Err(e),
             }
@@ -376,17 +375,16 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             .map(|((player, token), seat)| Found {
                 player: player.clone(),
                 match_id: created.match_id.clone(),
-                message: pb::MatchFound {
+                found: MatchFound {
                     pool: pool_name.to_owned(),
                     match_id: created.match_id.clone(),
-                    seat: Some(seat.clone()),
+                    seat: seat.clone(),
                     token: token.clone(),
                     seats: seats.clone(),
-                    variant: variant_to_proto(pool.variant),
+                    variant: pool.variant,
                     time_control: pool.control.to_string(),
                     rated: pool.rated,
-                }
-                .encode_to_vec(),
+                },
             })
             .collect();
         let histories = histories_of(&m.members);

@@ -10,6 +10,7 @@
 pub mod memory;
 pub mod redis;
 
+use crate::found::MatchFound;
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
 use std::future::Future;
 
@@ -102,15 +103,15 @@ pub struct RatingWrite {
     pub new: String,
 }
 
-/// A found match for one player: the encoded `MatchFound` message.
+/// A found match for one player (stored in the form [`MatchFound::encode`] writes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
     /// The player.
     pub player: String,
     /// The match.
     pub match_id: String,
-    /// The encoded `arbiter.matchmaking.v1.MatchFound`.
-    pub message: Vec<u8>,
+    /// What the player is told.
+    pub found: MatchFound,
 }
 
 /// The operations of a matchmaking store (see the module documentation).

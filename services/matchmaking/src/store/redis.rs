@@ -7,7 +7,8 @@
 //!   positions), `:w` (missed waves), `:m` (the wave lock's end and fencing number, the mean
 //!   wait), `:k` (pairings being made);
 //! - `mm:who`: each player's state (`w` P session: waiting; `m` P: being matched);
-//! - `mm:found:<player>`: match found messages by match id (kept a day at most);
+//! - `mm:found:<player>`: found matches by match id, in their stored form
+//!   ([`crate::found`]; kept a day at most);
 //! - `mm:h`: histories; `mm:r:<player>`: rating records by `variant:speed`;
 //! - `mm:follow` (matches followed for their outcome, by lease end) and `mm:follow:d`;
 //!   `mm:rated:<match>`: a match whose ratings were applied (kept 30 days).
@@ -15,8 +16,10 @@
 //! Every replica hears [`EVENTS`]: `p<player>` (news for a player) and `w<pool>` (a wave ran).
 
 use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
+use crate::found::{MatchFound, pack, unpack};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
-use arbiter_redis_conn::script::BASICS;
+use arbiter_kit::retry::{Backoff, RetryPolicy};
+use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
@@ -35,39 +38,82 @@ const PRELUDE: &str = include_str!("lua/prelude.lua");
 
 /// The `JOIN` script (`lua/join.lua`; its header lists its keys and arguments).
 const JOIN: &str = include_str!("lua/join.lua");
+/// The arguments of [`JOIN`], by name.
+static JOIN_ARGS: Schema = Schema::new(&[
+    ("pool", 1),
+    ("player", 1),
+    ("session", 1),
+    ("record", 1),
+    ("lease_ms", 1),
+    ("max_waiting", 1),
+    ("max_pools", 1),
+]);
 
 /// The `PLACE` script (`lua/place.lua`; its header lists its keys and arguments).
 const PLACE: &str = include_str!("lua/place.lua");
+/// The arguments of [`PLACE`], by name.
+static PLACE_ARGS: Schema =
+    Schema::new(&[("pool", 1), ("player", 1), ("session", 1), ("lease_ms", 1)]);
 
 /// The `LEAVE` script (`lua/leave.lua`; its header lists its keys and arguments).
 const LEAVE: &str = include_str!("lua/leave.lua");
+/// The arguments of [`LEAVE`], by name.
+static LEAVE_ARGS: Schema = Schema::new(&[("player", 1), ("session", 1)]);
 
 /// The `LOCK` script (`lua/lock.lua`; its header lists its keys and arguments).
 const LOCK: &str = include_str!("lua/lock.lua");
+/// The arguments of [`LOCK`], by name.
+static LOCK_ARGS: Schema = Schema::new(&[("pool", 1), ("lease_ms", 1)]);
 
 /// The `UNLOCK` script (`lua/unlock.lua`; its header lists its keys and arguments).
 const UNLOCK: &str = include_str!("lua/unlock.lua");
+/// The arguments of [`UNLOCK`], by name.
+static UNLOCK_ARGS: Schema = Schema::new(&[("pool", 1), ("fence", 1)]);
 
 /// The `WAITING` script (`lua/waiting.lua`; its header lists its keys and arguments).
 const WAITING: &str = include_str!("lua/waiting.lua");
+/// The arguments of [`WAITING`], by name.
+static WAITING_ARGS: Schema = Schema::new(&[("pool", 1)]);
 
 /// The `COMMIT` script (`lua/commit.lua`; its header lists its keys and arguments).
 const COMMIT: &str = include_str!("lua/commit.lua");
+/// The arguments of [`COMMIT`], by name. The pairings are one packed argument, not a list at the
+/// end: a wave may pair more players than Lua's `unpack` takes (about 8,000 values).
+static COMMIT_ARGS: Schema =
+    Schema::new(&[("pool", 1), ("fence", 1), ("pairings", 1), ("unpaired", 1)]);
 
 /// The `MATCHED` script (`lua/matched.lua`; its header lists its keys and arguments).
 const MATCHED: &str = include_str!("lua/matched.lua");
+/// The arguments of [`MATCHED`], by name.
+static MATCHED_ARGS: Schema = Schema::new(&[
+    ("pool", 1),
+    ("pairing", 1),
+    ("match_id", 1),
+    ("follow", 1),
+    ("found_ttl", 1),
+    ("found", 1),
+    ("histories", 1),
+]);
 
 /// The `UNMAKE` script (`lua/unmake.lua`; its header lists its keys and arguments).
 const UNMAKE: &str = include_str!("lua/unmake.lua");
+/// The arguments of [`UNMAKE`], by name.
+static UNMAKE_ARGS: Schema = Schema::new(&[("pool", 1), ("pairing", 1)]);
 
 /// The `CLAIM_FOLLOWS` script (`lua/claim-follows.lua`; its header lists its keys and arguments).
 const CLAIM_FOLLOWS: &str = include_str!("lua/claim-follows.lua");
+/// The arguments of [`CLAIM_FOLLOWS`], by name.
+static CLAIM_FOLLOWS_ARGS: Schema = Schema::new(&[("lease_ms", 1), ("max", 1)]);
 
 /// The `RENEW_FOLLOWS` script (`lua/renew-follows.lua`; its header lists its keys and arguments).
 const RENEW_FOLLOWS: &str = include_str!("lua/renew-follows.lua");
+/// The arguments of [`RENEW_FOLLOWS`], by name.
+static RENEW_FOLLOWS_ARGS: Schema = Schema::with_rest(&[("lease_ms", 1)], "match_ids");
 
 /// The `APPLY` script (`lua/apply.lua`; its header lists its keys and arguments).
 const APPLY: &str = include_str!("lua/apply.lua");
+/// The arguments of [`APPLY`], by name.
+static APPLY_ARGS: Schema = Schema::with_rest(&[("match_id", 1), ("ttl", 1)], "writes");
 
 struct Scripts {
     join: Script,
@@ -84,8 +130,10 @@ struct Scripts {
     apply: Script,
 }
 
-fn script(body: &str) -> Script {
-    Script::new(&format!("{BASICS}{PRELUDE}{body}"))
+/// A script of this store: the shared basics, this store's prelude, the Lua that names the
+/// arguments of `schema`, and `body`.
+fn script(schema: &Schema, body: &str) -> Script {
+    Script::new(&format!("{BASICS}{PRELUDE}{}{body}", schema.prologue()))
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {
@@ -94,19 +142,6 @@ fn unavailable(e: redis::RedisError) -> StoreError {
 
 fn corrupt(what: &str) -> StoreError {
     StoreError::Corrupt(what.to_owned())
-}
-
-/// Reads the length-prefixed list the scripts' `pack` writes.
-fn unpack(s: &str) -> Option<Vec<String>> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while !rest.is_empty() {
-        let (len, tail) = rest.split_once(':')?;
-        let len: usize = len.parse().ok()?;
-        out.push(tail.get(..len)?.to_owned());
-        rest = tail.get(len..)?;
-    }
-    Some(out)
 }
 
 /// A Redis score (a time in ms) as an integer.
@@ -152,40 +187,37 @@ impl RedisStore {
     /// A bad Redis URL.
     pub fn open(config: &RedisConfig) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let all = [
-            JOIN,
-            PLACE,
-            LEAVE,
-            LOCK,
-            UNLOCK,
-            WAITING,
-            COMMIT,
-            MATCHED,
-            UNMAKE,
-            CLAIM_FOLLOWS,
-            RENEW_FOLLOWS,
-            APPLY,
+        let scripts = Scripts {
+            join: script(&JOIN_ARGS, JOIN),
+            place: script(&PLACE_ARGS, PLACE),
+            leave: script(&LEAVE_ARGS, LEAVE),
+            lock: script(&LOCK_ARGS, LOCK),
+            unlock: script(&UNLOCK_ARGS, UNLOCK),
+            waiting: script(&WAITING_ARGS, WAITING),
+            commit: script(&COMMIT_ARGS, COMMIT),
+            matched: script(&MATCHED_ARGS, MATCHED),
+            unmake: script(&UNMAKE_ARGS, UNMAKE),
+            claim_follows: script(&CLAIM_FOLLOWS_ARGS, CLAIM_FOLLOWS),
+            renew_follows: script(&RENEW_FOLLOWS_ARGS, RENEW_FOLLOWS),
+            apply: script(&APPLY_ARGS, APPLY),
+        };
+        let all = vec![
+            scripts.join.clone(),
+            scripts.place.clone(),
+            scripts.leave.clone(),
+            scripts.lock.clone(),
+            scripts.unlock.clone(),
+            scripts.waiting.clone(),
+            scripts.commit.clone(),
+            scripts.matched.clone(),
+            scripts.unmake.clone(),
+            scripts.claim_follows.clone(),
+            scripts.renew_follows.clone(),
+            scripts.apply.clone(),
         ];
         Ok(RedisStore {
-            conn: connect_in_background(
-                client,
-                "matchmaking store",
-                all.into_iter().map(script).collect(),
-            ),
-            scripts: Arc::new(Scripts {
-                join: script(JOIN),
-                place: script(PLACE),
-                leave: script(LEAVE),
-                lock: script(LOCK),
-                unlock: script(UNLOCK),
-                waiting: script(WAITING),
-                commit: script(COMMIT),
-                matched: script(MATCHED),
-                unmake: script(UNMAKE),
-                claim_follows: script(CLAIM_FOLLOWS),
-                renew_follows: script(RENEW_FOLLOWS),
-                apply: script(APPLY),
-            }),
+            conn: connect_in_background(client, "matchmaking store", all),
+            scripts: Arc::new(scripts),
         })
     }
 
@@ -212,30 +244,15 @@ impl RedisStore {
             .ok_or_else(|| StoreError::Unavailable("not connected to Redis yet".into()))
     }
 
+    /// Runs `script` with `args` (laid out by its schema).
     async fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
-        args: &[&str],
+        args: Args,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn()?;
         let mut invocation = script.prepare_invoke();
-        for a in args {
-            invocation.arg(*a);
-        }
-        invocation
-            .invoke_async(&mut conn)
-            .await
-            .map_err(unavailable)
-    }
-
-    async fn run_owned<T: redis::FromRedisValue>(
-        &self,
-        script: &Script,
-        args: Vec<Vec<u8>>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.conn()?;
-        let mut invocation = script.prepare_invoke();
-        for a in args {
+        for a in args.slots().map_err(StoreError::Corrupt)? {
             invocation.arg(a);
         }
         invocation
@@ -255,7 +272,7 @@ pub async fn listen<F>(
     F: Fn(Event) + Send + 'static,
 {
     use tokio_stream::StreamExt;
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
         let subscribed = async {
             let mut pubsub = client.get_async_pubsub().await?;
@@ -268,7 +285,7 @@ pub async fn listen<F>(
         };
         match pubsub {
             Ok(mut pubsub) => {
-                delay = Duration::from_millis(100);
+                backoff.reset();
                 let mut messages = pubsub.on_message();
                 loop {
                     tokio::select! {
@@ -295,11 +312,12 @@ pub async fn listen<F>(
                 tracing::warn!(error = %e, "cannot subscribe to matchmaking events yet; retrying");
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            _ = shutdown.wait_for(|d| *d) => return,
+        let down = async {
+            let _ = shutdown.wait_for(|d| *d).await;
+        };
+        if !backoff.wait_or(down).await {
+            return;
         }
-        delay = (delay * 2).min(Duration::from_secs(5));
     }
 }
 
@@ -329,15 +347,15 @@ impl PoolStore for RedisStore {
         lease_ms: u64,
         (max_waiting, max_pools): (usize, usize),
     ) -> Result<Joined, StoreError> {
-        let (session, record) = (entry.session.to_string(), entry.encode());
-        let (lease, max) = (lease_ms.to_string(), max_waiting.to_string());
-        let pools = max_pools.to_string();
-        let r: Vec<redis::Value> = self
-            .run(
-                &self.scripts.join,
-                &[pool, &entry.player, &session, &record, &lease, &max, &pools],
-            )
-            .await?;
+        let mut args = JOIN_ARGS.args();
+        args.set("pool", pool)
+            .set("player", &entry.player)
+            .set("session", entry.session)
+            .set("record", entry.encode())
+            .set("lease_ms", lease_ms)
+            .set("max_waiting", max_waiting)
+            .set("max_pools", max_pools);
+        let r: Vec<redis::Value> = self.run(&self.scripts.join, args).await?;
         let status: String = r
             .first()
             .and_then(|v| redis::from_redis_value(v).ok())
@@ -364,10 +382,12 @@ impl PoolStore for RedisStore {
         session: u64,
         lease_ms: u64,
     ) -> Result<Place, StoreError> {
-        let (session, lease) = (session.to_string(), lease_ms.to_string());
-        let r: Vec<String> = self
-            .run(&self.scripts.place, &[pool, player, &session, &lease])
-            .await?;
+        let mut args = PLACE_ARGS.args();
+        args.set("pool", pool)
+            .set("player", player)
+            .set("session", session)
+            .set("lease_ms", lease_ms);
+        let r: Vec<String> = self.run(&self.scripts.place, args).await?;
         Ok(match r.first().map(String::as_str) {
             Some("waiting") if r.len() == 5 => {
                 let n = |i: usize| r[i].parse::<u64>().map_err(|_| corrupt("standing"));
@@ -385,8 +405,10 @@ impl PoolStore for RedisStore {
     }
 
     async fn leave(&self, player: &str, session: Option<u64>) -> Result<bool, StoreError> {
-        let session = session.map_or(String::new(), |s| s.to_string());
-        let left: i64 = self.run(&self.scripts.leave, &[player, &session]).await?;
+        let mut args = LEAVE_ARGS.args();
+        args.set("player", player)
+            .set("session", session.map_or(String::new(), |s| s.to_string()));
+        let left: i64 = self.run(&self.scripts.leave, args).await?;
         Ok(left == 1)
     }
 
@@ -402,19 +424,22 @@ impl PoolStore for RedisStore {
     }
 
     async fn lock(&self, pool: &str, lease_ms: u64) -> Result<Option<u64>, StoreError> {
-        self.run(&self.scripts.lock, &[pool, &lease_ms.to_string()])
-            .await
+        let mut args = LOCK_ARGS.args();
+        args.set("pool", pool).set("lease_ms", lease_ms);
+        self.run(&self.scripts.lock, args).await
     }
 
     async fn unlock(&self, pool: &str, fence: u64) -> Result<(), StoreError> {
-        let _: i64 = self
-            .run(&self.scripts.unlock, &[pool, &fence.to_string()])
-            .await?;
+        let mut args = UNLOCK_ARGS.args();
+        args.set("pool", pool).set("fence", fence);
+        let _: i64 = self.run(&self.scripts.unlock, args).await?;
         Ok(())
     }
 
     async fn waiting(&self, pool: &str) -> Result<Vec<Waiting>, StoreError> {
-        let r: Vec<String> = self.run(&self.scripts.waiting, &[pool]).await?;
+        let mut args = WAITING_ARGS.args();
+        args.set("pool", pool);
+        let r: Vec<String> = self.run(&self.scripts.waiting, args).await?;
         r.chunks_exact(5)
             .map(|c| waiting_of(&c[0], &c[1], &c[2], &c[3], &c[4]))
             .collect()
@@ -427,18 +452,20 @@ impl PoolStore for RedisStore {
         pairings: &[Pairing],
         unpaired: &[String],
     ) -> Result<Option<Vec<bool>>, StoreError> {
-        let mut args: Vec<Vec<u8>> = vec![
-            pool.into(),
-            fence.to_string().into(),
-            pairings.len().to_string().into(),
-        ];
-        for p in pairings {
-            args.push(p.id.clone().into());
-            args.push(p.members.len().to_string().into());
-            args.extend(p.members.iter().map(|m| m.clone().into_bytes()));
-        }
-        args.extend(unpaired.iter().map(|u| u.clone().into_bytes()));
-        let done: Option<Vec<i64>> = self.run_owned(&self.scripts.commit, args).await?;
+        let packed: Vec<String> = pairings
+            .iter()
+            .map(|p| {
+                let mut items = vec![p.id.as_str()];
+                items.extend(p.members.iter().map(String::as_str));
+                pack(&items)
+            })
+            .collect();
+        let mut args = COMMIT_ARGS.args();
+        args.set("pool", pool)
+            .set("fence", fence)
+            .set("pairings", pack(&packed))
+            .set("unpaired", pack(unpaired));
+        let done: Option<Vec<i64>> = self.run(&self.scripts.commit, args).await?;
         Ok(done.map(|d| d.into_iter().map(|x| x == 1).collect()))
     }
 
@@ -476,29 +503,30 @@ impl PoolStore for RedisStore {
         histories: &[(String, History)],
         follow: &Follow,
     ) -> Result<bool, StoreError> {
-        let mut args: Vec<Vec<u8>> = vec![
-            pool.into(),
-            pairing.into(),
-            follow.match_id.clone().into(),
-            follow.encode().into(),
-            FOUND_TTL_MS.to_string().into(),
-            found.len().to_string().into(),
-        ];
-        for f in found {
-            args.push(f.player.clone().into());
-            args.push(f.match_id.clone().into());
-            args.push(f.message.clone());
-        }
-        for (player, h) in histories {
-            args.push(player.clone().into());
-            args.push(h.encode().into());
-        }
-        let fresh: i64 = self.run_owned(&self.scripts.matched, args).await?;
+        let found: Vec<String> = found
+            .iter()
+            .flat_map(|f| [f.player.clone(), f.match_id.clone(), f.found.encode()])
+            .collect();
+        let histories: Vec<String> = histories
+            .iter()
+            .flat_map(|(player, h)| [player.clone(), h.encode()])
+            .collect();
+        let mut args = MATCHED_ARGS.args();
+        args.set("pool", pool)
+            .set("pairing", pairing)
+            .set("match_id", &follow.match_id)
+            .set("follow", follow.encode())
+            .set("found_ttl", FOUND_TTL_MS)
+            .set("found", pack(&found))
+            .set("histories", pack(&histories));
+        let fresh: i64 = self.run(&self.scripts.matched, args).await?;
         Ok(fresh == 1)
     }
 
     async fn unmake(&self, pool: &str, pairing: &str) -> Result<bool, StoreError> {
-        let r: i64 = self.run(&self.scripts.unmake, &[pool, pairing]).await?;
+        let mut args = UNMAKE_ARGS.args();
+        args.set("pool", pool).set("pairing", pairing);
+        let r: i64 = self.run(&self.scripts.unmake, args).await?;
         Ok(r == 1)
     }
 
@@ -509,14 +537,18 @@ impl PoolStore for RedisStore {
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
-        Ok(all
-            .into_iter()
-            .map(|(match_id, message)| Found {
-                player: player.to_owned(),
-                match_id,
-                message,
+        all.into_iter()
+            .map(|(match_id, stored)| {
+                let found = MatchFound::decode(&stored).map_err(|e| {
+                    StoreError::Corrupt(format!("stored match found {match_id} is corrupt: {e}"))
+                })?;
+                Ok(Found {
+                    player: player.to_owned(),
+                    match_id,
+                    found,
+                })
             })
-            .collect())
+            .collect()
     }
 
     async fn acknowledge(&self, player: &str, match_id: &str) -> Result<bool, StoreError> {
@@ -557,12 +589,9 @@ impl PoolStore for RedisStore {
     }
 
     async fn claim_follows(&self, lease_ms: u64, max: usize) -> Result<Vec<Follow>, StoreError> {
-        let r: Vec<String> = self
-            .run(
-                &self.scripts.claim_follows,
-                &[&lease_ms.to_string(), &max.to_string()],
-            )
-            .await?;
+        let mut args = CLAIM_FOLLOWS_ARGS.args();
+        args.set("lease_ms", lease_ms).set("max", max);
+        let r: Vec<String> = self.run(&self.scripts.claim_follows, args).await?;
         let mut out = Vec::new();
         for c in r.chunks_exact(2) {
             match Follow::decode(&c[0], &c[1]) {
@@ -591,9 +620,9 @@ impl PoolStore for RedisStore {
 
     async fn renew_follows(&self, match_ids: &[String], lease_ms: u64) -> Result<(), StoreError> {
         for chunk in match_ids.chunks(512) {
-            let mut args: Vec<Vec<u8>> = vec![lease_ms.to_string().into()];
-            args.extend(chunk.iter().map(|id| id.clone().into_bytes()));
-            let _: i64 = self.run_owned(&self.scripts.renew_follows, args).await?;
+            let mut args = RENEW_FOLLOWS_ARGS.args();
+            args.set("lease_ms", lease_ms).rest(chunk);
+            let _: i64 = self.run(&self.scripts.renew_follows, args).await?;
         }
         Ok(())
     }
@@ -603,14 +632,18 @@ impl PoolStore for RedisStore {
         match_id: &str,
         writes: &[RatingWrite],
     ) -> Result<Applied, StoreError> {
-        let mut args: Vec<Vec<u8>> = vec![match_id.into(), RATED_TTL_MS.to_string().into()];
-        for w in writes {
-            args.push(w.player.clone().into());
-            args.push(w.key.clone().into());
-            args.push(w.old.clone().unwrap_or_default().into());
-            args.push(w.new.clone().into());
-        }
-        let r: String = self.run_owned(&self.scripts.apply, args).await?;
+        let mut args = APPLY_ARGS.args();
+        args.set("match_id", match_id)
+            .set("ttl", RATED_TTL_MS)
+            .rest(writes.iter().map(|w| {
+                pack(&[
+                    w.player.as_str(),
+                    &w.key,
+                    w.old.as_deref().unwrap_or(""),
+                    &w.new,
+                ])
+            }));
+        let r: String = self.run(&self.scripts.apply, args).await?;
         match r.as_str() {
             "done" => Ok(Applied::Done),
             "already" => Ok(Applied::Already),
@@ -657,8 +690,7 @@ mod tests {
             unpack("3:abc0:2:x:").unwrap(),
             vec!["abc".to_owned(), String::new(), "x:".to_owned()]
         );
-        assert_eq!(unpack("5:ab"), None);
-        assert_eq!(unpack("x:ab"), None);
+        assert_eq!(pack(&["abc", "", "x:"]), "3:abc0:2:x:");
         assert_eq!(score("1700000000123"), Some(1_700_000_000_123));
         assert_eq!(score("-1"), None);
     }

@@ -3,11 +3,11 @@
 //! result once, and hands items back on shutdown (see the parent module for the keys and the
 //! protocol).
 
-use super::super::{Game, JobSpec, analyse_game};
+use super::super::{Game, GameResult, JobSpec, analyse_game, record};
 use super::{BLOCK_MS, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts, WORK};
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::cpu::RaiseOnDrop;
-use arbiter_proto::analysis::v1 as pb;
+use arbiter_kit::retry::{Backoff, RetryPolicy};
 use arbiter_redis_conn::RedisConfig;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
@@ -140,7 +140,7 @@ pub(super) async fn ensure_group(c: &mut ConnectionManager) -> redis::RedisResul
 /// One worker: a connection of its own (its reads block), one item at a time.
 async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<bool>) {
     let mut conn: Option<ConnectionManager> = None;
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
         if *shutdown.borrow() {
             return;
@@ -150,14 +150,16 @@ async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<boo
             None => match connect(&ctx.client).await {
                 Ok(c) => {
                     tracing::info!(consumer, "analysis worker connected to Redis");
-                    backoff = Duration::from_millis(100);
+                    backoff.reset();
                     conn = Some(c.clone());
                     c
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "analysis worker: cannot reach Redis; retrying");
-                    pause(backoff, &mut shutdown).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    let down = async {
+                        let _ = shutdown.wait_for(|down| *down).await;
+                    };
+                    backoff.wait_or(down).await;
                     continue;
                 }
             },
@@ -269,12 +271,19 @@ async fn failed(c: &mut ConnectionManager, taken: &Taken, error: &str) {
         .await;
 }
 
-fn failed_result(game: &str, error: &str) -> Vec<u8> {
-    prost::Message::encode_to_vec(&pb::GameResult {
+fn failed_result(game: &str, error: &str) -> String {
+    record::encode_result(&GameResult {
         index: game.parse().unwrap_or(0),
         error: format!("analysis failed: {error}"),
-        ..pb::GameResult::default()
+        ..GameResult::default()
     })
+}
+
+/// Finishes an item with nothing to record (its job was cancelled or expired).
+async fn drop_item(ctx: &Ctx, c: &mut ConnectionManager, item: &str) {
+    let mut args = ctx.scripts.drop.args();
+    args.set("item", item);
+    let _: redis::RedisResult<i64> = ctx.scripts.drop.call(c, args).await;
 }
 
 /// Works on one item: dead-letters it, drops it, or analyses its game with heartbeats and
@@ -307,23 +316,21 @@ async fn work(
             error,
             "analysis worker: an item goes to the dead-letter stream"
         );
-        let r: redis::RedisResult<i64> = ctx
-            .scripts
-            .dead
-            .prepare_invoke()
-            .arg(&item)
-            .arg(&job)
-            .arg(&game)
-            .arg(taken.deliveries)
-            .arg(&error)
-            .arg(taken.payload())
-            .arg(failed_result(
-                &game,
-                &format!("given up after {} deliveries: {error}", taken.deliveries),
-            ))
-            .arg(DEAD_MAXLEN)
-            .invoke_async(c)
-            .await;
+        let mut args = ctx.scripts.dead.args();
+        args.set("item", &item)
+            .set("job", &job)
+            .set("game", &game)
+            .set("deliveries", taken.deliveries)
+            .set("error", &error)
+            .set(
+                "result",
+                failed_result(
+                    &game,
+                    &format!("given up after {} deliveries: {error}", taken.deliveries),
+                ),
+            )
+            .set("maxlen", DEAD_MAXLEN);
+        let r: redis::RedisResult<i64> = ctx.scripts.dead.call(c, args).await;
         if let Err(e) = r {
             tracing::warn!(error = %e, "analysis worker: dead-lettering failed");
         }
@@ -344,14 +351,7 @@ async fn work(
     };
     if cancelled.as_deref() != Some("0") {
         // Cancelled, or expired (or never a job): nothing to record.
-        let _: redis::RedisResult<i64> = ctx
-            .scripts
-            .drop
-            .prepare_invoke()
-            .arg(&item)
-            .invoke_async(c)
-            .await;
-        return;
+        return drop_item(ctx, c, &item).await;
     }
     let limits = match (depth.unwrap_or(0), nodes.unwrap_or(0)) {
         (d @ 1.., _) => Limits::depth(d),
@@ -392,17 +392,14 @@ async fn work(
         tokio::select! {
             r = &mut analysis => break r,
             _ = tick.tick() => {
-                let beat: redis::RedisResult<String> = ctx
-                    .scripts
-                    .heartbeat
-                    .prepare_invoke()
-                    .arg(&job)
-                    .arg(&game)
-                    .arg(done.load(Ordering::Relaxed))
-                    .arg(&item)
-                    .arg(consumer)
-                    .invoke_async(c)
-                    .await;
+                let mut args = ctx.scripts.heartbeat.args();
+                args.set("job", &job)
+                    .set("game", &game)
+                    .set("done", done.load(Ordering::Relaxed))
+                    .set("item", &item)
+                    .set("consumer", consumer);
+                let beat: redis::RedisResult<String> =
+                    ctx.scripts.heartbeat.call(c, args).await;
                 let why = match beat.as_deref() {
                     Ok("lost") => Some(Halt::Lost),
                     Ok("gone" | "cancelled") => Some(Halt::Unwanted),
@@ -428,23 +425,19 @@ async fn work(
     };
     match outcome {
         Ok(Ok(Some(result))) => {
-            let encoded = prost::Message::encode_to_vec(&result);
+            let encoded = record::encode_result(&result);
             // Redis may be away for a moment: retry for as long as the item is surely still
             // this worker's (up to the claim timeout, at most 10 s).
             let until =
                 tokio::time::Instant::now() + ctx.config.claim_idle.min(Duration::from_secs(10));
             loop {
-                let r: redis::RedisResult<i64> = ctx
-                    .scripts
-                    .record
-                    .prepare_invoke()
-                    .arg(&job)
-                    .arg(&game)
-                    .arg(positions)
-                    .arg(&item)
-                    .arg(&encoded)
-                    .invoke_async(c)
-                    .await;
+                let mut args = ctx.scripts.record.args();
+                args.set("job", &job)
+                    .set("game", &game)
+                    .set("positions", positions)
+                    .set("item", &item)
+                    .set("result", &encoded);
+                let r: redis::RedisResult<i64> = ctx.scripts.record.call(c, args).await;
                 match r {
                     Ok(_) => break,
                     Err(e) if tokio::time::Instant::now() < until => {
@@ -461,27 +454,14 @@ async fn work(
             }
         }
         Ok(Ok(None)) => match halt {
-            Some(Halt::Unwanted) => {
-                let _: redis::RedisResult<i64> = ctx
-                    .scripts
-                    .drop
-                    .prepare_invoke()
-                    .arg(&item)
-                    .invoke_async(c)
-                    .await;
-            }
+            Some(Halt::Unwanted) => drop_item(ctx, c, &item).await,
             Some(Halt::Shutdown) => {
-                let _: redis::RedisResult<i64> = ctx
-                    .scripts
-                    .requeue
-                    .prepare_invoke()
-                    .arg(&item)
-                    .arg(consumer)
-                    .arg(&job)
-                    .arg(&game)
-                    .arg(taken.payload())
-                    .invoke_async(c)
-                    .await;
+                let mut args = ctx.scripts.requeue.args();
+                args.set("item", &item)
+                    .set("consumer", consumer)
+                    .set("job", &job)
+                    .set("game", &game);
+                let _: redis::RedisResult<i64> = ctx.scripts.requeue.call(c, args).await;
             }
             Some(Halt::Lost) | None => {}
         },

@@ -2,14 +2,15 @@
 //! answer for them) and worker processes (which analyse them), on any machine.
 //!
 //! - A job is a hash `an:j:<id>` (its owner, its request key, fingerprint, counts, the per-ply
-//!   limit, its retention), with `an:j:<id>:r` (each finished game's encoded `GameResult` by
-//!   index) and `an:j:<id>:p` (positions done by game). `an:rid:<request key>` names the job of
-//!   a caller's request id: the key is [`Caller::request_key`], 64 hex digits of a SHA-256 of
-//!   the caller and the id, so request ids are scoped to their caller and keys are bounded
-//!   whatever the id. The owner is [`Caller::hex`]; a job answers only to it. `an:jobs` (a
-//!   sorted set by expiry) and `an:held` (positions by job) enforce the caps on jobs and
-//!   positions held, for all replicas together. Every key of a job expires with it, its
-//!   retention renewed by each sign of progress.
+//!   limit, its retention), with `an:j:<id>:r` (each finished game's result by index, encoded
+//!   by [`super::record::encode_result`]) and `an:j:<id>:p` (positions done by game).
+//!   `an:rid:<request key>` names the job of a caller's request id: the key is
+//!   [`Caller::request_key`], 64 hex digits of a SHA-256 of the caller and the id, so request
+//!   ids are scoped to their caller and keys are bounded whatever the id. The owner is
+//!   [`Caller::hex`]; a job answers only to it. `an:jobs` (a sorted set by expiry) and
+//!   `an:held` (positions by job) enforce the caps on jobs and positions held, for all
+//!   replicas together. Every key of a job expires with it, its retention renewed by each sign
+//!   of progress.
 //! - Each game is one entry of the stream [`WORK`] (`job`, `game`, `item`: the game encoded by
 //!   [`Game::to_item`](super::Game::to_item)), read by the consumer group [`GROUP`]. A worker
 //!   takes an entry with `XREADGROUP`, or one whose worker went silent for the claim timeout with
@@ -24,11 +25,16 @@
 //! - A worker that stops gracefully puts its entry back at once (a fresh copy); one that is
 //!   killed leaves it pending, to be claimed after the claim timeout.
 //!
-//! Every step that changes more than one key is one Lua script, so it is atomic.
+//! Every step that changes more than one key is one Lua script, so it is atomic. Scripts read
+//! their arguments by name (`A.job`, never `ARGV[i]`): each has a schema here (`SUBMIT_ARGS`,
+//! …) from which the Lua that names them is made.
 
-use super::{BatchConfig, Caller, JobSpec, ended, not_found, page_size, status_of};
-use arbiter_kit::ApiError;
-use arbiter_proto::analysis::v1 as pb;
+use super::{
+    BatchConfig, Caller, GameResult, JobSpec, JobStatus, Submitted, not_found, page_size, record,
+    status_of,
+};
+use crate::error::AnalysisError;
+use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
@@ -54,72 +60,155 @@ const PRELUDE: &str = include_str!("lua/prelude.lua");
 
 /// The `SUBMIT` script (`lua/submit.lua`; its header lists its keys and arguments).
 const SUBMIT: &str = include_str!("lua/submit.lua");
+/// `SUBMIT`'s arguments (`items`: the work items as one packed list).
+static SUBMIT_ARGS: Schema = Schema::new(&[
+    ("rid", 1),
+    ("fp", 1),
+    ("games", 1),
+    ("positions", 1),
+    ("ttl", 1),
+    ("max_jobs", 1),
+    ("max_positions", 1),
+    ("depth", 1),
+    ("nodes", 1),
+    ("hash", 1),
+    ("owner", 1),
+    ("items", 1),
+]);
 
 /// The `CANCEL` script (`lua/cancel.lua`; its header lists its keys and arguments).
 const CANCEL: &str = include_str!("lua/cancel.lua");
+/// `CANCEL`'s arguments.
+static CANCEL_ARGS: Schema = Schema::new(&[("job", 1), ("owner", 1)]);
 
 /// The `HEARTBEAT` script (`lua/heartbeat.lua`; its header lists its keys and arguments).
 const HEARTBEAT: &str = include_str!("lua/heartbeat.lua");
+/// `HEARTBEAT`'s arguments.
+static HEARTBEAT_ARGS: Schema = Schema::new(&[
+    ("job", 1),
+    ("game", 1),
+    ("done", 1),
+    ("item", 1),
+    ("consumer", 1),
+]);
 
 /// The `RECORD` script (`lua/record.lua`; its header lists its keys and arguments).
 const RECORD: &str = include_str!("lua/record.lua");
+/// `RECORD`'s arguments.
+static RECORD_ARGS: Schema = Schema::new(&[
+    ("job", 1),
+    ("game", 1),
+    ("positions", 1),
+    ("item", 1),
+    ("result", 1),
+]);
 
 /// The `DEAD_LETTER` script (`lua/dead-letter.lua`; its header lists its keys and arguments).
 const DEAD_LETTER: &str = include_str!("lua/dead-letter.lua");
+/// `DEAD_LETTER`'s arguments.
+static DEAD_LETTER_ARGS: Schema = Schema::new(&[
+    ("item", 1),
+    ("job", 1),
+    ("game", 1),
+    ("deliveries", 1),
+    ("error", 1),
+    ("result", 1),
+    ("maxlen", 1),
+]);
 
 /// The `REQUEUE` script (`lua/requeue.lua`; its header lists its keys and arguments).
 const REQUEUE: &str = include_str!("lua/requeue.lua");
+/// `REQUEUE`'s arguments.
+static REQUEUE_ARGS: Schema = Schema::new(&[("item", 1), ("consumer", 1), ("job", 1), ("game", 1)]);
 
 /// The `DROP` script (`lua/drop.lua`; its header lists its keys and arguments).
 const DROP: &str = include_str!("lua/drop.lua");
+/// `DROP`'s arguments.
+static DROP_ARGS: Schema = Schema::new(&[("item", 1)]);
 
-fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}{body}"))
+/// A script of this store: the shared basics, the prelude, the names of its arguments, its
+/// body.
+#[derive(Debug)]
+struct Named {
+    script: Script,
+    schema: &'static Schema,
+}
+
+impl Named {
+    fn new(schema: &'static Schema, body: &str) -> Named {
+        Named {
+            script: Script::new(&format!("{BASICS}{PRELUDE}{}{body}", schema.prologue())),
+            schema,
+        }
+    }
+
+    /// Empty arguments to set by name.
+    fn args(&self) -> Args {
+        self.schema.args()
+    }
+
+    /// Runs the script with `args`. Arguments that do not fit its schema (a mistake of this
+    /// code, never of the input) are a client error, not sent.
+    async fn call<T: redis::FromRedisValue>(
+        &self,
+        c: &mut ConnectionManager,
+        args: Args,
+    ) -> redis::RedisResult<T> {
+        let slots = args.slots().map_err(|e| {
+            redis::RedisError::from((redis::ErrorKind::ClientError, "script arguments", e))
+        })?;
+        let mut call = self.script.prepare_invoke();
+        for slot in slots {
+            call.arg(slot);
+        }
+        call.invoke_async(c).await
+    }
 }
 
 /// The scripts, loaded once per connection.
 #[derive(Debug)]
 struct Scripts {
-    submit: Script,
-    cancel: Script,
-    heartbeat: Script,
-    record: Script,
-    dead: Script,
-    requeue: Script,
-    drop: Script,
+    submit: Named,
+    cancel: Named,
+    heartbeat: Named,
+    record: Named,
+    dead: Named,
+    requeue: Named,
+    drop: Named,
 }
 
 impl Scripts {
     fn new() -> Scripts {
         Scripts {
-            submit: script(SUBMIT),
-            cancel: script(CANCEL),
-            heartbeat: script(HEARTBEAT),
-            record: script(RECORD),
-            dead: script(DEAD_LETTER),
-            requeue: script(REQUEUE),
-            drop: script(DROP),
+            submit: Named::new(&SUBMIT_ARGS, SUBMIT),
+            cancel: Named::new(&CANCEL_ARGS, CANCEL),
+            heartbeat: Named::new(&HEARTBEAT_ARGS, HEARTBEAT),
+            record: Named::new(&RECORD_ARGS, RECORD),
+            dead: Named::new(&DEAD_LETTER_ARGS, DEAD_LETTER),
+            requeue: Named::new(&REQUEUE_ARGS, REQUEUE),
+            drop: Named::new(&DROP_ARGS, DROP),
         }
     }
 
     fn all() -> Vec<Script> {
+        let s = Scripts::new();
         [
-            SUBMIT,
-            CANCEL,
-            HEARTBEAT,
-            RECORD,
-            DEAD_LETTER,
-            REQUEUE,
-            DROP,
+            s.submit,
+            s.cancel,
+            s.heartbeat,
+            s.record,
+            s.dead,
+            s.requeue,
+            s.drop,
         ]
         .into_iter()
-        .map(script)
+        .map(|n| n.script)
         .collect()
     }
 }
 
-fn unavailable(e: redis::RedisError) -> ApiError {
-    ApiError::Unavailable(format!("the job store (Redis) is unavailable: {e}"))
+fn unavailable(e: redis::RedisError) -> AnalysisError {
+    AnalysisError::Unavailable(format!("the job store (Redis) is unavailable: {e}"))
 }
 
 fn unix_ms() -> i64 {
@@ -190,9 +279,9 @@ impl RedisJobs {
         }
     }
 
-    fn conn(&self) -> Result<ConnectionManager, ApiError> {
+    fn conn(&self) -> Result<ConnectionManager, AnalysisError> {
         self.conn.get().cloned().ok_or_else(|| {
-            ApiError::Unavailable("the job store is not connected to Redis yet".into())
+            AnalysisError::Unavailable("the job store is not connected to Redis yet".into())
         })
     }
 
@@ -214,7 +303,7 @@ impl RedisJobs {
         request_id: &str,
         spec: &JobSpec,
         fingerprint: u64,
-    ) -> Result<pb::SubmitJobResponse, ApiError> {
+    ) -> Result<Submitted, AnalysisError> {
         // Exactly one is set (decode_job): a depth, or a node count.
         let (depth, nodes) = (
             spec.limits.depth.unwrap_or(0),
@@ -223,39 +312,37 @@ impl RedisJobs {
         let ttl_ms = u64::try_from(self.config.ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
-        let mut call = self.scripts.submit.prepare_invoke();
-        call.arg(caller.request_key(request_id))
-            .arg(format!("{fingerprint:016x}"))
-            .arg(spec.games.len())
-            .arg(spec.positions())
-            .arg(ttl_ms)
-            .arg(self.config.max_jobs)
-            .arg(self.config.max_positions)
-            .arg(depth)
-            .arg(nodes)
-            .arg(spec.hash_mib)
-            .arg(caller.hex());
-        for game in &spec.games {
-            call.arg(game.to_item());
-        }
-        let (what, detail): (String, String) = call
-            .invoke_async(&mut self.conn()?)
+        let items: Vec<String> = spec.games.iter().map(super::Game::to_item).collect();
+        let mut args = self.scripts.submit.args();
+        args.set("rid", caller.request_key(request_id))
+            .set("fp", format!("{fingerprint:016x}"))
+            .set("games", spec.games.len())
+            .set("positions", spec.positions())
+            .set("ttl", ttl_ms)
+            .set("max_jobs", self.config.max_jobs)
+            .set("max_positions", self.config.max_positions)
+            .set("depth", depth)
+            .set("nodes", nodes)
+            .set("hash", spec.hash_mib)
+            .set("owner", caller.hex())
+            .set("items", record::pack(&items));
+        let (what, detail): (String, String) = self
+            .scripts
+            .submit
+            .call(&mut self.conn()?, args)
             .await
             .map_err(unavailable)?;
         match what.as_str() {
-            "new" | "duplicate" => Ok(pb::SubmitJobResponse {
-                status: Some(self.status(caller, &detail).await?),
+            "new" | "duplicate" => Ok(Submitted {
+                status: self.status(caller, &detail).await?,
                 duplicate: what == "duplicate",
             }),
-            "conflict" => Err(ApiError::AlreadyExists(format!(
-                "request_id {} was used for another job",
-                arbiter_kit::error::quote(request_id)
-            ))),
-            "jobs" => Err(ApiError::exhausted(
+            "conflict" => Err(AnalysisError::RequestIdReused(request_id.to_owned())),
+            "jobs" => Err(AnalysisError::exhausted(
                 "",
                 "the job store holds its maximum of jobs; retry later",
             )),
-            _ => Err(ApiError::exhausted(
+            _ => Err(AnalysisError::exhausted(
                 "",
                 format!(
                     "the job's {} positions do not fit beside the {detail} held (at most {}); \
@@ -269,7 +356,7 @@ impl RedisJobs {
 
     /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another
     /// caller's (a job stored without an owner, by an earlier version, is nobody's).
-    pub async fn status(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub async fn status(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
         let job = format!("an:j:{id}");
         let ((owner, games, done, positions, pos, cancelled, started), ttl): (JobFields, i64) =
             redis::pipe()
@@ -313,7 +400,7 @@ impl RedisJobs {
         self: &Arc<Self>,
         caller: &Caller,
         id: &str,
-    ) -> Result<watch::Receiver<pb::JobStatus>, ApiError> {
+    ) -> Result<watch::Receiver<JobStatus>, AnalysisError> {
         let first = self.status(caller, id).await?;
         let (tx, rx) = watch::channel(first);
         let (jobs, id, caller) = (Arc::clone(self), id.to_owned(), *caller);
@@ -328,7 +415,7 @@ impl RedisJobs {
                 }
                 match jobs.status(&caller, &id).await {
                     Ok(now) => {
-                        let end = ended(now.state);
+                        let end = now.state.ended();
                         tx.send_if_modified(|old| {
                             // The expiry moves with every heartbeat: not news by itself.
                             let news = old.state != now.state
@@ -342,7 +429,7 @@ impl RedisJobs {
                             return;
                         }
                     }
-                    Err(ApiError::NotFound(_)) => return,
+                    Err(AnalysisError::JobNotFound(_)) => return,
                     // Redis unreachable for now: the next tick tries again.
                     Err(_) => {}
                 }
@@ -359,7 +446,7 @@ impl RedisJobs {
         id: &str,
         offset: usize,
         limit: usize,
-    ) -> Result<(pb::JobStatus, Vec<pb::GameResult>), ApiError> {
+    ) -> Result<(JobStatus, Vec<GameResult>), AnalysisError> {
         let status = self.status(caller, id).await?;
         let end = offset
             .saturating_add(page_size(limit, self.config.page))
@@ -377,8 +464,9 @@ impl RedisJobs {
             .into_iter()
             .flatten()
             .map(|bytes| {
-                prost::Message::decode(bytes.as_slice())
-                    .map_err(|e| ApiError::DataLoss(format!("a stored result cannot be read: {e}")))
+                record::decode_result(&bytes).map_err(|e| {
+                    AnalysisError::Corrupt(format!("a stored result cannot be read: {e}"))
+                })
             })
             .collect::<Result<_, _>>()?;
         Ok((status, games))
@@ -386,14 +474,13 @@ impl RedisJobs {
 
     /// Cancels `caller`'s job (see [`super::JobQueue::cancel`]): workers see it at their next
     /// heartbeat, and drop its items not yet started as they reach them.
-    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<pb::JobStatus, ApiError> {
+    pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
+        let mut args = self.scripts.cancel.args();
+        args.set("job", id).set("owner", caller.hex());
         let outcome: i64 = self
             .scripts
             .cancel
-            .prepare_invoke()
-            .arg(id)
-            .arg(caller.hex())
-            .invoke_async(&mut self.conn()?)
+            .call(&mut self.conn()?, args)
             .await
             .map_err(unavailable)?;
         if outcome < 0 {
@@ -433,12 +520,7 @@ mod tests {
             hash_mib: 1,
         };
         let caller = Caller::anonymous();
-        let status = jobs
-            .submit(&caller, "r", &spec, 7)
-            .await
-            .unwrap()
-            .status
-            .unwrap();
+        let status = jobs.submit(&caller, "r", &spec, 7).await.unwrap().status;
         let mut c = jobs.conn().unwrap();
         ensure_group(&mut c).await.unwrap();
         let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
@@ -461,21 +543,18 @@ mod tests {
                 &jobs.scripts,
             );
             async move {
-                s.heartbeat
-                    .prepare_invoke()
-                    .arg(&job)
-                    .arg(0)
-                    .arg(0)
-                    .arg(&item)
-                    .arg(consumer)
-                    .invoke_async::<String>(&mut c)
-                    .await
-                    .unwrap()
+                let mut args = s.heartbeat.args();
+                args.set("job", &job)
+                    .set("game", 0)
+                    .set("done", 0)
+                    .set("item", &item)
+                    .set("consumer", consumer);
+                s.heartbeat.call::<String>(&mut c, args).await.unwrap()
             }
         };
         assert_eq!(beat("first").await, "ok");
         assert_eq!(beat("second").await, "lost", "not the second's item");
-        let result = prost::Message::encode_to_vec(&pb::GameResult::default());
+        let result = record::encode_result(&GameResult::default());
         let record = |game: u32| {
             let (mut c, item, job, s, result) = (
                 hc.clone(),
@@ -485,16 +564,13 @@ mod tests {
                 result.clone(),
             );
             async move {
-                s.record
-                    .prepare_invoke()
-                    .arg(&job)
-                    .arg(game)
-                    .arg(1)
-                    .arg(&item)
-                    .arg(&result)
-                    .invoke_async::<i64>(&mut c)
-                    .await
-                    .unwrap()
+                let mut args = s.record.args();
+                args.set("job", &job)
+                    .set("game", game)
+                    .set("positions", 1)
+                    .set("item", &item)
+                    .set("result", &result);
+                s.record.call::<i64>(&mut c, args).await.unwrap()
             }
         };
         assert_eq!(record(0).await, 1, "new");
@@ -502,7 +578,7 @@ mod tests {
         let done = jobs.status(&caller, &status.job_id).await.unwrap();
         assert_eq!(
             (done.state, done.games_done, done.positions_done),
-            (pb::JobState::Done as i32, 1, 1)
+            (super::super::JobState::Done, 1, 1)
         );
         assert_eq!(beat("first").await, "lost", "finished: nobody's any more");
         // A game index out of the job's range is never counted.
@@ -514,6 +590,43 @@ mod tests {
                 .games_done,
             1
         );
+    }
+
+    /// Every script reads its arguments by name, each one its schema gives (and never
+    /// `ARGV`), and its header lists them.
+    #[test]
+    fn scripts_read_only_their_named_arguments() {
+        let scripts: [(&Schema, &str); 7] = [
+            (&SUBMIT_ARGS, SUBMIT),
+            (&CANCEL_ARGS, CANCEL),
+            (&HEARTBEAT_ARGS, HEARTBEAT),
+            (&RECORD_ARGS, RECORD),
+            (&DEAD_LETTER_ARGS, DEAD_LETTER),
+            (&REQUEUE_ARGS, REQUEUE),
+            (&DROP_ARGS, DROP),
+        ];
+        for (schema, body) in scripts {
+            let name = body.lines().next().unwrap_or_default();
+            assert!(!body.contains("ARGV"), "{name}");
+            let prologue = schema.prologue();
+            let header: String = body
+                .lines()
+                .take_while(|l| l.starts_with("--"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for used in body.split("A.").skip(1) {
+                let arg: String = used
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if arg.is_empty() {
+                    continue;
+                }
+                assert!(prologue.contains(&format!("A.{arg} =")), "{name}: A.{arg}");
+                assert!(header.contains(&arg), "{name}: {arg} not in the header");
+            }
+        }
+        assert!(!PRELUDE.contains("ARGV"));
     }
 
     #[test]

@@ -1,17 +1,19 @@
--- APPLY (services/matchmaking/src/store/redis.rs)
+-- APPLY (services/matchmaking/src/store/redis.rs; arguments by name: `APPLY_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
---
--- ARGV: match id, TTL ms, then per write: player, key, old (empty: none), new.
+-- A: match_id (the rated match), ttl (ms its id is remembered as rated), writes (one argument
+-- per rating write, packed: player, key, old record (empty: none), new record).
 local function unfollow()
-  redis.call('ZREM', 'mm:follow', ARGV[1])
-  redis.call('HDEL', 'mm:follow:d', ARGV[1])
+  redis.call('ZREM', 'mm:follow', A.match_id)
+  redis.call('HDEL', 'mm:follow:d', A.match_id)
 end
-if redis.call('EXISTS', 'mm:rated:' .. ARGV[1]) == 1 then unfollow() return 'already' end
-for i = 3, #ARGV, 4 do
-  local cur = redis.call('HGET', 'mm:r:' .. ARGV[i], ARGV[i + 1]) or ''
-  if cur ~= ARGV[i + 2] then return 'conflict' end
+if redis.call('EXISTS', 'mm:rated:' .. A.match_id) == 1 then unfollow() return 'already' end
+local writes = {}
+for i, packed in ipairs(A.writes) do writes[i] = unpk(packed) end
+for _, w in ipairs(writes) do
+  local cur = redis.call('HGET', 'mm:r:' .. w[1], w[2]) or ''
+  if cur ~= w[3] then return 'conflict' end
 end
-for i = 3, #ARGV, 4 do redis.call('HSET', 'mm:r:' .. ARGV[i], ARGV[i + 1], ARGV[i + 3]) end
-redis.call('SET', 'mm:rated:' .. ARGV[1], '1', 'PX', ARGV[2])
+for _, w in ipairs(writes) do redis.call('HSET', 'mm:r:' .. w[1], w[2], w[4]) end
+redis.call('SET', 'mm:rated:' .. A.match_id, '1', 'PX', A.ttl)
 unfollow()
 return 'done'

@@ -1,24 +1,27 @@
--- COMMIT (services/matchmaking/src/store/redis.rs)
+-- COMMIT (services/matchmaking/src/store/redis.rs; arguments by name: `COMMIT_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- A: pool (its name), fence (the wave's fencing number), pairings (packed: each pairing, itself
+-- packed: its id, then its members in seat order), unpaired (packed: the players who wait on).
 --
--- ARGV: pool, fence, n, then per pairing: id, member count, members; then the unpaired.
-local P = ARGV[1]
+-- Returns 1 or 0 per pairing (committed or not), or nil when the fence is stale.
+local P = A.pool
 local M = pk(P, 'm')
 local now = tnow()
-if redis.call('HGET', M, 'fence') ~= ARGV[2] or tonumber(redis.call('HGET', M, 'until') or '0') <= now then
+if redis.call('HGET', M, 'fence') ~= A.fence or tonumber(redis.call('HGET', M, 'until') or '0') <= now then
   return false
 end
-local done, at = {}, 4
-for i = 1, tonumber(ARGV[3]) do
-  local id, c = ARGV[at], tonumber(ARGV[at + 1])
+local done = {}
+for i, packed in ipairs(unpk(A.pairings)) do
+  local t = unpk(packed)
+  local id = t[1]
   local ok = redis.call('HEXISTS', pk(P, 'k'), id) == 0
-  for m = 1, c do
-    if ok and redis.call('HEXISTS', pk(P, 'e'), ARGV[at + 1 + m]) == 0 then ok = false end
+  for m = 2, #t do
+    if ok and redis.call('HEXISTS', pk(P, 'e'), t[m]) == 0 then ok = false end
   end
   if ok then
     local rec = {fmt(now)}
-    for m = 1, c do
-      local player = ARGV[at + 1 + m]
+    for m = 2, #t do
+      local player = t[m]
       rec[#rec + 1] = player
       rec[#rec + 1] = redis.call('HGET', pk(P, 'e'), player)
       rec[#rec + 1] = redis.call('ZSCORE', pk(P, 'j'), player)
@@ -32,9 +35,8 @@ for i = 1, tonumber(ARGV[3]) do
   else
     done[i] = 0
   end
-  at = at + 2 + c
 end
-for j = at, #ARGV do
-  if redis.call('HEXISTS', pk(P, 'e'), ARGV[j]) == 1 then redis.call('HINCRBY', pk(P, 'w'), ARGV[j], 1) end
+for _, player in ipairs(unpk(A.unpaired)) do
+  if redis.call('HEXISTS', pk(P, 'e'), player) == 1 then redis.call('HINCRBY', pk(P, 'w'), player, 1) end
 end
 return done

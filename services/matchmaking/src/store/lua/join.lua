@@ -1,9 +1,10 @@
--- JOIN (services/matchmaking/src/store/redis.rs)
+-- JOIN (services/matchmaking/src/store/redis.rs; arguments by name: `JOIN_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- A: pool (its name), player, session (the new place's), record (the entry record), lease_ms
+-- (the place's lease), max_waiting (players one pool holds), max_pools (pools with players).
 --
--- ARGV: pool, player, session, entry record, lease ms, max waiting, max pools. The limits are
--- checked first: a refused join changes nothing.
-local P, player = ARGV[1], ARGV[2]
+-- The limits are checked first: a refused join changes nothing.
+local P, player = A.pool, A.player
 if redis.call('HLEN', 'mm:found:' .. player) > 0 then return {'found'} end
 local now = tnow()
 local joined, missed = now, '0'
@@ -15,8 +16,8 @@ if who then
   old = w[2]
 end
 if old ~= P then
-  if redis.call('HLEN', pk(P, 'e')) >= tonumber(ARGV[6]) then return {'full'} end
-  if redis.call('SISMEMBER', 'mm:pools', P) == 0 and redis.call('SCARD', 'mm:pools') >= tonumber(ARGV[7]) then
+  if redis.call('HLEN', pk(P, 'e')) >= tonumber(A.max_waiting) then return {'full'} end
+  if redis.call('SISMEMBER', 'mm:pools', P) == 0 and redis.call('SCARD', 'mm:pools') >= tonumber(A.max_pools) then
     return {'pools'}
   end
 end
@@ -27,10 +28,10 @@ if old then
   end
   drop(old, player)
 end
-redis.call('HSET', pk(P, 'e'), player, ARGV[4])
-redis.call('ZADD', pk(P, 'l'), fmt(now + tonumber(ARGV[5])), player)
+redis.call('HSET', pk(P, 'e'), player, A.record)
+redis.call('ZADD', pk(P, 'l'), fmt(now + tonumber(A.lease_ms)), player)
 redis.call('ZADD', pk(P, 'j'), fmt(joined), player)
 redis.call('HSET', pk(P, 'w'), player, missed)
-redis.call('HSET', 'mm:who', player, 'w' .. F .. P .. F .. ARGV[3])
+redis.call('HSET', 'mm:who', player, 'w' .. F .. P .. F .. A.session)
 redis.call('SADD', 'mm:pools', P)
 return {'waiting', redis.call('HLEN', pk(P, 'e'))}

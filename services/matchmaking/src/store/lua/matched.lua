@@ -1,13 +1,16 @@
--- MATCHED (services/matchmaking/src/store/redis.rs)
+-- MATCHED (services/matchmaking/src/store/redis.rs; arguments by name: `MATCHED_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- A: pool (its name), pairing (its id), match_id (the created match), follow (the match's
+-- follow record), found_ttl (ms a match found is kept), found (packed: player, match id,
+-- stored match found, for each player), histories (packed: player, history record, for each
+-- player).
 --
--- ARGV: pool, pairing, match id, follow record, found TTL, found count, then per found:
--- player, match id, message; then per history: player, record. The match is filed to be
--- followed at once (its lease already run out: any replica's follower claims it).
-local P = ARGV[1]
-local rec = redis.call('HGET', pk(P, 'k'), ARGV[2])
+-- The match is filed to be followed at once (its lease already run out: any replica's follower
+-- claims it).
+local P = A.pool
+local rec = redis.call('HGET', pk(P, 'k'), A.pairing)
 if not rec then return 0 end
-redis.call('HDEL', pk(P, 'k'), ARGV[2])
+redis.call('HDEL', pk(P, 'k'), A.pairing)
 local now = tnow()
 local r = unpk(rec)
 local M = pk(P, 'm')
@@ -19,16 +22,15 @@ for i = 2, #r, 5 do
   if who == 'm' .. F .. P or who == 'm' .. F .. P .. F .. 'gone' then redis.call('HDEL', 'mm:who', r[i]) end
 end
 redis.call('HSET', M, 'mean', fmt(mean))
-local at = 7
-for i = 1, tonumber(ARGV[6]) do
-  redis.call('HSET', 'mm:found:' .. ARGV[at], ARGV[at + 1], ARGV[at + 2])
-  redis.call('PEXPIRE', 'mm:found:' .. ARGV[at], ARGV[5])
-  at = at + 3
+local found = unpk(A.found)
+for i = 1, #found, 3 do
+  redis.call('HSET', 'mm:found:' .. found[i], found[i + 1], found[i + 2])
+  redis.call('PEXPIRE', 'mm:found:' .. found[i], A.found_ttl)
 end
-while at < #ARGV do
-  redis.call('HSET', 'mm:h', ARGV[at], ARGV[at + 1])
-  at = at + 2
+local histories = unpk(A.histories)
+for i = 1, #histories, 2 do
+  redis.call('HSET', 'mm:h', histories[i], histories[i + 1])
 end
-redis.call('ZADD', 'mm:follow', fmt(now), ARGV[3])
-redis.call('HSET', 'mm:follow:d', ARGV[3], ARGV[4])
+redis.call('ZADD', 'mm:follow', fmt(now), A.match_id)
+redis.call('HSET', 'mm:follow:d', A.match_id, A.follow)
 return 1

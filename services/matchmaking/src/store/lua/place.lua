@@ -1,17 +1,16 @@
--- PLACE (services/matchmaking/src/store/redis.rs)
+-- PLACE (services/matchmaking/src/store/redis.rs; arguments by name: `PLACE_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
---
--- ARGV: pool, player, session, lease ms.
-local P, player = ARGV[1], ARGV[2]
+-- A: pool (its name), player, session (the stream's place), lease_ms (the renewed lease).
+local P, player = A.pool, A.player
 local who = redis.call('HGET', 'mm:who', player)
 if not who then return {'gone'} end
 local w = split(who, F)
 if w[2] ~= P then return {'gone'} end
 if w[1] == 'm' then return {'matching'} end
-if w[3] ~= ARGV[3] then return {'gone'} end
+if w[3] ~= A.session then return {'gone'} end
 local rank = redis.call('ZRANK', pk(P, 'j'), player)
 if not rank then return {'gone'} end
-redis.call('ZADD', pk(P, 'l'), 'XX', fmt(tnow() + tonumber(ARGV[4])), player)
+redis.call('ZADD', pk(P, 'l'), 'XX', fmt(tnow() + tonumber(A.lease_ms)), player)
 return {'waiting', rank + 1, redis.call('ZCARD', pk(P, 'j')),
   tonumber(redis.call('HGET', pk(P, 'w'), player) or '0'),
   redis.call('HGET', pk(P, 'm'), 'mean') or '0'}

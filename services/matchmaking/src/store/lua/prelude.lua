@@ -2,7 +2,8 @@
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 --
 -- Follows `arbiter_redis_conn::script::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
--- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+-- Helpers every script of this store starts with (the module prepends them, before the Lua that
+-- names the script's arguments, `A`); no arguments of its own.
 local F = '\31'
 local function pk(P, s) return 'mm:q:{' .. P .. '}:' .. s end
 local function split(s, sep)

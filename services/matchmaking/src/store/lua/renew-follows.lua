@@ -1,7 +1,6 @@
--- RENEW_FOLLOWS (services/matchmaking/src/store/redis.rs)
+-- RENEW_FOLLOWS (services/matchmaking/src/store/redis.rs; arguments by name: `RENEW_FOLLOWS_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
---
--- ARGV: lease ms, match ids.
-local deadline = fmt(tnow() + tonumber(ARGV[1]))
-for i = 2, #ARGV do redis.call('ZADD', 'mm:follow', 'XX', deadline, ARGV[i]) end
+-- A: lease_ms (the renewed lease), match_ids (the matches this replica follows; any number).
+local deadline = fmt(tnow() + tonumber(A.lease_ms))
+for _, id in ipairs(A.match_ids) do redis.call('ZADD', 'mm:follow', 'XX', deadline, id) end
 return 1

@@ -1,7 +1,6 @@
--- UNLOCK (services/matchmaking/src/store/redis.rs)
+-- UNLOCK (services/matchmaking/src/store/redis.rs; arguments by name: `UNLOCK_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
---
--- ARGV: pool, fence.
-local M = pk(ARGV[1], 'm')
-if redis.call('HGET', M, 'fence') == ARGV[2] then redis.call('HSET', M, 'until', '0') end
+-- A: pool (its name), fence (the fencing number the lock was taken with).
+local M = pk(A.pool, 'm')
+if redis.call('HGET', M, 'fence') == A.fence then redis.call('HSET', M, 'until', '0') end
 return 1

@@ -1,12 +1,13 @@
--- UNMAKE (services/matchmaking/src/store/redis.rs)
+-- UNMAKE (services/matchmaking/src/store/redis.rs; arguments by name: `UNMAKE_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- A: pool (its name), pairing (its id).
 --
--- ARGV: pool, pairing. Players still being matched go back with their places and leases;
--- those whose stream closed meanwhile are let go.
-local P = ARGV[1]
-local rec = redis.call('HGET', pk(P, 'k'), ARGV[2])
+-- Players still being matched go back with their places and leases; those whose stream closed
+-- meanwhile are let go.
+local P = A.pool
+local rec = redis.call('HGET', pk(P, 'k'), A.pairing)
 if not rec then return 0 end
-redis.call('HDEL', pk(P, 'k'), ARGV[2])
+redis.call('HDEL', pk(P, 'k'), A.pairing)
 local r = unpk(rec)
 for i = 2, #r, 5 do
   local player = r[i]

@@ -1,9 +1,9 @@
--- WAITING (services/matchmaking/src/store/redis.rs)
+-- WAITING (services/matchmaking/src/store/redis.rs; arguments by name: `WAITING_ARGS`)
 -- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- A: pool (its name).
 --
--- ARGV: pool. Drops expired places; returns player, joined, record, missed, lease end for each
--- place.
-local P = ARGV[1]
+-- Drops expired places; returns player, joined, record, missed, lease end for each place.
+local P = A.pool
 local now = tnow()
 for _, player in ipairs(redis.call('ZRANGEBYSCORE', pk(P, 'l'), '-inf', fmt(now))) do
   drop(P, player)

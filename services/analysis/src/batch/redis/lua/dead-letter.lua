@@ -1,11 +1,22 @@
--- DEAD_LETTER (services/analysis/src/batch/redis/mod.rs)
+-- DEAD_LETTER (services/analysis/src/batch/redis/mod.rs; arguments by name: `DEAD_LETTER_ARGS`)
 -- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- A: item (its entry id in the work stream), job, game (its index), deliveries, error (the
+-- last one), result (the game's failed result, encoded), maxlen (about how many entries the
+-- dead-letter stream keeps).
 --
--- ARGV: item, job, game, deliveries, error, payload, encoded failed result. Moves the item to
--- the dead-letter stream and records its game as failed.
-redis.call('XADD', 'an:dead', 'MAXLEN', '~', ARGV[8], '*', 'item', ARGV[1], 'job', ARGV[2],
-  'game', ARGV[3], 'deliveries', ARGV[4], 'error', ARGV[5], 'payload', ARGV[6])
-store(ARGV[2], ARGV[3], 0, ARGV[7])
-redis.call('DEL', 'an:err:' .. ARGV[1])
-finish(ARGV[1])
+-- Moves the item to the dead-letter stream, with its payload as queued (read from its entry,
+-- byte for byte), and records its game as failed.
+local payload = ''
+local entry = redis.call('XRANGE', WORK, A.item, A.item)[1]
+if entry then
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'item' then payload = fields[i + 1] end
+  end
+end
+redis.call('XADD', 'an:dead', 'MAXLEN', '~', A.maxlen, '*', 'item', A.item, 'job', A.job,
+  'game', A.game, 'deliveries', A.deliveries, 'error', A.error, 'payload', payload)
+store(A.job, A.game, 0, A.result)
+redis.call('DEL', 'an:err:' .. A.item)
+finish(A.item)
 return 1

@@ -1,6 +1,8 @@
 -- PRELUDE (services/analysis/src/batch/redis/mod.rs)
 -- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
--- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+-- Helpers every script of this store starts with (the module prepends them, after
+-- `arbiter_redis_conn::script::BASICS` and before the script's named arguments); no arguments
+-- of its own.
 local WORK, GROUP = 'an:work', 'an:workers'
 local function now_ms()
   local t = redis.call('TIME')

@@ -1,8 +1,9 @@
--- RECORD (services/analysis/src/batch/redis/mod.rs)
+-- RECORD (services/analysis/src/batch/redis/mod.rs; arguments by name: `RECORD_ARGS`)
 -- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- A: job, game (its index), positions (of the game), item (its entry id in the work stream),
+-- result (encoded).
 --
--- ARGV: job, game, positions of the game, item, encoded result. Stores the result once and
--- finishes the item; 1 when the result was new.
-local fresh = store(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5])
-finish(ARGV[4])
+-- Stores the result once and finishes the item; 1 when the result was new.
+local fresh = store(A.job, A.game, tonumber(A.positions), A.result)
+finish(A.item)
 return fresh

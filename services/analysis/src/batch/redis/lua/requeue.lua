@@ -1,9 +1,18 @@
--- REQUEUE (services/analysis/src/batch/redis/mod.rs)
+-- REQUEUE (services/analysis/src/batch/redis/mod.rs; arguments by name: `REQUEUE_ARGS`)
 -- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- A: item (its entry id in the work stream), consumer (the worker), job, game (its index).
 --
--- ARGV: item, consumer, job, game, payload. Puts an item back as a fresh entry (a worker
--- stopping gracefully), if the consumer still owns it.
-if not owns(ARGV[1], ARGV[2]) then return 0 end
-redis.call('XADD', WORK, '*', 'job', ARGV[3], 'game', ARGV[4], 'item', ARGV[5])
-finish(ARGV[1])
+-- Puts an item back as a fresh entry (a worker stopping gracefully), if the consumer still
+-- owns it: its payload is copied from the entry as queued, byte for byte.
+if not owns(A.item, A.consumer) then return 0 end
+local payload = ''
+local entry = redis.call('XRANGE', WORK, A.item, A.item)[1]
+if entry then
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'item' then payload = fields[i + 1] end
+  end
+end
+redis.call('XADD', WORK, '*', 'job', A.job, 'game', A.game, 'item', payload)
+finish(A.item)
 return 1

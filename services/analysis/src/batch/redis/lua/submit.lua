@@ -1,10 +1,12 @@
--- SUBMIT (services/analysis/src/batch/redis/mod.rs)
+-- SUBMIT (services/analysis/src/batch/redis/mod.rs; arguments by name: `SUBMIT_ARGS`)
 -- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- A: rid (the request key), fp (the fingerprint, 16 hex digits), games, positions, ttl (ms),
+-- max_jobs, max_positions, depth, nodes (the per-ply limit: one of them 0), hash (MiB), owner
+-- (the caller's digest in hex), items (the work items, one per game in order, as a packed list:
+-- `unpk`, so that a job of any number of games fits).
 --
--- ARGV: request key, fingerprint, games, positions, ttl ms, max jobs, max positions, depth,
--- nodes, hash MiB, owner, then one item per game. Checks come first: a refused job writes
--- nothing.
-local rid, fp = ARGV[1], ARGV[2]
+-- Checks come first: a refused job writes nothing.
+local rid, fp = A.rid, A.fp
 local known = redis.call('GET', 'an:rid:' .. rid)
 if known and redis.call('EXISTS', 'an:j:' .. known) == 1 then
   if redis.call('HGET', 'an:j:' .. known, 'fp') ~= fp then return {'conflict', known} end
@@ -15,19 +17,19 @@ for _, old in ipairs(redis.call('ZRANGEBYSCORE', 'an:jobs', '-inf', now)) do
   redis.call('HDEL', 'an:held', old)
 end
 redis.call('ZREMRANGEBYSCORE', 'an:jobs', '-inf', now)
-if redis.call('ZCARD', 'an:jobs') >= tonumber(ARGV[6]) then return {'jobs', ''} end
+if redis.call('ZCARD', 'an:jobs') >= tonumber(A.max_jobs) then return {'jobs', ''} end
 local held = 0
 for _, n in ipairs(redis.call('HVALS', 'an:held')) do held = held + tonumber(n) end
-if held + tonumber(ARGV[4]) > tonumber(ARGV[7]) then return {'positions', tostring(held)} end
+if held + tonumber(A.positions) > tonumber(A.max_positions) then return {'positions', tostring(held)} end
 local id = 'job-' .. fp .. '-' .. redis.call('INCR', 'an:seq')
 local J = 'an:j:' .. id
-redis.call('HSET', J, 'rid', rid, 'fp', fp, 'games', ARGV[3], 'positions', ARGV[4], 'done', 0,
-  'pos', 0, 'cancelled', 0, 'started', 0, 'ttl', ARGV[5], 'depth', ARGV[8], 'nodes', ARGV[9],
-  'hash', ARGV[10], 'owner', ARGV[11])
+redis.call('HSET', J, 'rid', rid, 'fp', fp, 'games', A.games, 'positions', A.positions, 'done', 0,
+  'pos', 0, 'cancelled', 0, 'started', 0, 'ttl', A.ttl, 'depth', A.depth, 'nodes', A.nodes,
+  'hash', A.hash, 'owner', A.owner)
 redis.call('SET', 'an:rid:' .. rid, id)
-redis.call('HSET', 'an:held', id, ARGV[4])
+redis.call('HSET', 'an:held', id, A.positions)
 renew(id)
-for i = 12, #ARGV do
-  redis.call('XADD', WORK, '*', 'job', id, 'game', tostring(i - 12), 'item', ARGV[i])
+for i, item in ipairs(unpk(A.items)) do
+  redis.call('XADD', WORK, '*', 'job', id, 'game', tostring(i - 1), 'item', item)
 end
 return {'new', id}
