@@ -3,10 +3,13 @@
 //! domain (batch jobs, live analysis). [`crate::batch::legacy`] alone also reads protobuf: the
 //! values the previous version stored.
 
-use crate::batch::{
-    GameResult, GamesInput, JobState, JobStatus, ListedGame, MoveText, PlyResult, StartInput,
-    Submission, Submitted, VariantInput, Verdict,
+// The batch side's types from their own module (not through `batch`, whose storage reads old
+// items through this one).
+use crate::batch::types::{
+    GameResult, GamesInput, JobState, JobStatus, ListedGame, PlyResult, Submission, Submitted,
+    Verdict,
 };
+use crate::domain::{MoveText, StartInput, VariantInput};
 use crate::live::{LiveInfo, LiveLine, LiveRequest, LiveResult, StopReason};
 use arbiter_engine::Bound;
 use arbiter_engine::score::Reported;

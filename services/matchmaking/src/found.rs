@@ -11,7 +11,7 @@
 //!
 //! Rolling upgrades: versions before 1 stored the `arbiter.matchmaking.v1.MatchFound` message
 //! prost-encoded, kept a day at most. A value that does not begin with `v` is read that way
-//! ([`crate::grpc::legacy_match_found`]): no protobuf message begins with `v` (0x76 would be
+//! ([`crate::legacy::read_stored`], which the store reads through): no protobuf message begins with `v` (0x76 would be
 //! field 14 of wire type 6, which does not exist). A value tagged with another version (a newer
 //! replica's) is refused as corrupt rather than misread.
 
@@ -107,15 +107,12 @@ impl MatchFound {
         format!("{STORED_TAG}{}", pack(&items))
     }
 
-    /// Reads a stored found match: version 1, or the prost-encoded message earlier versions
-    /// wrote.
+    /// Reads the stored form, version 1 (see the module's documentation; values of earlier
+    /// releases are read by [`crate::legacy::read_stored`]).
     ///
     /// # Errors
-    /// What is wrong with a value that is neither.
+    /// What is wrong with a value that is not version 1.
     pub fn decode(stored: &[u8]) -> Result<MatchFound, String> {
-        if stored.first() != Some(&b'v') {
-            return crate::grpc::legacy_match_found(stored);
-        }
         let Some(packed) = stored.strip_prefix(STORED_TAG.as_bytes()) else {
             let tag: String = String::from_utf8_lossy(stored).chars().take(8).collect();
             return Err(format!("unknown stored version (begins {tag:?})"));

@@ -1,8 +1,8 @@
 //! The tonic handlers of `arbiter.matchmaking.v1.MatchmakingService`: decode, call the
 //! [`Matchmaker`], encode. The only place (with [`crate::backend::GrpcMatches`], the match
 //! service's client) where matchmaking's own types meet the protobuf messages: the conversions
-//! both ways live here, and so does the reader of found matches stored prost-encoded by earlier
-//! versions ([`legacy_match_found`]).
+//! both ways live here (but for the reader of found matches stored prost-encoded by earlier
+//! versions, [`crate::legacy`]).
 
 use crate::backend::MatchBackend;
 use crate::domain::{JoinEvent, JoinSpec, Matchmaker, QueueStatus, Rating};
@@ -43,17 +43,6 @@ impl From<FoundSeat> for pb::FoundSeat {
     }
 }
 
-impl From<pb::FoundSeat> for FoundSeat {
-    fn from(s: pb::FoundSeat) -> FoundSeat {
-        FoundSeat {
-            player: s.player_id,
-            board: s.board,
-            side: s.side,
-            rating: s.rating,
-        }
-    }
-}
-
 impl From<MatchFound> for pb::MatchFound {
     fn from(f: MatchFound) -> pb::MatchFound {
         pb::MatchFound {
@@ -67,37 +56,6 @@ impl From<MatchFound> for pb::MatchFound {
             rated: f.rated,
         }
     }
-}
-
-impl TryFrom<pb::MatchFound> for MatchFound {
-    type Error = String;
-
-    /// A found match from its message; a message without its seat or with an unknown variant
-    /// is refused.
-    fn try_from(f: pb::MatchFound) -> Result<MatchFound, String> {
-        Ok(MatchFound {
-            seat: f.seat.ok_or("no seat")?.into(),
-            variant: variant(f.variant, "variant").map_err(|e| e.to_string())?,
-            pool: f.pool,
-            match_id: f.match_id,
-            token: f.token,
-            seats: f.seats.into_iter().map(Into::into).collect(),
-            time_control: f.time_control,
-            rated: f.rated,
-        })
-    }
-}
-
-/// Reads a found match stored by versions before the stored form's version 1: the
-/// `MatchFound` message, prost-encoded (see [`crate::found`]). Such values are kept a day at
-/// most, so this reader can go a release after version 1.
-///
-/// # Errors
-/// Not a readable `MatchFound`.
-pub fn legacy_match_found(stored: &[u8]) -> Result<MatchFound, String> {
-    use prost::Message;
-    let message = pb::MatchFound::decode(stored).map_err(|e| e.to_string())?;
-    MatchFound::try_from(message)
 }
 
 impl From<QueueStatus> for pb::QueueStatus {
@@ -360,6 +318,7 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::legacy::read_stored;
 
     fn join(player: &str, variant: i32, tc: &str) -> pb::JoinRequest {
         pb::JoinRequest {
@@ -447,17 +406,13 @@ mod tests {
         };
         // What earlier versions stored: the message itself.
         let old = pb::MatchFound::from(found.clone()).encode_to_vec();
-        assert_eq!(MatchFound::decode(&old), Ok(found.clone()));
-        assert_eq!(legacy_match_found(&old), Ok(found.clone()));
+        assert_eq!(read_stored(&old), Ok(found.clone()));
         // What this version stores reads back the same.
-        assert_eq!(
-            MatchFound::decode(found.encode().as_bytes()),
-            Ok(found.clone())
-        );
+        assert_eq!(read_stored(found.encode().as_bytes()), Ok(found.clone()));
         // Unreadable old values are refused.
         let mut no_seat = pb::MatchFound::from(found);
         no_seat.seat = None;
-        assert!(MatchFound::decode(&no_seat.encode_to_vec()).is_err());
-        assert!(MatchFound::decode(b"\xff\xff\xff").is_err());
+        assert!(read_stored(&no_seat.encode_to_vec()).is_err());
+        assert!(read_stored(b"\xff\xff\xff").is_err());
     }
 }

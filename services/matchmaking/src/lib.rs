@@ -23,6 +23,7 @@ pub mod domain;
 pub mod error;
 pub mod found;
 pub mod grpc;
+pub mod legacy;
 pub mod pool;
 pub mod ratings;
 pub mod store;

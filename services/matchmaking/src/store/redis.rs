@@ -16,7 +16,7 @@
 //! Every replica hears [`EVENTS`]: `p<player>` (news for a player) and `w<pool>` (a wave ran).
 
 use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
-use crate::found::{MatchFound, pack, unpack};
+use crate::found::{pack, unpack};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
 use arbiter_kit::retry::{Backoff, RetryPolicy};
 use arbiter_redis_conn::script::{Args, BASICS, Schema};
@@ -539,7 +539,7 @@ impl PoolStore for RedisStore {
             .map_err(unavailable)?;
         all.into_iter()
             .map(|(match_id, stored)| {
-                let found = MatchFound::decode(&stored).map_err(|e| {
+                let found = crate::legacy::read_stored(&stored).map_err(|e| {
                     StoreError::Corrupt(format!("stored match found {match_id} is corrupt: {e}"))
                 })?;
                 Ok(Found {
