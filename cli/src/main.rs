@@ -423,7 +423,7 @@ fn analyze_pgn(
         None => Ok(pgn),
         Some(path) => {
             std::fs::write(&path, pgn)
-                .map_err(|e| CliError::io(format!("--out: {}", path.display()), e))?;
+                .map_err(|e| CliError::input(format!("--out: {}", path.display()), e))?;
             Ok(String::new())
         }
     }
@@ -484,7 +484,7 @@ fn texel_generate<P: arbiter_engine::tune::Tunable>(
     out: &std::path::Path,
 ) -> Result<String, CliError> {
     let file = std::fs::File::create(out)
-        .map_err(|e| CliError::io(format!("--out: {}", out.display()), e))?;
+        .map_err(|e| CliError::input(format!("--out: {}", out.display()), e))?;
     let mut file = std::io::BufWriter::new(file);
     let summary =
         arbiter_cli::texel::generate::<P>(cfg, &mut |line| writeln!(file, "{line}"), &|line| {

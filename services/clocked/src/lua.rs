@@ -28,10 +28,12 @@ pub const CLOCKS: &str = include_str!("lua/clocks.lua");
 
 /// The definitions the helpers need: the index key, its channel and the remaining-time cap.
 pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
-    format!(
-        "local DEADLINES = '{deadlines}'\nlocal DEADLINE_CHANNEL = '{channel}'\n\
-         local MAX_REMAINING = {max_remaining_ms}\n"
-    )
+    use arbiter_redis_conn::script::{Constant, constants};
+    constants(&[
+        ("DEADLINES", Constant::Text(deadlines)),
+        ("DEADLINE_CHANNEL", Constant::Text(channel)),
+        ("MAX_REMAINING", Constant::Number(max_remaining_ms)),
+    ])
 }
 
 /// Claims entries of the deadline index due by now + ahead, earliest first: `KEYS[1]` the index;

@@ -38,6 +38,52 @@ pub async fn redis_now<C: redis::aio::ConnectionLike + Send>(
     Ok(secs * 1000 + micros / 1000)
 }
 
+/// A value a script takes from Rust as a constant (see [`constants`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Constant<'a> {
+    /// A string (a key, a channel name).
+    Text(&'a str),
+    /// A whole number.
+    Number(u64),
+    /// A list of strings.
+    List(&'a [&'a str]),
+}
+
+/// The Lua that defines `defs` as local constants of a script, so that a script's keys, channels
+/// and limits come from the Rust constants that name them: `("CHANGES", Constant::Text(x))`
+/// gives `local CHANGES = 'x'`. Text must not hold a quote or a backslash (names of keys and
+/// channels do not); such a definition panics, as a mistake of the code, not of input.
+///
+/// ```
+/// use arbiter_redis_conn::script::{Constant, constants};
+/// assert_eq!(
+///     constants(&[("K", Constant::Text("a:b")), ("N", Constant::Number(3)), ("L", Constant::List(&["x", "y"]))]),
+///     "local K = 'a:b'\nlocal N = 3\nlocal L = {'x', 'y'}\n"
+/// );
+/// ```
+pub fn constants(defs: &[(&str, Constant<'_>)]) -> String {
+    let quoted = |t: &str| {
+        assert!(
+            !t.contains(['\'', '\\', '\n']),
+            "a Lua constant holds a quote, a backslash or a newline: {t:?}"
+        );
+        format!("'{t}'")
+    };
+    let mut out = String::new();
+    for (name, value) in defs {
+        let value = match value {
+            Constant::Text(t) => quoted(t),
+            Constant::Number(n) => n.to_string(),
+            Constant::List(items) => {
+                let items: Vec<String> = items.iter().map(|t| quoted(t)).collect();
+                format!("{{{}}}", items.join(", "))
+            }
+        };
+        out.push_str(&format!("local {name} = {value}\n"));
+    }
+    out
+}
+
 /// The arguments of one script: each one's name and its number of `ARGV` slots, in order.
 #[derive(Debug)]
 pub struct Schema {

@@ -6,7 +6,7 @@
 //! value of the previous version can remain (after a job's retention).
 
 use super::types::{GameResult, MoveText, PlyResult, Verdict};
-use super::{Game, MAX_ITEM_PLIES, bughouse_line, listed_game, seat_of};
+use super::{Game, MAX_ITEM_PLIES, bughouse_line, listed_game, seated_moves};
 use arbiter_core::Variant;
 use arbiter_core::bughouse::Match;
 use arbiter_engine::score::Reported;
@@ -34,19 +34,7 @@ pub fn decode_item(item: &[u8]) -> Result<Game, String> {
     }
     let bfen = g.start.as_ref().map_or("", |p| p.text.as_str());
     let start = Match::from_bfen(bfen).map_err(|e| format!("item.start: {e}"))?;
-    let moves = g
-        .moves
-        .iter()
-        .map(|text| {
-            let mut chars = text.chars();
-            let seat = chars
-                .next()
-                .and_then(seat_of)
-                .ok_or_else(|| format!("{text}: no seat letter"))?;
-            Ok((seat, chars.as_str()))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    bughouse_line(start, moves.into_iter())
+    bughouse_line(start, seated_moves(&g.moves)?.into_iter())
 }
 
 fn score(s: Option<pb::EngineScore>) -> Option<Reported> {

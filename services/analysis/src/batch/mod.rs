@@ -374,6 +374,22 @@ fn seat_letter(seat: Seat) -> char {
     }
 }
 
+/// Bughouse moves as stored (each its seat's letter, then its text) as (seat, text).
+fn seated_moves<S: AsRef<str>>(moves: &[S]) -> Result<Vec<(Seat, &str)>, String> {
+    moves
+        .iter()
+        .map(|text| {
+            let text = text.as_ref();
+            let mut chars = text.chars();
+            let seat = chars
+                .next()
+                .and_then(seat_of)
+                .ok_or_else(|| format!("{text}: no seat letter"))?;
+            Ok((seat, chars.as_str()))
+        })
+        .collect()
+}
+
 fn seat_of(letter: char) -> Option<Seat> {
     Some(match letter {
         'A' => Seat::new(BoardId::A, Color::White),

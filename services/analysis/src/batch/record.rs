@@ -22,7 +22,7 @@
 //! [`super::legacy`], during a rolling upgrade. Values are always written in this encoding.
 
 use super::types::{GameResult, MoveText, PlyResult, Verdict};
-use super::{Game, MAX_ITEM_PLIES, bughouse_line, seat_letter, seat_of};
+use super::{Game, MAX_ITEM_PLIES, bughouse_line, seat_letter, seated_moves};
 use arbiter_core::bughouse::Match;
 use arbiter_core::{AnyMove, AnyPosition, GameState, Locale, Notation, Position, RuleOptions};
 use arbiter_engine::score::Reported;
@@ -89,18 +89,7 @@ pub fn decode_item(item: &[u8]) -> Result<Game, String> {
         .map_err(|_| format!("item.start.variant: unknown variant {variant}"))?;
     if variant == arbiter_core::Variant::Bughouse {
         let start = Match::from_bfen(text).map_err(|e| format!("item.start: {e}"))?;
-        let moves = moves
-            .iter()
-            .map(|text| {
-                let mut chars = text.chars();
-                let seat = chars
-                    .next()
-                    .and_then(seat_of)
-                    .ok_or_else(|| format!("{text}: no seat letter"))?;
-                Ok((seat, chars.as_str()))
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        return bughouse_line(start, moves.into_iter());
+        return bughouse_line(start, seated_moves(moves)?.into_iter());
     }
     let rules = unpack(rules).map_err(|e| format!("cannot decode the item's rules: {e}"))?;
     let options = RuleOptions(

@@ -7,7 +7,7 @@ use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
 use crate::record::{ClockRecord, REMEMBERED_REQUESTS, board_letter, side_letter};
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
-use arbiter_redis_conn::script::{Args, Schema};
+use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use redis::aio::ConnectionManager;
@@ -66,8 +66,12 @@ static SET_ARGS: Schema = Schema::with_rest(
 /// A script of this store: the shared clock Lua, this store's prelude, the Lua that names the
 /// arguments of `schema` (if any), and `body`.
 fn script(schema: Option<&Schema>, body: &str) -> Script {
+    let defs = constants(&[
+        ("CHANGES", Constant::Text(CHANGES)),
+        ("REMEMBERED", Constant::Number(REMEMBERED_REQUESTS)),
+    ]);
     Script::new(&format!(
-        "local CHANGES = '{CHANGES}'\nlocal REMEMBERED = {REMEMBERED_REQUESTS}\n{}{PRELUDE}{}{body}",
+        "{defs}{}{PRELUDE}{}{body}",
         DEADLINES.prelude(),
         schema.map_or_else(String::new, Schema::prologue),
     ))

@@ -23,7 +23,7 @@ use crate::record::{
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
 use arbiter_core::clock::PressPlan;
-use arbiter_redis_conn::script::{Args, Schema};
+use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
 use arbiter_redis_conn::{connect_in_background, wait_connected};
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
@@ -153,11 +153,12 @@ fn delays_arg(delays: &[u64]) -> String {
 /// A script of this store: the shared clock Lua, this store's prelude, the Lua that names the
 /// arguments of `schema` (if any), and `body`.
 fn script(schema: Option<&Schema>, body: &str) -> Script {
-    let mutable: Vec<String> = MUTABLE_FIELDS.iter().map(|f| format!("'{f}'")).collect();
+    let defs = constants(&[
+        ("MUTABLE", Constant::List(&MUTABLE_FIELDS)),
+        ("WINDOW", Constant::Number(REQUEST_WINDOW as u64)),
+    ]);
     Script::new(&format!(
-        "local MUTABLE = {{{}}}\nlocal WINDOW = {REQUEST_WINDOW}\n\
-         local ID = string.match(KEYS[1] or '', '{{(.*)}}')\n{}{PRELUDE}{}{body}",
-        mutable.join(", "),
+        "{defs}{}{PRELUDE}{}{body}",
         DEADLINES.prelude(),
         schema.map_or_else(String::new, Schema::prologue),
     ))

@@ -6,6 +6,8 @@
 -- state, events, done), `expire`, `state` (a reply with the record: the status, the event
 -- count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
+-- ID: the match id, from the first key (none for a script without keys).
+local ID = string.match(KEYS[1] or '', '{(.*)}')
 local function pick()
   if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2], KEYS[3] end
   if redis.call('EXISTS', KEYS[4]) == 1 then return KEYS[4], KEYS[5], KEYS[6] end

@@ -6,14 +6,7 @@
 --
 -- Moves the item to the dead-letter stream, with its payload as queued (read from its entry,
 -- byte for byte), and records its game as failed.
-local payload = ''
-local entry = redis.call('XRANGE', WORK, A.item, A.item)[1]
-if entry then
-  local fields = entry[2]
-  for i = 1, #fields, 2 do
-    if fields[i] == 'item' then payload = fields[i + 1] end
-  end
-end
+local payload = payload_of(A.item)
 redis.call('XADD', 'an:dead', 'MAXLEN', '~', A.maxlen, '*', 'item', A.item, 'job', A.job,
   'game', A.game, 'deliveries', A.deliveries, 'error', A.error, 'payload', payload)
 store(A.job, A.game, 0, A.result)

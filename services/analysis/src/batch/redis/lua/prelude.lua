@@ -4,9 +4,16 @@
 -- `arbiter_redis_conn::script::BASICS` and before the script's named arguments); no arguments
 -- of its own.
 local WORK, GROUP = 'an:work', 'an:workers'
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The payload of work item `item` as queued (its `item` field, byte for byte), or empty.
+local function payload_of(item)
+  local entry = redis.call('XRANGE', WORK, item, item)[1]
+  if entry then
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'item' then return fields[i + 1] end
+    end
+  end
+  return ''
 end
 local function renew(id)
   local J = 'an:j:' .. id
@@ -15,7 +22,7 @@ local function renew(id)
   redis.call('PEXPIRE', J .. ':r', ttl)
   redis.call('PEXPIRE', J .. ':p', ttl)
   redis.call('PEXPIRE', 'an:rid:' .. redis.call('HGET', J, 'rid'), ttl)
-  redis.call('ZADD', 'an:jobs', now_ms() + ttl, id)
+  redis.call('ZADD', 'an:jobs', tnow() + ttl, id)
 end
 local function game_of(J, g)
   local n = tonumber(g)

@@ -5,14 +5,7 @@
 -- Puts an item back as a fresh entry (a worker stopping gracefully), if the consumer still
 -- owns it: its payload is copied from the entry as queued, byte for byte.
 if not owns(A.item, A.consumer) then return 0 end
-local payload = ''
-local entry = redis.call('XRANGE', WORK, A.item, A.item)[1]
-if entry then
-  local fields = entry[2]
-  for i = 1, #fields, 2 do
-    if fields[i] == 'item' then payload = fields[i + 1] end
-  end
-end
+local payload = payload_of(A.item)
 redis.call('XADD', WORK, '*', 'job', A.job, 'game', A.game, 'item', payload)
 finish(A.item)
 return 1

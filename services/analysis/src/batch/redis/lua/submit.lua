@@ -12,7 +12,7 @@ if known and redis.call('EXISTS', 'an:j:' .. known) == 1 then
   if redis.call('HGET', 'an:j:' .. known, 'fp') ~= fp then return {'conflict', known} end
   return {'duplicate', known}
 end
-local now = now_ms()
+local now = tnow()
 for _, old in ipairs(redis.call('ZRANGEBYSCORE', 'an:jobs', '-inf', now)) do
   redis.call('HDEL', 'an:held', old)
 end
