@@ -27,6 +27,7 @@ pub mod config;
 pub mod convert;
 pub mod domain;
 pub mod error;
+pub mod legacy;
 pub mod live;
 pub mod pool;
 pub mod service;

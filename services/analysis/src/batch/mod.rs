@@ -34,7 +34,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub mod legacy;
 pub mod memory;
 pub mod record;
 pub mod redis;

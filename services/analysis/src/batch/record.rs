@@ -21,8 +21,8 @@
 //! `GameResult`) is never mistaken for one of these: such values are read by
 //! [`super::legacy`], during a rolling upgrade. Values are always written in this encoding.
 
-use super::types::{GameResult, MoveText, PlyResult, Verdict};
-use super::{Game, MAX_ITEM_PLIES, bughouse_line, seat_letter, seated_moves};
+use super::types::{GameResult, ListedGame, MoveText, PlyResult, VariantInput, Verdict};
+use super::{Game, MAX_ITEM_PLIES, bughouse_line, listed_game, seat_letter, seated_moves};
 use arbiter_core::bughouse::Match;
 use arbiter_core::{AnyMove, AnyPosition, GameState, Locale, Notation, Position, RuleOptions};
 use arbiter_engine::score::Reported;
@@ -67,14 +67,34 @@ pub fn encode_item(game: &Game) -> String {
     format!("{ITEM_TAG}{}", pack(&fields))
 }
 
+/// A work item of the previous version (see [`crate::legacy`]), replayed: a line, or a
+/// bughouse match whose moves carry their seat letters.
+fn old_item(g: &ListedGame) -> Result<Game, String> {
+    let bughouse = g
+        .start
+        .as_ref()
+        .is_some_and(|p| p.variant == VariantInput::Known(arbiter_core::Variant::Bughouse));
+    if !bughouse {
+        return listed_game(g, "item", MAX_ITEM_PLIES)
+            .map(Game::Line)
+            .map_err(|e| e.to_string());
+    }
+    if g.moves.len() > MAX_ITEM_PLIES {
+        return Err(format!("{} moves; at most {MAX_ITEM_PLIES}", g.moves.len()));
+    }
+    let bfen = g.start.as_ref().map_or("", |p| p.text.as_str());
+    let start = Match::from_bfen(bfen).map_err(|e| format!("item.start: {e}"))?;
+    bughouse_line(start, seated_moves(&g.moves)?.into_iter())
+}
+
 /// A work item read back: decoded and replayed, every move legal in turn. An item in another
-/// encoding is read as the previous version wrote it ([`super::legacy`]).
+/// encoding is read as the previous version wrote it ([`crate::legacy`]).
 ///
 /// # Errors
 /// What cannot be decoded or played, in words.
 pub fn decode_item(item: &[u8]) -> Result<Game, String> {
     let Some(body) = item.strip_prefix(ITEM_TAG.as_bytes()) else {
-        return super::legacy::decode_item(item);
+        return old_item(&crate::legacy::decode_item(item)?);
     };
     let body = std::str::from_utf8(body).map_err(|e| format!("cannot decode the item: {e}"))?;
     let fields = unpack(body).map_err(|e| format!("cannot decode the item: {e}"))?;
@@ -202,13 +222,13 @@ pub fn encode_result(r: &GameResult) -> String {
 }
 
 /// A stored result read back. A result in another encoding is read as the previous version
-/// wrote it ([`super::legacy`]).
+/// wrote it ([`crate::legacy`]).
 ///
 /// # Errors
 /// A value that is not a result, in words.
 pub fn decode_result(stored: &[u8]) -> Result<GameResult, String> {
     let Some(body) = stored.strip_prefix(RESULT_TAG.as_bytes()) else {
-        return super::legacy::decode_result(stored);
+        return crate::legacy::decode_result(stored);
     };
     let body = std::str::from_utf8(body).map_err(|e| e.to_string())?;
     let fields = unpack(body)?;

@@ -1,40 +1,24 @@
 //! Reading what the previous version stored in Redis: work items as prost-encoded
 //! `arbiter.analysis.v1.GameMoves` and results as prost-encoded `GameResult`. During a rolling
 //! upgrade, workers and replicas of this version still meet them (items queued, results kept,
-//! by older processes); nothing writes them any more ([`super::record`] is the encoding
-//! written). This is the only place of the batch side that knows protobuf, and it goes when no
-//! value of the previous version can remain (after a job's retention).
+//! by older processes); nothing writes them any more (`batch::record` is the encoding
+//! written, and reads these through here). Outside the gRPC conversions (`crate::convert`), the
+//! only place where batch values meet protobuf; it goes when no value of the previous version
+//! can remain (after a job's retention).
 
-use super::types::{GameResult, MoveText, PlyResult, Verdict};
-use super::{Game, MAX_ITEM_PLIES, bughouse_line, listed_game, seated_moves};
-use arbiter_core::Variant;
-use arbiter_core::bughouse::Match;
+use crate::batch::types::{GameResult, ListedGame, MoveText, PlyResult, Verdict};
 use arbiter_engine::score::Reported;
-use arbiter_kit::convert::variant_to_proto;
 use arbiter_proto::analysis::v1 as pb;
 
-/// A work item the previous version wrote: a prost-encoded `GameMoves`, decoded and replayed.
+/// A work item the previous version wrote: a prost-encoded `GameMoves`, as the game it lists
+/// (unchecked; `batch::record` replays it).
 ///
 /// # Errors
-/// What cannot be decoded or played, in words.
-pub fn decode_item(item: &[u8]) -> Result<Game, String> {
+/// Bytes that are not a `GameMoves`, in words.
+pub fn decode_item(item: &[u8]) -> Result<ListedGame, String> {
     let g: pb::GameMoves =
         prost::Message::decode(item).map_err(|e| format!("cannot decode the item: {e}"))?;
-    let bughouse = g
-        .start
-        .as_ref()
-        .is_some_and(|p| p.variant == variant_to_proto(Variant::Bughouse));
-    if !bughouse {
-        return listed_game(&crate::convert::listed_game(&g), "item", MAX_ITEM_PLIES)
-            .map(Game::Line)
-            .map_err(|e| e.to_string());
-    }
-    if g.moves.len() > MAX_ITEM_PLIES {
-        return Err(format!("{} moves; at most {MAX_ITEM_PLIES}", g.moves.len()));
-    }
-    let bfen = g.start.as_ref().map_or("", |p| p.text.as_str());
-    let start = Match::from_bfen(bfen).map_err(|e| format!("item.start: {e}"))?;
-    bughouse_line(start, seated_moves(&g.moves)?.into_iter())
+    Ok(crate::convert::listed_game(&g))
 }
 
 fn score(s: Option<pb::EngineScore>) -> Option<Reported> {
@@ -88,9 +72,11 @@ pub fn decode_result(stored: &[u8]) -> Result<GameResult, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::record;
     use super::*;
-    use arbiter_core::{AnyPosition, Position};
+    use crate::batch::{Game, record};
+    use arbiter_core::bughouse::Match;
+    use arbiter_core::{AnyPosition, Position, Variant};
+    use arbiter_kit::convert::variant_to_proto;
     use arbiter_proto::common::v1 as common;
 
     /// What the previous version queued: a prost-encoded `GameMoves`.
