@@ -433,79 +433,13 @@ impl<S: ClockStore> Clocks<S> {
     }
 
     /// [`Self::end_on_time`], judged at once but committed not before `not_before` (the flag
-    /// worker claims games ahead of their deadlines).
+    /// worker claims games ahead of their deadlines; see `arbiter_clocked::end_on_time`).
     pub async fn end_on_time_at(
         &self,
         id: &str,
         not_before: tokio::time::Instant,
     ) -> Result<bool, ClocksError> {
-        for _ in 0..ATTEMPTS {
-            let Some(record) = self.store.load(id).await? else {
-                self.store.deadlines().reindex(id, None).await?;
-                return Ok(false);
-            };
-            if record.over {
-                self.store.deadlines().reindex(id, None).await?;
-                return Ok(false);
-            }
-            // The earliest deadline; the store applies the flag only once it has passed.
-            let due = record
-                .boards
-                .iter()
-                .enumerate()
-                .filter_map(|(i, b)| Some((i, b.clock.deadline()?)))
-                .min_by_key(|(_, d)| d.at);
-            let Some((board, deadline)) = due else {
-                self.store.deadlines().reindex(id, None).await?;
-                return Ok(false);
-            };
-            let flag = Flag {
-                board,
-                side: deadline.color,
-                at: deadline.at,
-            };
-            let mut clocks = Vec::new();
-            let mut events = Vec::new();
-            for (i, b) in record.boards.iter().enumerate() {
-                let mut after = b.clock.clone();
-                let done = if i == board {
-                    after.expire(deadline.at).map(|_| ())
-                } else {
-                    after.stop(deadline.at)
-                };
-                if done.is_err() {
-                    continue;
-                }
-                events.push(ClockEvent::snapshot(i, &after, deadline.at).encode());
-                clocks.push((i, crate::record::encode_clock(&b.clock), after));
-            }
-            events.push(ClockEvent::Flag(flag).encode());
-            let commit = SetCommit {
-                clocks,
-                due: Some(deadline.at),
-                events,
-                flag: Some(flag),
-                over: true,
-                request: None,
-            };
-            // Judged ahead of the deadline (see `arbiter_clocked::run_flag_worker`):
-            // committed at it.
-            tokio::time::sleep_until(not_before).await;
-            match self.store.set(id, &commit).await? {
-                Outcome::Applied(_) => {
-                    self.watchers.wake(id);
-                    return Ok(true);
-                }
-                Outcome::Over(_) | Outcome::Missing => return Ok(false),
-                Outcome::Stale(now) if now.boards == record.boards => {
-                    // Not due yet: file it again at its real deadline.
-                    self.store.deadlines().reindex(id, now.deadline()).await?;
-                    return Ok(false);
-                }
-                _ => {}
-            }
-        }
-        Ok(false)
+        arbiter_clocked::end_on_time(self, id, not_before).await
     }
 
     /// At most `max` events after `after`.
@@ -530,18 +464,94 @@ impl<S: ClockStore> Clocks<S> {
 
     /// Runs the shared flag worker over this service's store until `shutdown`.
     pub async fn run_flag_worker(&self, shutdown: tokio::sync::watch::Receiver<bool>) {
-        arbiter_clocked::run_flag_worker(self.store.deadlines(), self, shutdown).await;
+        arbiter_clocked::run_flag_worker(self, shutdown).await;
     }
 }
 
-impl<S: ClockStore> arbiter_clocked::EndOnTime for Clocks<S> {
+/// A clock's flag: its earliest deadline passed (the other board stops at that instant).
+impl<S: ClockStore> arbiter_clocked::Timed for Clocks<S> {
+    type Record = Arc<ClockRecord>;
+    type Ending = SetCommit;
     type Error = ClocksError;
 
-    async fn end_on_time(
+    fn deadlines(&self) -> arbiter_clocked::Deadlines<'_> {
+        self.store.deadlines()
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Arc<ClockRecord>>, ClocksError> {
+        Ok(self.store.load(id).await?)
+    }
+
+    fn is_over(&self, record: &Arc<ClockRecord>) -> bool {
+        record.over
+    }
+
+    fn judge(&self, record: &Arc<ClockRecord>) -> Result<Option<(u64, SetCommit)>, ClocksError> {
+        // The earliest deadline; the store applies the flag only once it has passed.
+        let due = record
+            .boards
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| Some((i, b.clock.deadline()?)))
+            .min_by_key(|(_, d)| d.at);
+        let Some((board, deadline)) = due else {
+            return Ok(None);
+        };
+        let flag = Flag {
+            board,
+            side: deadline.color,
+            at: deadline.at,
+        };
+        let mut clocks = Vec::new();
+        let mut events = Vec::new();
+        for (i, b) in record.boards.iter().enumerate() {
+            let mut after = b.clock.clone();
+            let done = if i == board {
+                after.expire(deadline.at).map(|_| ())
+            } else {
+                after.stop(deadline.at)
+            };
+            if done.is_err() {
+                continue;
+            }
+            events.push(ClockEvent::snapshot(i, &after, deadline.at).encode());
+            clocks.push((i, crate::record::encode_clock(&b.clock), after));
+        }
+        events.push(ClockEvent::Flag(flag).encode());
+        let commit = SetCommit {
+            clocks,
+            due: Some(deadline.at),
+            events,
+            flag: Some(flag),
+            over: true,
+            request: None,
+        };
+        Ok(Some((deadline.at, commit)))
+    }
+
+    async fn commit(
         &self,
         id: &str,
-        not_before: tokio::time::Instant,
-    ) -> Result<bool, ClocksError> {
-        Clocks::end_on_time_at(self, id, not_before).await
+        commit: &SetCommit,
+    ) -> Result<arbiter_clocked::Committed<Arc<ClockRecord>>, ClocksError> {
+        use arbiter_clocked::Committed;
+        Ok(match self.store.set(id, commit).await? {
+            Outcome::Applied(_) => Committed::Applied,
+            Outcome::Over(_) | Outcome::Missing => Committed::Gone,
+            Outcome::Stale(now) => Committed::Refused(now),
+            _ => Committed::Retry,
+        })
+    }
+
+    fn same_clocks(&self, judged: &Arc<ClockRecord>, now: &Arc<ClockRecord>) -> bool {
+        now.boards == judged.boards
+    }
+
+    fn deadline(&self, record: &Arc<ClockRecord>) -> Option<u64> {
+        record.deadline()
+    }
+
+    fn ended(&self, id: &str, _deadline: u64) {
+        self.watchers.wake(id);
     }
 }

@@ -12,8 +12,9 @@
 //!   the deadline index as a sorted set with its announcement channel;
 //! - [`deadlines`]: a store's deadline index and time base, in process ([`MemoryDeadlines`]) or
 //!   in Redis ([`RedisDeadlines`]), read through [`Deadlines`];
-//! - [`worker`]: the flag worker every replica runs ([`run_flag_worker`]) over a store's
-//!   [`Deadlines`] and a domain that can [`EndOnTime`], and the Redis subscription that wakes it
+//! - [`worker`]: the flag worker every replica runs ([`run_flag_worker`]) over a domain whose
+//!   games are [`Timed`], each ended by [`end_on_time`] (the protocol both services share), and
+//!   the Redis subscription that wakes it
 //!   ([`listen_for_deadlines`]);
 //! - [`watchers`] and [`stream`]: the watch streams of a process by game, woken by local changes
 //!   and by the changes other replicas announce on Redis, and the loop that feeds each stream
@@ -32,8 +33,8 @@ pub use deadlines::{Deadlines, MemoryDeadlines, RedisDeadlines, RedisNames, Unav
 pub use index::{Claimed, DeadlineIndex};
 pub use stream::{EventLog, WATCH_BATCH, watch_stream};
 pub use worker::{
-    CLAIM_AHEAD_MS, CLAIM_BATCH, CLAIM_LEASE_MS, EndOnTime, FLAG_CONCURRENCY, MAX_FLAG_SLEEP,
-    listen_for_deadlines, run_flag_worker,
+    CLAIM_AHEAD_MS, CLAIM_BATCH, CLAIM_LEASE_MS, Committed, END_ATTEMPTS, FLAG_CONCURRENCY,
+    MAX_FLAG_SLEEP, Timed, end_on_time, listen_for_deadlines, run_flag_worker,
 };
 
 /// Spawns the subscriptions a replica of a service with clocks in Redis holds: the changes any
