@@ -1,6 +1,6 @@
 //! The domain's values to and from `arbiter.analysis.v1` messages: the one place, beside the
 //! handlers of [`crate::service`] that use it, where the service's protobuf types meet its
-//! domain (batch jobs, live analysis). [`crate::batch::legacy`] alone also reads protobuf: the
+//! domain (batch jobs, live analysis). [`crate::legacy`] alone also reads protobuf: the
 //! values the previous version stored.
 
 // The batch side's types from their own module (not through `batch`, whose storage reads old

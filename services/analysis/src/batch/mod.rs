@@ -8,7 +8,7 @@
 //!   the per-ply limit, the caps), with the fingerprint of its content for idempotence;
 //! - [`analyse_game`]: one work item, a game, analysed on the calling thread into its
 //!   [`GameResult`];
-//! - [`record`]: the versioned encoding of items and results in Redis ([`legacy`] reads what
+//! - [`record`]: the versioned encoding of items and results in Redis ([`crate::legacy`] reads what
 //!   the previous version wrote, prost-encoded);
 //! - [`memory::Jobs`]: the in-process queue and result store of `arbiter serve`, with its worker
 //!   threads (jobs take turns, one game each), retention and status watchers;

@@ -19,7 +19,7 @@
 //! The tags start with `g`, a byte that no protobuf message starts with (its wire type would
 //! be 7), so a value written by the previous version (a prost-encoded `GameMoves` or
 //! `GameResult`) is never mistaken for one of these: such values are read by
-//! [`super::legacy`], during a rolling upgrade. Values are always written in this encoding.
+//! [`crate::legacy`], during a rolling upgrade. Values are always written in this encoding.
 
 use super::types::{GameResult, ListedGame, MoveText, PlyResult, VariantInput, Verdict};
 use super::{Game, MAX_ITEM_PLIES, bughouse_line, listed_game, seat_letter, seated_moves};
