@@ -138,6 +138,19 @@ impl MemoryStore {
     }
 }
 
+/// A change's answer before its own guards: its request id remembered (answered from it), or
+/// the match over; `None` when it may go on.
+fn settled(m: &Stored, request: Option<&RequestId>) -> Option<ChangeResult> {
+    let current = &m.record;
+    if let Some(done) = m.done.get(request) {
+        return Some(ChangeResult::Done(done.clone(), Arc::clone(current)));
+    }
+    current
+        .outcome
+        .is_some()
+        .then(|| ChangeResult::Over(Arc::clone(current)))
+}
+
 /// Ends `m` with `outcome`: the field, the event, the grace period.
 fn end(
     m: &mut Stored,
@@ -318,13 +331,10 @@ impl MatchStore for MemoryStore {
     async fn commit_end(&self, id: &str, c: &EndCommit) -> Result<ChangeResult, StoreError> {
         Ok(self
             .change(id, |m, r| {
+                if let Some(answer) = settled(m, c.request.as_ref()) {
+                    return answer;
+                }
                 let current = Arc::clone(&m.record);
-                if let Some(done) = m.done.get(c.request.as_ref()) {
-                    return ChangeResult::Done(done.clone(), current);
-                }
-                if current.outcome.is_some() {
-                    return ChangeResult::Over(current);
-                }
                 let now = process_now();
                 if late(&current, now) {
                     return ChangeResult::Late(current);
@@ -351,13 +361,10 @@ impl MatchStore for MemoryStore {
     async fn commit_offer(&self, id: &str, c: &OfferCommit) -> Result<ChangeResult, StoreError> {
         Ok(self
             .change(id, |m, r| {
+                if let Some(answer) = settled(m, c.request.as_ref()) {
+                    return answer;
+                }
                 let current = Arc::clone(&m.record);
-                if let Some(done) = m.done.get(c.request.as_ref()) {
-                    return ChangeResult::Done(done.clone(), current);
-                }
-                if current.outcome.is_some() {
-                    return ChangeResult::Over(current);
-                }
                 if current.nonce != c.nonce {
                     return ChangeResult::Stale(current);
                 }
@@ -424,13 +431,10 @@ impl MatchStore for MemoryStore {
     async fn commit_clock(&self, id: &str, c: &ClockCommit) -> Result<ChangeResult, StoreError> {
         Ok(self
             .change(id, |m, r| {
+                if let Some(answer) = settled(m, c.request.as_ref()) {
+                    return answer;
+                }
                 let current = Arc::clone(&m.record);
-                if let Some(done) = m.done.get(c.request.as_ref()) {
-                    return ChangeResult::Done(done.clone(), current);
-                }
-                if current.outcome.is_some() {
-                    return ChangeResult::Over(current);
-                }
                 let now = process_now();
                 let unchanged = c.clocks.iter().all(|ch| {
                     current

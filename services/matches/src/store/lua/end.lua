@@ -7,10 +7,8 @@
 local S, E, D = pick()
 if not S then return {'missing'} end
 local rq = request(A.request)
-local done = recall(D, rq)
-if done then return state(S, E, 'done:' .. done) end
-if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
-if redis.call('HGET', S, 'nonce') ~= A.nonce then return state(S, E, 'stale') end
+local no = refused(S, E, D, rq, A.nonce)
+if no then return no end
 if A.guard_board ~= '' and redis.call('HGET', S, 'ply:' .. A.guard_board) ~= A.guard_ply then
   return state(S, E, 'stale')
 end

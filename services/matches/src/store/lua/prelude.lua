@@ -37,6 +37,16 @@ local function recall(D, rq)
   if not rq then return nil end
   return redis.call('HGET', D, rq[2])
 end
+-- Why a change of match S cannot apply, before its own guards: its request id is remembered (the
+-- reply `done:<what>`), the match is over (`over`), or it is another incarnation than the one
+-- judged (`stale`, the nonce differs); nil when the change may go on.
+local function refused(S, E, D, rq, nonce)
+  local done = recall(D, rq)
+  if done then return state(S, E, 'done:' .. done) end
+  if redis.call('HGET', S, 'over') == '1' then return state(S, E, 'over') end
+  if redis.call('HGET', S, 'nonce') ~= nonce then return state(S, E, 'stale') end
+  return nil
+end
 -- Remembers that the request did `what`, in its scope's ring of WINDOW slots: the slot's former
 -- request is forgotten.
 local function remember(D, rq, what)
