@@ -228,6 +228,11 @@ enum Command {
         #[command(flatten)]
         server: Box<arbiter_server::ServerArgs>,
     },
+    /// API keys for the servers' keys file (`--api-keys-file`; docs/security.md).
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Run batch-analysis workers on the job queue in Redis: any number of these processes, on
     /// any machine, share the jobs that analysis services accept (SIGTERM hands running games
     /// back to the queue).
@@ -538,9 +543,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 
 fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
     arbiter_kit::init_tracing();
-    let config = server.load().map_err(|e| CliError::input("", e))?;
-    config.platform.warn_if_exposed(server.serve.listen);
+    arbiter_kit::tls::install_crypto_provider();
     runtime()?.block_on(async {
+        // Inside the runtime: the keys file is watched for changes from here on.
+        let config = server.load().map_err(|e| CliError::input("", e))?;
+        config.access.warn_if_exposed(server.serve.listen);
         let listener = tokio::net::TcpListener::bind(server.serve.listen)
             .await
             .map_err(|e| CliError::io(format!("--listen {}", server.serve.listen), e))?;
@@ -551,8 +558,96 @@ fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
     Ok(String::new())
 }
 
+/// `arbiter keys new`: a new key and its keys-file entry.
+#[derive(clap::Subcommand, Debug)]
+enum KeysCommand {
+    /// Make a new API key: the key (give it to the client: it is stored nowhere, only its
+    /// SHA-256) and its `[[key]]` entry for the keys file. With --key-file the key goes to that
+    /// new file (owner-only) and standard output holds the entry alone, ready to append to the
+    /// keys file.
+    New(NewKeyArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct NewKeyArgs {
+    /// The client the key belongs to (it owns what it creates; several keys may share one
+    /// client, e.g. while a key is rotated): letters, digits and - _ . : @.
+    #[arg(long)]
+    client: String,
+    /// A scope the key grants (repeatable; `all` for every scope): rules, matches:create,
+    /// matches:read, matches:admin, clock:write, clock:read, matchmaking:queue,
+    /// matchmaking:ratings, analysis:live, analysis:batch.
+    #[arg(long = "scope", required = true)]
+    scopes: Vec<String>,
+    /// A rate limit for each method, in calls per second (burst: twice that).
+    #[arg(long)]
+    per_second: Option<u32>,
+    /// The client's live-analysis engine time per minute, in seconds.
+    #[arg(long)]
+    engine_seconds_per_minute: Option<u32>,
+    /// Write the key to this new file (mode 0600; an existing file is not overwritten).
+    #[arg(long)]
+    key_file: Option<std::path::PathBuf>,
+}
+
+fn new_key(args: &NewKeyArgs) -> Result<String, CliError> {
+    use arbiter_kit::access::Scope;
+    let mut scopes: Vec<String> = Vec::new();
+    for name in &args.scopes {
+        let named: Vec<String> = if name == "all" {
+            Scope::names().into_iter().map(str::to_owned).collect()
+        } else if Scope::parse(name).is_some() {
+            vec![name.clone()]
+        } else {
+            return Err(CliError::input(
+                "--scope",
+                format!(
+                    "unknown scope {name:?}; the scopes are {} (or all)",
+                    Scope::names().join(", ")
+                ),
+            ));
+        };
+        for n in named {
+            if !scopes.contains(&n) {
+                scopes.push(n);
+            }
+        }
+    }
+    let made = arbiter_kit::keys::new_key(
+        &args.client,
+        &scopes,
+        args.per_second,
+        args.engine_seconds_per_minute,
+    )
+    .map_err(|e| CliError::input("--client", e))?;
+    match &args.key_file {
+        Some(path) => {
+            write_secret(path, &made.key)
+                .map_err(|e| CliError::io(format!("--key-file {}", path.display()), e))?;
+            Ok(made.entry)
+        }
+        None => Ok(format!(
+            "# The key (give it to the client; it is shown once and stored nowhere):\n# {}\n\n\
+             # Its entry for the keys file:\n{}",
+            made.key, made.entry
+        )),
+    }
+}
+
+/// Writes `secret` to a new file only its owner may read.
+fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    writeln!(file, "{secret}")
+}
+
 fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
     arbiter_kit::init_tracing();
+    arbiter_kit::tls::install_crypto_provider();
     let (redis, config) = args.load().map_err(|e| CliError::input("", e))?;
     runtime()?.block_on(async {
         let health = match args.health_listen {
@@ -740,6 +835,9 @@ fn run(cli: Cli) -> Result<String, CliError> {
         } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
         Command::Serve { server } => serve(*server)?,
         Command::Worker { worker } => run_worker(&worker)?,
+        Command::Keys {
+            command: KeysCommand::New(args),
+        } => new_key(&args)?,
         #[cfg(feature = "bench")]
         Command::Bench { target } => {
             arbiter_bench::command::run(target, &bench::Embedder).map_err(CliError::failed)?

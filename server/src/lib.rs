@@ -9,8 +9,10 @@
 //! standalone clocks and matchmaking share that Redis (and so one time base).
 //!
 //! Matchmaking creates its matches on the match service over gRPC: in `arbiter serve`, on this
-//! very server (through loopback when it listens on every address), with the platform token
-//! when one is configured.
+//! very server (through loopback when it listens on every address). With API keys on, it
+//! presents a key this process makes for itself at start (scopes `matches:create` and
+//! `matches:read`, to create matches and follow them to their end even when they are private; never
+//! written anywhere), or the platform token when one is configured.
 //!
 //! Services that need one another will be given a trait implementation here (calling the other
 //! in process) or a generated gRPC client (calling it over the network): they never import each
@@ -21,7 +23,7 @@ pub use arbiter_matches::StoreConfig;
 
 use arbiter_analysis::{AnalysisArgs, AnalysisConfig};
 use arbiter_clock::{ClockArgs, ClockConfig};
-use arbiter_kit::auth::{PlatformArgs, PlatformAuth};
+use arbiter_kit::access::{AccessArgs, AccessPolicy, Scope};
 use arbiter_kit::{Host, ServeArgs, ServeConfig, ServeError};
 use arbiter_matches::{MatchesArgs, MatchesConfig};
 use arbiter_matchmaking::{MatchmakingArgs, MatchmakingConfig};
@@ -57,15 +59,20 @@ pub struct ServerConfig {
     pub matchmaking: MatchmakingConfig,
     /// Live analysis (its engine threads and caps).
     pub analysis: AnalysisConfig,
-    /// Who may make platform calls.
-    pub platform: PlatformAuth,
-    /// The platform token itself, which matchmaking presents when it creates matches (`None`
-    /// with no token configured: it then calls from loopback).
-    pub platform_token: Option<String>,
+    /// Who may call what (API keys, or development mode).
+    pub access: AccessPolicy,
+    /// The key matchmaking presents when it creates matches on this server: the platform token
+    /// when one is configured; otherwise, with keys on, a key made at start (`None` in
+    /// development mode: it calls from loopback).
+    pub matches_key: Option<String>,
+    /// How matchmaking reaches this server's match service when the server speaks TLS: the CA
+    /// (and, under mutual TLS, a client certificate) it trusts. Needed with TLS on.
+    pub self_tls: Option<arbiter_kit::tls::ClientTls>,
 }
 
 impl Default for ServerConfig {
-    /// The embedded default: matches in process, a fresh seat key, platform calls from loopback.
+    /// The embedded default: matches in process, a fresh seat key, development mode (platform
+    /// calls from loopback).
     fn default() -> ServerConfig {
         ServerConfig {
             serve: ServeConfig::default(),
@@ -74,8 +81,9 @@ impl Default for ServerConfig {
             clock: ClockConfig::default(),
             matchmaking: MatchmakingConfig::default(),
             analysis: AnalysisConfig::default(),
-            platform: PlatformAuth::loopback_only(),
-            platform_token: None,
+            access: AccessPolicy::development(),
+            matches_key: None,
+            self_tls: None,
         }
     }
 }
@@ -101,14 +109,19 @@ pub struct ServerArgs {
     /// Live analysis.
     #[command(flatten)]
     pub analysis: AnalysisArgs,
-    /// The platform credential.
+    /// API keys and the platform token.
     #[command(flatten)]
-    pub platform: PlatformArgs,
+    pub access: AccessArgs,
+    /// With TLS on: how matchmaking trusts this server when it creates matches on it (the
+    /// CA of --tls-cert-file; under mutual TLS a client certificate too; --tls-server-name
+    /// when the certificate does not carry 127.0.0.1).
+    #[command(flatten)]
+    pub self_tls: arbiter_kit::tls::ClientTlsArgs,
 }
 
 impl ServerArgs {
-    /// The configuration these flags describe (reads the key and token files). Call it from
-    /// `main`.
+    /// The configuration these flags describe (reads the key and token files; the keys file is
+    /// then watched for changes). Call it from `main`, within the Tokio runtime.
     pub fn load(&self) -> Result<ServerConfig, String> {
         let matches = self.matches.load()?;
         let redis = match &matches.store {
@@ -122,8 +135,9 @@ impl ServerArgs {
             analysis: self.analysis.config(redis.clone()),
             matchmaking: self.matchmaking.config(redis)?,
             matches,
-            platform: self.platform.load()?,
-            platform_token: self.platform.token()?,
+            access: self.access.load()?,
+            matches_key: self.access.platform.token()?,
+            self_tls: self.self_tls.client_tls().map_err(|e| e.to_string())?,
         })
     }
 }
@@ -138,17 +152,38 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send,
 {
+    let tls = config
+        .serve
+        .tls_files()
+        .map_err(|e| e.to_string())?
+        .is_some();
+    if tls && config.self_tls.is_none() {
+        return Err(
+            "with TLS on, arbiter serve needs --tls-ca-file (the CA of its own \
+                    certificate) for matchmaking to reach its match service"
+                .into(),
+        );
+    }
     let mut host = Host::new(config.serve);
+    let matches_key = match config.matches_key {
+        Some(key) => Some(key),
+        None => config
+            .access
+            .internal_key("arbiter-serve", &[Scope::MatchesCreate, Scope::MatchesRead])?,
+    };
+    host.set_access(config.access);
     arbiter_rules::mount(&mut host, config.rules).await;
-    arbiter_matches::mount(&mut host, config.matches, config.platform.clone()).await?;
-    arbiter_clock::mount(&mut host, config.clock, config.platform.clone()).await?;
+    arbiter_matches::mount(&mut host, config.matches).await?;
+    arbiter_clock::mount(&mut host, config.clock).await?;
     arbiter_analysis::mount(&mut host, config.analysis).await?;
+    let scheme = if tls { "https" } else { "http" };
     let backend = arbiter_matchmaking::connect(
-        &format!("http://{}", self_address(listener.local_addr()?)),
-        config.platform_token,
+        &format!("{scheme}://{}", self_address(listener.local_addr()?)),
+        matches_key,
+        config.self_tls.as_ref(),
         MATCHES_CALL_TIMEOUT,
     )?;
-    arbiter_matchmaking::mount(&mut host, config.matchmaking, config.platform, backend).await?;
+    arbiter_matchmaking::mount(&mut host, config.matchmaking, backend).await?;
     host.serve(listener, shutdown).await
 }
 

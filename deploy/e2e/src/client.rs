@@ -50,6 +50,15 @@ pub fn bearer<T>(message: T, token: &str) -> Request<T> {
     request
 }
 
+/// `message` with the API key `key` in `x-api-key` (the platform's calls).
+pub fn keyed<T>(message: T, key: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    if let Ok(value) = key.parse() {
+        request.metadata_mut().insert("x-api-key", value);
+    }
+    request
+}
+
 /// The players' and the platform's retries: long enough to ride over a Redis restart or a
 /// replica's replacement (the faults of the day), as a platform's client would be configured.
 pub const PATIENT: RetryPolicy = RetryPolicy {

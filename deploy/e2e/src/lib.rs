@@ -14,6 +14,9 @@
 //! ```
 //!
 //! The day, and what each step checks:
+//! 0. **Keys.** Every service checks API keys: a call without one is `UNAUTHENTICATED`,
+//!    matchmaking's key (matches only) is `PERMISSION_DENIED` on the rules and analysis
+//!    services, the platform's key is accepted.
 //! 1. **Pools.** Four players join the bughouse pool and eight the chess pool (`2+2`, rated)
 //!    through matchmaking; they are paired into one bughouse match and four chess matches,
 //!    which matchmaking creates through the proxy. Each player acknowledges its match; a

@@ -36,6 +36,14 @@ pub enum AnalysisError {
     Corrupt(String),
     /// The call's deadline passed before the work began.
     DeadlineExceeded(String),
+    /// The caller's engine-time quota (live analysis, per API key client) has not this much
+    /// left now: `RESOURCE_EXHAUSTED` with `google.rpc.RetryInfo` (see [`crate::quota`]).
+    QuotaExceeded {
+        /// Whose quota, how much the search reserves, when to retry.
+        description: String,
+        /// How long until the search would fit.
+        retry_after: std::time::Duration,
+    },
 }
 
 impl AnalysisError {
@@ -85,6 +93,7 @@ impl fmt::Display for AnalysisError {
             }
             AnalysisError::Invalid { description, .. }
             | AnalysisError::Exhausted { description, .. }
+            | AnalysisError::QuotaExceeded { description, .. }
             | AnalysisError::Unavailable(description)
             | AnalysisError::Corrupt(description)
             | AnalysisError::DeadlineExceeded(description) => f.write_str(description),
@@ -118,6 +127,13 @@ impl From<AnalysisError> for ApiError {
             AnalysisError::Unavailable(_) => ApiError::Unavailable(text),
             AnalysisError::Corrupt(_) => ApiError::DataLoss(text),
             AnalysisError::DeadlineExceeded(_) => ApiError::DeadlineExceeded(text),
+            AnalysisError::QuotaExceeded {
+                description,
+                retry_after,
+            } => ApiError::RateLimited {
+                description,
+                retry_after,
+            },
         }
     }
 }
@@ -142,6 +158,13 @@ impl From<ApiError> for AnalysisError {
             }
             ApiError::Unavailable(d) => AnalysisError::Unavailable(d),
             ApiError::DeadlineExceeded(d) => AnalysisError::DeadlineExceeded(d),
+            ApiError::RateLimited {
+                description,
+                retry_after,
+            } => AnalysisError::QuotaExceeded {
+                description,
+                retry_after,
+            },
             other => AnalysisError::Corrupt(other.to_string()),
         }
     }
@@ -181,11 +204,33 @@ mod tests {
                 "down",
             ),
             (AnalysisError::Corrupt("bad".into()), Code::DataLoss, "bad"),
+            (
+                AnalysisError::QuotaExceeded {
+                    description: "over quota".into(),
+                    retry_after: std::time::Duration::from_millis(250),
+                },
+                Code::ResourceExhausted,
+                "over quota",
+            ),
         ];
         for (e, code, message) in cases {
             let status = tonic::Status::from(e.clone());
             assert_eq!((status.code(), status.message()), (code, message), "{e:?}");
             assert_eq!(e.code(), code);
         }
+    }
+
+    #[test]
+    fn a_quota_refusal_says_when_to_retry() {
+        use tonic_types::StatusExt;
+        let wait = std::time::Duration::from_millis(1500);
+        let status = tonic::Status::from(AnalysisError::QuotaExceeded {
+            description: "over quota".into(),
+            retry_after: wait,
+        });
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        let details = status.get_error_details();
+        let info = details.retry_info().expect("RetryInfo");
+        assert_eq!(info.retry_delay, Some(wait));
     }
 }

@@ -8,6 +8,7 @@
 //! - [`batch`]: batch jobs (whole games reviewed move by move): their queue, results and
 //!   workers, in process or on Redis Streams ([`run_workers`] is a worker process's loop);
 //! - [`pool`]: the engine threads and their bounded queue, in which clients take turns;
+//! - [`quota`]: the engine-time quota of each API key client for live analysis;
 //! - [`service`]: the thin tonic handlers, and [`convert`]: the domain's values to and from
 //!   protobuf, for them;
 //! - [`domain`]: values shared by live analysis and batch jobs;
@@ -30,6 +31,7 @@ pub mod error;
 pub mod legacy;
 pub mod live;
 pub mod pool;
+pub mod quota;
 pub mod service;
 
 pub use arbiter_redis_conn::{RedisArgs, RedisConfig};
@@ -142,18 +144,20 @@ pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeE
     Ok(())
 }
 
-/// Serves the analysis service alone (with health and reflection) on `listener` until
-/// `shutdown` completes.
+/// Serves the analysis service alone (with health and reflection) on `listener`, calls checked
+/// by `access`, until `shutdown` completes.
 pub async fn serve<F>(
     listener: TcpListener,
     serve: ServeConfig,
     config: AnalysisConfig,
+    access: arbiter_kit::access::AccessPolicy,
     shutdown: F,
 ) -> Result<(), ServeError>
 where
     F: Future<Output = ()> + Send,
 {
     let mut host = Host::new(serve);
+    host.set_access(access);
     mount(&mut host, config).await?;
     host.serve(listener, shutdown).await
 }

@@ -4,6 +4,12 @@
 //! passes and the stream or future is dropped), which stops the search within
 //! [`CHECK_EVERY`](arbiter_engine::search::CHECK_EVERY) nodes, or drops it unrun if it is still
 //! waiting.
+//!
+//! **Who calls.** With API keys configured, every accepted call carries its key's
+//! [`Client`] (`arbiter_kit::access`): that client owns the jobs it submits ([`caller`]), names
+//! its turn in the live queue ([`client_name`]: `key:<name>`), and pays live searches from its
+//! engine-time quota ([`crate::quota`]); `x-client-id` is then ignored. Without keys
+//! (development mode) `x-client-id` names the caller, as before keys existed.
 
 use crate::batch::{BatchConfig, Caller, JobQueue, decode_job};
 use crate::caps::Caps;
@@ -11,8 +17,10 @@ use crate::convert;
 use crate::error::AnalysisError;
 use crate::live::{self, LiveInfo, Query};
 use crate::pool::{Job, SearchPool, Turn};
+use crate::quota::{EngineQuotas, charge_of};
 use arbiter_core::Position;
 use arbiter_engine::TimeSource;
+use arbiter_kit::access::Client;
 use arbiter_kit::cpu::{CpuPool, RaiseOnDrop};
 use arbiter_proto::analysis::v1 as pb;
 use arbiter_proto::analysis::v1::analysis_service_server::{
@@ -29,8 +37,9 @@ use tonic::{Request, Response, Status};
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-/// The metadata key naming the client: its turn in the live queue, and the caller of batch
-/// calls (whose request ids and jobs are its own, see [`Caller`]).
+/// The metadata key naming the client in development mode (no API keys): its turn in the live
+/// queue, and the caller of batch calls (whose request ids and jobs are its own, see
+/// [`Caller`]). A call accepted on an API key is its key's client, whatever this says.
 pub const CLIENT_ID_KEY: &str = "x-client-id";
 
 /// The longest client name kept; a longer `x-client-id` is cut (it only names a queue).
@@ -57,6 +66,9 @@ pub struct Analysis {
     backends: Backends,
     time: Arc<dyn TimeSource>,
     unary_timeout: Duration,
+    /// The engine-time quotas of live analysis, shared by every call of this service (so per
+    /// process: per replica).
+    quotas: Arc<EngineQuotas>,
 }
 
 impl std::fmt::Debug for Analysis {
@@ -86,7 +98,23 @@ impl Analysis {
             backends,
             time,
             unary_timeout,
+            quotas: Arc::new(EngineQuotas::new()),
         }
+    }
+
+    /// Charges the search of `query`, due by `deadline`, to `client`'s engine-time quota (see
+    /// [`crate::quota`]); nothing without a client or a quota.
+    fn charge(
+        &self,
+        client: Option<&Client>,
+        query: &Query,
+        deadline: Option<u64>,
+    ) -> Result<(), AnalysisError> {
+        if client.and_then(Client::engine_ms_per_minute).is_none() {
+            return Ok(());
+        }
+        let left = deadline.map(|d| d.saturating_sub(self.time.now_ms()));
+        self.quotas.charge(client, charge_of(query, left))
     }
 
     /// The tonic server for this service, with the message size limit `max` (bytes) applied.
@@ -167,9 +195,14 @@ impl Unread {
     }
 }
 
-/// The queue a request waits in: its `x-client-id` (cut to [`MAX_CLIENT_ID_BYTES`]), else its
-/// peer's IP address (not the port: one client, many connections), else one shared name.
+/// The queue a request waits in: its API key's client (`key:<name>`) when it came with one
+/// (then `x-client-id` is ignored); else (development mode) its `x-client-id` (cut to
+/// [`MAX_CLIENT_ID_BYTES`]: `id:<id>`), else its peer's IP address (not the port: one client,
+/// many connections: `ip:<address>`), else one shared name.
 pub fn client_name<T>(req: &Request<T>) -> String {
+    if let Some(client) = Client::of(req) {
+        return format!("key:{}", client.name());
+    }
     if let Some(id) = req
         .metadata()
         .get(CLIENT_ID_KEY)
@@ -188,11 +221,15 @@ pub fn client_name<T>(req: &Request<T>) -> String {
     }
 }
 
-/// The caller of a batch call: its `x-client-id` (all of it), else the anonymous caller. Not
-/// the peer's address, which changes with every connection: a client that reconnected would
-/// lose its jobs.
+/// The caller of a batch call: its API key's client ([`Caller::client`]) when it came with one
+/// (then `x-client-id` is ignored, and cannot name a key's client); else (development mode) its
+/// `x-client-id` (all of it), else the anonymous caller. Not the peer's address, which changes
+/// with every connection: a client that reconnected would lose its jobs.
 pub fn caller<T>(req: &Request<T>) -> Caller {
-    Caller::new(req.metadata().get(CLIENT_ID_KEY).map(|v| v.as_bytes()))
+    match Client::of(req) {
+        Some(client) => Caller::client(client.name()),
+        None => Caller::new(req.metadata().get(CLIENT_ID_KEY).map(|v| v.as_bytes())),
+    }
 }
 
 /// The call's deadline from its `grpc-timeout` header, and at most `cap` from now: a time on
@@ -242,6 +279,7 @@ impl AnalysisService for Analysis {
         let client = client_name(&req);
         let deadline = deadline(&req, None, self.time.now_ms());
         let query = live::decode(&convert::analyze_request(req.get_ref()), &self.caps)?;
+        self.charge(Client::of(&req), &query, deadline)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let unread = Unread::default();
         let (info_tx, gate) = (tx.clone(), unread.clone());
@@ -284,6 +322,7 @@ impl AnalysisService for Analysis {
         let client = client_name(&req);
         let deadline = deadline(&req, Some(self.unary_timeout), self.time.now_ms());
         let query = live::decode(&convert::best_move_request(req.get_ref()), &self.caps)?;
+        self.charge(Client::of(&req), &query, deadline)?;
         let (tx, rx) = oneshot::channel();
         let done = Box::new(move |r| {
             let _ = tx.send(r);
@@ -471,6 +510,57 @@ mod tests {
         };
         assert_eq!(client_name(&long("a")), client_name(&long("b")));
         assert_ne!(caller(&long("a")), caller(&long("b")));
+    }
+
+    /// A request as the access layer hands it on after accepting `key` (a key of client
+    /// `name`), with `x-client-id` set to `id`.
+    fn keyed(name: &str, id: Option<&str>) -> Request<()> {
+        use arbiter_kit::access::{API_KEY_HEADER, AccessPolicy};
+        let k = arbiter_kit::keys::new_key(name, &["analysis:batch".into()], None, None).unwrap();
+        let set = arbiter_kit::keys::KeySet::parse(&k.entry, None).unwrap();
+        let mut headers = tonic::codegen::http::HeaderMap::new();
+        headers.insert(API_KEY_HEADER, k.key.parse().unwrap());
+        let client = AccessPolicy::with_keys(set)
+            .check(
+                "/arbiter.analysis.v1.AnalysisService/GetJob",
+                &headers,
+                None,
+            )
+            .unwrap()
+            .expect("a key's client");
+        let mut req = Request::new(());
+        req.extensions_mut().insert(client);
+        if let Some(id) = id {
+            req.metadata_mut()
+                .insert(CLIENT_ID_KEY, id.parse().unwrap());
+        }
+        req
+    }
+
+    #[test]
+    fn a_key_names_the_caller_and_x_client_id_cannot_impersonate_it() {
+        let alice = keyed("alice", None);
+        assert_eq!(caller(&alice), Caller::client("alice"));
+        assert_eq!(client_name(&alice), "key:alice");
+        // x-client-id is ignored with a key: another key's client sending alice's name is
+        // still itself.
+        let bob_as_alice = keyed("bob", Some("alice"));
+        assert_eq!(caller(&bob_as_alice), Caller::client("bob"));
+        assert_eq!(client_name(&bob_as_alice), "key:bob");
+        // Without a key, an x-client-id equal to a key's client name is another caller, and
+        // another queue.
+        let mut dev = Request::new(());
+        dev.metadata_mut()
+            .insert(CLIENT_ID_KEY, "alice".parse().unwrap());
+        assert_ne!(caller(&dev), caller(&alice));
+        assert_ne!(client_name(&dev), client_name(&alice));
+        let mut dev = Request::new(());
+        dev.metadata_mut()
+            .insert(CLIENT_ID_KEY, "key:alice".parse().unwrap());
+        assert_ne!(caller(&dev), caller(&alice));
+        assert_ne!(client_name(&dev), client_name(&alice));
+        // Two keys of one client are one caller.
+        assert_eq!(caller(&keyed("alice", Some("x"))), caller(&alice));
     }
 
     #[test]

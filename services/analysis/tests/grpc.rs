@@ -9,6 +9,8 @@ use arbiter_analysis::live::DEADLINE_MARGIN_MS;
 use arbiter_analysis::{AnalysisConfig, Caps, PoolConfig, serve};
 use arbiter_core::{AnyPosition, Notation, Position, Variant as CoreVariant};
 use arbiter_engine::TimeSource;
+use arbiter_kit::access::AccessPolicy;
+use arbiter_kit::keys::{KeySet, NewKey, new_key};
 use arbiter_kit::{ServeConfig, ServeError};
 use arbiter_proto::analysis::v1 as pb;
 use arbiter_proto::analysis::v1::analysis_service_client::AnalysisServiceClient;
@@ -29,8 +31,13 @@ struct Server {
 }
 
 async fn start(config: AnalysisConfig) -> Server {
+    start_with(config, AccessPolicy::development()).await
+}
+
+/// The service with calls checked by `access` (API keys, or development mode).
+async fn start_with(config: AnalysisConfig, access: AccessPolicy) -> Server {
     let server = TestServer::start(|listener, shutdown| {
-        serve(listener, ServeConfig::default(), config, shutdown)
+        serve(listener, ServeConfig::default(), config, access, shutdown)
     })
     .await;
     Server {
@@ -883,61 +890,70 @@ async fn nothing_to_see(
     id: &str,
     caller: Option<&str>,
 ) {
-    fn ask<T>(m: T, caller: Option<&str>) -> Request<T> {
-        match caller {
-            Some(c) => with_client(m, c),
-            None => Request::new(m),
+    let who = Who {
+        key: None,
+        client_id: caller,
+    };
+    nothing_to_see_as(client, id, who).await;
+}
+
+/// Who a test call comes from: an API key (`x-api-key`), an `x-client-id`, both or neither.
+#[derive(Clone, Copy, Debug, Default)]
+struct Who<'a> {
+    key: Option<&'a str>,
+    client_id: Option<&'a str>,
+}
+
+impl Who<'_> {
+    fn ask<T>(self, m: T) -> Request<T> {
+        let mut r = Request::new(m);
+        if let Some(key) = self.key {
+            r.metadata_mut().insert("x-api-key", key.parse().unwrap());
         }
+        if let Some(id) = self.client_id {
+            r.metadata_mut().insert("x-client-id", id.parse().unwrap());
+        }
+        r
     }
+}
+
+/// Every job call on `id` as `who`, each answering `NOT_FOUND` with the very status an unknown
+/// id gets.
+async fn nothing_to_see_as(client: &mut AnalysisServiceClient<Channel>, id: &str, who: Who<'_>) {
     let job_id = id.to_owned();
     let unknown = "job-0000000000000000-999999";
     let unknown_message = client
-        .get_job(ask(
-            pb::GetJobRequest {
-                job_id: unknown.into(),
-            },
-            caller,
-        ))
+        .get_job(who.ask(pb::GetJobRequest {
+            job_id: unknown.into(),
+        }))
         .await
         .unwrap_err()
         .message()
         .replace(unknown, id);
     let errors = [
         client
-            .get_job(ask(
-                pb::GetJobRequest {
-                    job_id: job_id.clone(),
-                },
-                caller,
-            ))
+            .get_job(who.ask(pb::GetJobRequest {
+                job_id: job_id.clone(),
+            }))
             .await
             .map(drop),
         client
-            .watch_job(ask(
-                pb::WatchJobRequest {
-                    job_id: job_id.clone(),
-                },
-                caller,
-            ))
+            .watch_job(who.ask(pb::WatchJobRequest {
+                job_id: job_id.clone(),
+            }))
             .await
             .map(drop),
         client
-            .get_job_results(ask(
-                pb::GetJobResultsRequest {
-                    job_id: job_id.clone(),
-                    ..Default::default()
-                },
-                caller,
-            ))
+            .get_job_results(who.ask(pb::GetJobResultsRequest {
+                job_id: job_id.clone(),
+                ..Default::default()
+            }))
             .await
             .map(drop),
         client
-            .cancel_job(ask(
-                pb::CancelJobRequest {
-                    job_id: job_id.clone(),
-                },
-                caller,
-            ))
+            .cancel_job(who.ask(pb::CancelJobRequest {
+                job_id: job_id.clone(),
+            }))
             .await
             .map(drop),
     ];
@@ -949,7 +965,7 @@ async fn nothing_to_see(
         assert_eq!(
             (e.code(), e.message()),
             (Code::NotFound, unknown_message.as_str()),
-            "{call} as {caller:?}"
+            "{call} as {who:?}"
         );
     }
 }
@@ -1019,6 +1035,291 @@ pub(crate) async fn jobs_belong_to_their_caller(
 async fn jobs_and_request_ids_belong_to_their_caller() {
     let mut s = start(AnalysisConfig::default()).await;
     jobs_belong_to_their_caller(&mut s.client).await;
+    s.server.stop().await;
+}
+
+// ---- API keys: jobs owned by the key's client, random job ids, engine-time quotas ----
+
+/// A key of `client` for live and batch analysis, with `engine_seconds` per minute of live
+/// analysis (`None`: no quota).
+fn key_of(client: &str, engine_seconds: Option<u32>) -> NewKey {
+    new_key(
+        client,
+        &["analysis:live".into(), "analysis:batch".into()],
+        None,
+        engine_seconds,
+    )
+    .unwrap()
+}
+
+/// The access policy of `keys` (their entries, one keys file).
+fn keys_policy(keys: &[&NewKey]) -> AccessPolicy {
+    let text: Vec<&str> = keys.iter().map(|k| k.entry.as_str()).collect();
+    AccessPolicy::with_keys(KeySet::parse(&text.join("\n"), None).unwrap())
+}
+
+/// A job id of the current form: `job-` and 32 hex digits (128 random bits).
+fn random_id(id: &str) -> bool {
+    id.strip_prefix("job-")
+        .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Watches a job to its end as `who`; its last status.
+async fn watch_to_end_as(
+    client: &mut AnalysisServiceClient<Channel>,
+    id: &str,
+    who: Who<'_>,
+) -> pb::JobStatus {
+    let mut stream = client
+        .watch_job(who.ask(pb::WatchJobRequest {
+            job_id: id.to_owned(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut last = None;
+    while let Some(s) = tokio::time::timeout(Duration::from_secs(120), stream.message())
+        .await
+        .expect("the job moves on")
+        .unwrap()
+    {
+        last = s.status;
+    }
+    last.expect("at least one status")
+}
+
+/// With API keys, jobs are their key's client's (`alice`, `bob`: keys of clients "alice" and
+/// "bob"). Alice submits two jobs of the same games under two request ids: two ids, each of 128
+/// random bits; her retry (even with an `x-client-id` naming bob) answers the same id. Bob,
+/// with the same request id, gets a job of his own. Bob, with or without an `x-client-id` of
+/// "alice", gets `NOT_FOUND` from every call on alice's job, with the message an unknown id
+/// gets; alice's job runs on to its end, uncancelled. Returns alice's first job id.
+pub(crate) async fn jobs_belong_to_their_key(
+    client: &mut AnalysisServiceClient<Channel>,
+    alice: &str,
+    bob: &str,
+) -> String {
+    let a = Who {
+        key: Some(alice),
+        client_id: None,
+    };
+    let b = Who {
+        key: Some(bob),
+        client_id: None,
+    };
+    let submit = |who: Who<'_>, rid: &str| who.ask(job(rid, TWO_GAMES, 1000));
+    let first = client
+        .submit_job(submit(a, "k-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!first.duplicate);
+    let first = first.status.unwrap().job_id;
+    let second = client
+        .submit_job(submit(a, "k-2"))
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+        .unwrap()
+        .job_id;
+    assert!(random_id(&first) && random_id(&second), "{first} {second}");
+    assert_ne!(
+        first, second,
+        "the same games under two request ids: two jobs"
+    );
+    // A retry answers the first id; x-client-id changes nothing with a key.
+    for who in [
+        a,
+        Who {
+            client_id: Some("bob"),
+            ..a
+        },
+    ] {
+        let again = client
+            .submit_job(submit(who, "k-1"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(again.duplicate, "{who:?}");
+        assert_eq!(again.status.unwrap().job_id, first, "{who:?}");
+    }
+    // Bob's request id "k-1" is his own.
+    let bobs = client
+        .submit_job(submit(b, "k-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!bobs.duplicate, "another client's request id names nothing");
+    let bobs = bobs.status.unwrap().job_id;
+    assert!(random_id(&bobs) && bobs != first);
+    // Bob cannot see, watch, read or cancel alice's job, even naming himself "alice".
+    nothing_to_see_as(client, &first, b).await;
+    nothing_to_see_as(
+        client,
+        &first,
+        Who {
+            client_id: Some("alice"),
+            ..b
+        },
+    )
+    .await;
+    nothing_to_see_as(client, &bobs, a).await;
+    // Alice's job was not cancelled: it runs to its end, and she reads its results.
+    let now = client
+        .get_job(a.ask(pb::GetJobRequest {
+            job_id: first.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+        .unwrap();
+    assert_ne!(now.state, pb::JobState::Cancelled as i32);
+    for id in [&first, &second, &bobs] {
+        let who = if *id == bobs { b } else { a };
+        let last = watch_to_end_as(client, id, who).await;
+        assert_eq!(
+            (last.state, last.games_done),
+            (pb::JobState::Done as i32, 2),
+            "{id}"
+        );
+    }
+    let results = client
+        .get_job_results(a.ask(pb::GetJobResultsRequest {
+            job_id: first.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(results.games.len(), 2);
+    first
+}
+
+#[tokio::test]
+async fn with_keys_jobs_belong_to_the_keys_client_and_ids_are_random() {
+    let (alice, bob) = (key_of("alice", None), key_of("bob", None));
+    let mut s = start_with(AnalysisConfig::default(), keys_policy(&[&alice, &bob])).await;
+    jobs_belong_to_their_key(&mut s.client, &alice.key, &bob.key).await;
+    // Without a key, nothing (the layer refuses before the service).
+    let e = s
+        .client
+        .get_job(with_client(
+            pb::GetJobRequest {
+                job_id: "job-00000000000000000000000000000000".into(),
+            },
+            "alice",
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    s.server.stop().await;
+}
+
+/// The field a status's `google.rpc.BadRequest` names.
+fn bad_field(e: &tonic::Status) -> String {
+    e.get_error_details()
+        .bad_request()
+        .expect("a BadRequest")
+        .field_violations[0]
+        .field
+        .clone()
+}
+
+#[tokio::test]
+async fn live_analysis_is_charged_to_its_clients_engine_time_quota() {
+    // Alice and carol: 1 engine-second per minute each; bob: no quota.
+    let (alice, carol, bob) = (
+        key_of("alice", Some(1)),
+        key_of("carol", Some(1)),
+        key_of("bob", None),
+    );
+    let mut s = start_with(
+        AnalysisConfig::default(),
+        keys_policy(&[&alice, &carol, &bob]),
+    )
+    .await;
+    fn by(k: &NewKey) -> Who<'_> {
+        Who {
+            key: Some(k.key.as_str()),
+            client_id: None,
+        }
+    }
+    // At most 500 ms each (depth 1 ends far sooner: the reservation is not refunded).
+    let half = || analyze(Variant::Chess, "", limits(1, 0, 500));
+    for _ in 0..2 {
+        let stream = s
+            .client
+            .analyze(by(&alice).ask(half()))
+            .await
+            .unwrap()
+            .into_inner();
+        drain(stream).await;
+    }
+    // Alice's second has used the whole burst: the third must wait, and says how long.
+    for who in [
+        by(&alice),
+        Who {
+            client_id: Some("carol"),
+            ..by(&alice)
+        },
+    ] {
+        let e = s.client.analyze(who.ask(half())).await.unwrap_err();
+        assert_eq!(e.code(), Code::ResourceExhausted, "{who:?}: {e:?}");
+        let delay = e
+            .get_error_details()
+            .retry_info()
+            .and_then(|r| r.retry_delay)
+            .expect("a retry delay");
+        assert!(delay > Duration::ZERO);
+    }
+    // BestMove draws on the same quota.
+    let e = s
+        .client
+        .best_move(by(&alice).ask(best(Variant::Chess, "", limits(1, 0, 500))))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    // Carol's quota is her own; bob has none.
+    let stream = s
+        .client
+        .analyze(by(&carol).ask(half()))
+        .await
+        .expect("another client is not touched")
+        .into_inner();
+    drain(stream).await;
+    for _ in 0..4 {
+        s.client
+            .best_move(by(&bob).ask(best(Variant::Chess, "", limits(1, 0, 500))))
+            .await
+            .expect("no quota, no limit");
+    }
+    // More than the whole quota never passes: 1001 ms, or no time limit (the server's cap).
+    for movetime in [1001, 0] {
+        let e = s
+            .client
+            .analyze(by(&carol).ask(analyze(Variant::Chess, "", limits(1, 0, movetime))))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        assert_eq!(bad_field(&e), "limits.movetime_ms");
+        let e = s
+            .client
+            .best_move(by(&carol).ask(best(Variant::Chess, "", limits(1, 0, movetime))))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        assert_eq!(bad_field(&e), "limits.movetime_ms");
+    }
+    // The refusals reserved nothing: carol still has her other half.
+    let stream = s
+        .client
+        .analyze(by(&carol).ask(half()))
+        .await
+        .unwrap()
+        .into_inner();
+    drain(stream).await;
     s.server.stop().await;
 }
 

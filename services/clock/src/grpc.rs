@@ -6,7 +6,6 @@ use crate::store::AnyStore;
 use arbiter_clocked::{EventLog, watch_stream};
 use arbiter_core::Color;
 use arbiter_core::clock::Phase;
-use arbiter_kit::auth::PlatformAuth;
 use arbiter_kit::{ApiError, reply};
 use arbiter_proto::clock::v1 as pb;
 use arbiter_proto::clock::v1::clock_service_server::{ClockService, ClockServiceServer};
@@ -44,21 +43,18 @@ impl EventLog for ClockLog {
 #[derive(Debug, Clone)]
 pub struct ClockGrpc {
     inner: Arc<Clocks<AnyStore>>,
-    platform: PlatformAuth,
     shutting_down: tokio::sync::watch::Receiver<bool>,
 }
 
 impl ClockGrpc {
-    /// The service over `clocks`; platform calls checked by `platform`; watch streams end when
-    /// `shutting_down` turns true.
+    /// The service over `clocks` (the host's access layer checks platform calls before they
+    /// arrive); watch streams end when `shutting_down` turns true.
     pub fn new(
         clocks: Arc<Clocks<AnyStore>>,
-        platform: PlatformAuth,
         shutting_down: tokio::sync::watch::Receiver<bool>,
     ) -> ClockGrpc {
         ClockGrpc {
             inner: clocks,
-            platform,
             shutting_down,
         }
     }
@@ -207,7 +203,6 @@ impl ClockService for ClockGrpc {
         &self,
         request: Request<pb::CreateClockRequest>,
     ) -> Reply<pb::CreateClockResponse> {
-        self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let first = match r.first {
             0 => Color::White,
@@ -241,7 +236,6 @@ impl ClockService for ClockGrpc {
     }
 
     async fn press(&self, request: Request<pb::PressRequest>) -> Reply<pb::PressResponse> {
-        self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let board = board_from(r.board).map_err(Status::from)?;
         let side = side_from(r.side, "side").map_err(Status::from)?;
@@ -260,7 +254,6 @@ impl ClockService for ClockGrpc {
         &self,
         request: Request<pb::PauseClockRequest>,
     ) -> Reply<pb::PauseClockResponse> {
-        self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let a = self
             .inner
@@ -278,7 +271,6 @@ impl ClockService for ClockGrpc {
         &self,
         request: Request<pb::ResumeClockRequest>,
     ) -> Reply<pb::ResumeClockResponse> {
-        self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let a = self
             .inner
@@ -293,7 +285,6 @@ impl ClockService for ClockGrpc {
     }
 
     async fn add_time(&self, request: Request<pb::AddTimeRequest>) -> Reply<pb::AddTimeResponse> {
-        self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let board = board_from(r.board).map_err(Status::from)?;
         let side = side_from(r.side, "side").map_err(Status::from)?;
@@ -313,7 +304,6 @@ impl ClockService for ClockGrpc {
         &self,
         request: Request<pb::StopClockRequest>,
     ) -> Reply<pb::StopClockResponse> {
-        self.platform.check(&request).map_err(Status::from)?;
         let r = request.into_inner();
         let a = self
             .inner

@@ -27,7 +27,7 @@ pub use arbiter_redis_conn::RedisArgs;
 pub use config::{ClockArgs, ClockConfig};
 pub use domain::Clocks;
 
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
 use arbiter_kit::{Host, ServeConfig, ServeError};
 use arbiter_proto::clock::v1::clock_service_server::ClockServiceServer;
 use grpc::ClockGrpc;
@@ -41,11 +41,7 @@ pub const SERVICE_NAME: &str = "arbiter.clock.v1.ClockService";
 
 /// Adds the clock service to `host`. Its health follows the store (Redis reachable), checked
 /// every `health_interval`; every replica runs the flag worker.
-pub async fn mount(
-    host: &mut Host,
-    config: ClockConfig,
-    platform: PlatformAuth,
-) -> Result<(), ServeError> {
+pub async fn mount(host: &mut Host, config: ClockConfig) -> Result<(), ServeError> {
     let store = match &config.redis {
         None => AnyStore::Memory(store::memory::MemoryStore::new(
             config.ttl,
@@ -89,22 +85,24 @@ pub async fn mount(
         ));
     }
     let max = host.config().max_message_bytes;
-    host.add_service(ClockGrpc::new(clocks, platform, shutdown).into_server(max));
+    host.add_service(ClockGrpc::new(clocks, shutdown).into_server(max));
     Ok(())
 }
 
-/// Serves the clock service alone (with health and reflection) on `listener` until `shutdown`.
+/// Serves the clock service alone (with health and reflection) on `listener`, calls checked by
+/// `access`, until `shutdown`.
 pub async fn serve<F>(
     listener: TcpListener,
     serve: ServeConfig,
     config: ClockConfig,
-    platform: PlatformAuth,
+    access: AccessPolicy,
     shutdown: F,
 ) -> Result<(), ServeError>
 where
     F: Future<Output = ()> + Send,
 {
     let mut host = Host::new(serve);
-    mount(&mut host, config, platform).await?;
+    host.set_access(access);
+    mount(&mut host, config).await?;
     host.serve(listener, shutdown).await
 }

@@ -2,7 +2,7 @@
 //! the environment (see `--help`), read here and nowhere else.
 
 use arbiter_clock::{ClockArgs, RedisArgs};
-use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::access::AccessArgs;
 use arbiter_kit::probe::ProbeCommand;
 use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use clap::Parser;
@@ -27,25 +27,27 @@ struct Args {
     #[command(flatten)]
     clock: ClockArgs,
     #[command(flatten)]
-    platform: PlatformArgs,
+    access: AccessArgs,
 }
 
 #[tokio::main]
 async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     let args = Args::parse();
+    // One crypto provider (ring) for every TLS use of the process: gRPC and Redis.
+    arbiter_kit::tls::install_crypto_provider();
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
     init_tracing();
     let config = args.clock.config(args.redis.load()?);
-    let platform = args.platform.load()?;
-    platform.warn_if_exposed(args.serve.listen);
+    let access = args.access.load()?;
+    access.warn_if_exposed(args.serve.listen);
     let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
     arbiter_clock::serve(
         listener,
         args.serve.config(),
         config,
-        platform,
+        access,
         shutdown_signal(),
     )
     .await?;

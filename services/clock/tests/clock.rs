@@ -15,7 +15,7 @@ use arbiter_clock::sync::{Estimator, exchange};
 use arbiter_clock::{ClockConfig, Clocks};
 use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_kit::ServeConfig;
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
 use arbiter_kit::process_now;
 use arbiter_proto::clock::v1::{self as pb, clock_service_client::ClockServiceClient};
 use arbiter_testkit::grpc::TestServer;
@@ -33,7 +33,7 @@ async fn start() -> Server {
             listener,
             ServeConfig::default(),
             ClockConfig::default(),
-            PlatformAuth::loopback_only(),
+            AccessPolicy::development(),
             shutdown,
         )
     })
@@ -439,7 +439,7 @@ async fn serve_clocks(clocks: Arc<Clocks<AnyStore>>) -> Server {
     TestServer::start(move |listener, shutdown| {
         let mut host = arbiter_kit::Host::new(ServeConfig::default());
         let max = host.config().max_message_bytes;
-        let grpc = ClockGrpc::new(clocks, PlatformAuth::loopback_only(), host.shutting_down());
+        let grpc = ClockGrpc::new(clocks, host.shutting_down());
         host.add_service(grpc.into_server(max));
         host.serve(listener, shutdown)
     })

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | [`ApiError::InvalidArgument`] | `INVALID_ARGUMENT` | `google.rpc.BadRequest` naming the field |
 //! | [`ApiError::ResourceExhausted`] | `RESOURCE_EXHAUSTED` | `BadRequest` naming the limited field |
+//! | [`ApiError::RateLimited`] | `RESOURCE_EXHAUSTED` | `google.rpc.RetryInfo`: when to retry |
 //! | [`ApiError::FailedPrecondition`] | `FAILED_PRECONDITION` | `google.rpc.ErrorInfo` with a stable reason |
 //! | [`ApiError::NotFound`] | `NOT_FOUND` | |
 //! | [`ApiError::AlreadyExists`] | `ALREADY_EXISTS` | |
@@ -42,6 +43,13 @@ pub enum ApiError {
         field: String,
         /// Which limit, and by how much.
         description: String,
+    },
+    /// The client is over its rate limit or quota; a retry after `retry_after` may pass.
+    RateLimited {
+        /// Which limit.
+        description: String,
+        /// How long until a call would be allowed.
+        retry_after: std::time::Duration,
     },
     /// The request does not fit the current state (a stale version, out of turn, over).
     FailedPrecondition {
@@ -125,6 +133,7 @@ impl ApiError {
             ApiError::InvalidArgument { description, .. }
             | ApiError::ResourceExhausted { description, .. }
             | ApiError::FailedPrecondition { description, .. }
+            | ApiError::RateLimited { description, .. }
             | ApiError::KeyReused { description, .. } => description,
             ApiError::NotFound(d)
             | ApiError::AlreadyExists(d)
@@ -140,7 +149,9 @@ impl ApiError {
     pub fn code(&self) -> Code {
         match self {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,
-            ApiError::ResourceExhausted { .. } => Code::ResourceExhausted,
+            ApiError::ResourceExhausted { .. } | ApiError::RateLimited { .. } => {
+                Code::ResourceExhausted
+            }
             ApiError::FailedPrecondition { .. } => Code::FailedPrecondition,
             ApiError::NotFound(_) => Code::NotFound,
             ApiError::AlreadyExists(_) | ApiError::KeyReused { .. } => Code::AlreadyExists,
@@ -198,6 +209,11 @@ impl From<ApiError> for Status {
                     ),
                 )
             }
+            ApiError::RateLimited { retry_after, .. } => Status::with_error_details(
+                e.code(),
+                message,
+                ErrorDetails::with_retry_info(Some(*retry_after)),
+            ),
             ApiError::FailedPrecondition { reason, domain, .. } => Status::with_error_details(
                 e.code(),
                 message,
@@ -242,6 +258,20 @@ pub fn quote(input: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_limits_carry_their_retry_delay() {
+        let s = Status::from(ApiError::RateLimited {
+            description: "over".into(),
+            retry_after: std::time::Duration::from_millis(1500),
+        });
+        assert_eq!(s.code(), Code::ResourceExhausted);
+        let retry = s.get_error_details().retry_info().cloned().unwrap();
+        assert_eq!(
+            retry.retry_delay,
+            Some(std::time::Duration::from_millis(1500))
+        );
+    }
 
     #[test]
     fn field_errors_carry_a_bad_request() {

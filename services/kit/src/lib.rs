@@ -7,22 +7,30 @@
 //!   server binary shares;
 //! - [`error`]: [`ApiError`], the one map from a refusal to a `tonic::Status` with its
 //!   field violation or reason;
-//! - [`auth`]: bearer tokens and the platform credential;
+//! - [`access`]: who may call what: the method → scope table and the layer that checks every
+//!   call's API key, scope and rate limit; [`keys`]: API keys and the keys file;
+//! - [`auth`]: bearer tokens (seat tokens) and the platform token's flags;
 //! - [`cpu`]: the bounded pool CPU-heavy requests run in, stopped when their request goes away;
 //! - [`convert`]: `arbiter-core` values to and from `arbiter.common.v1` messages;
 //! - [`probe`]: `health-check`, the subcommand with which a binary probes its own health.
+//! - [`tls`]: TLS and mutual TLS for servers (certificates reloaded while serving) and for
+//!   clients, on the ring provider.
 //!
 //! Services never depend on one another; they depend on this crate, the core and the generated
 //! protocol code.
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod auth;
 pub mod convert;
 pub mod cpu;
 pub mod error;
+mod gate;
+pub mod keys;
 pub mod probe;
 pub mod retry;
 pub mod serving;
+pub mod tls;
 
 pub use error::ApiError;
 

@@ -3,7 +3,15 @@
 //! then. Container images carry no probe program (no `grpc_health_probe`, no shell), so a
 //! Docker `HEALTHCHECK` or a Kubernetes `exec` probe runs the service's own binary with the
 //! same environment as the service itself, and so the same address.
+//!
+//! Under TLS the probe needs the CA that the server's certificate chains to (`--tls-ca-file`,
+//! `ARBITER_TLS_CA_FILE`), and the server's certificate must name the address probed (an IP
+//! SAN for `127.0.0.1`) or `--tls-server-name` must give a name it carries. Under mutual TLS
+//! the way is the server's plaintext health-only listener (`--health-listen`,
+//! `ARBITER_HEALTH_LISTEN`): with that variable in the environment, the probe asks there.
+//! (A client certificate, `--tls-client-cert-file` and `--tls-client-key-file`, works too.)
 
+use crate::tls::{ClientTls, ClientTlsArgs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,8 +23,10 @@ use tonic_health::pb::health_client::HealthClient;
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum ProbeCommand {
     /// Ask the server at this process's listen address (`--listen`, `ARBITER_LISTEN`; an
-    /// unspecified address such as 0.0.0.0 is asked on loopback) whether it is SERVING: exit
-    /// 0 if so, 1 if not or if it does not answer in time. For container health checks.
+    /// unspecified address such as 0.0.0.0 is asked on loopback), or at its plaintext
+    /// health-only address (`--health-listen`, `ARBITER_HEALTH_LISTEN`) when there is one,
+    /// whether it is SERVING: exit 0 if so, 1 if not or if it does not answer in time. For
+    /// container health checks. A TLS server is asked over TLS with --tls-ca-file.
     HealthCheck(HealthCheckArgs),
 }
 
@@ -29,6 +39,13 @@ pub struct HealthCheckArgs {
     /// How long to wait for the answer, connection included, in milliseconds.
     #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,
+    /// Ask the server's plaintext health-only listener at this address instead (the server's
+    /// own --health-listen: the way under mutual TLS).
+    #[arg(long, env = "ARBITER_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
+    /// TLS to the server's listen address (ignored with --health-listen).
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 impl ProbeCommand {
@@ -37,7 +54,12 @@ impl ProbeCommand {
     pub async fn run(&self, listen: SocketAddr) -> ExitCode {
         let ProbeCommand::HealthCheck(args) = self;
         let timeout = Duration::from_millis(args.timeout_ms.max(1));
-        match check(listen, &args.service, timeout).await {
+        let outcome = match (args.health_listen, args.tls.client_tls()) {
+            (Some(health), _) => check(health, &args.service, timeout).await,
+            (None, Ok(tls)) => check_with(listen, &args.service, timeout, tls.as_ref()).await,
+            (None, Err(e)) => Err(e.to_string()),
+        };
+        match outcome {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("health-check: {e}");
@@ -68,15 +90,36 @@ pub fn local_address(listen: SocketAddr) -> SocketAddr {
 /// No connection, no answer in time, an error status, or any status but `SERVING`: the
 /// message says which.
 pub async fn check(listen: SocketAddr, service: &str, timeout: Duration) -> Result<(), String> {
+    check_with(listen, service, timeout, None).await
+}
+
+/// [`check`], over TLS when `tls` is given.
+///
+/// # Errors
+/// As [`check`]; also TLS files that cannot be used, and a failed handshake (which, under
+/// mutual TLS, may show as the connection failing).
+pub async fn check_with(
+    listen: SocketAddr,
+    service: &str,
+    timeout: Duration,
+    tls: Option<&ClientTls>,
+) -> Result<(), String> {
     let addr = local_address(listen);
     let ask = async {
-        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let mut endpoint = tonic::transport::Endpoint::from_shared(format!("{scheme}://{addr}"))
             .map_err(|e| format!("address {addr}: {e}"))?
             .connect_timeout(timeout);
+        if let Some(tls) = tls {
+            let config = tls.config().map_err(|e| e.to_string())?;
+            endpoint = endpoint
+                .tls_config(config)
+                .map_err(|e| format!("{addr}: TLS: {e}"))?;
+        }
         let channel = endpoint
             .connect()
             .await
-            .map_err(|e| format!("{addr}: cannot connect: {e}"))?;
+            .map_err(|e| format!("{addr}: cannot connect: {}", with_sources(&e)))?;
         let reply = HealthClient::new(channel)
             .check(HealthCheckRequest {
                 service: service.to_owned(),
@@ -93,6 +136,22 @@ pub async fn check(listen: SocketAddr, service: &str, timeout: Duration) -> Resu
     tokio::time::timeout(timeout, ask)
         .await
         .map_err(|_| format!("{addr}: no answer within {} ms", timeout.as_millis()))?
+}
+
+/// An error and its sources, `: `-separated (tonic's transport error alone says only
+/// "transport error").
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
 }
 
 #[cfg(test)]

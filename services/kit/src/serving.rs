@@ -9,9 +9,15 @@
 //! [`Host::health`]; the overall status (`""`) is `SERVING` while the process serves and
 //! switches to `NOT_SERVING`, with every service, as soon as shutdown begins, so load balancers
 //! stop sending traffic while in-flight requests finish.
+//!
+//! With `--tls-cert-file` and `--tls-key-file` the listener speaks TLS (and with
+//! `--tls-client-ca-file`, mutual TLS), its certificate re-read while serving (see [`crate::tls`]);
+//! `--health-listen` adds a plaintext listener that serves only the health service, for probes
+//! that cannot present a client certificate.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::codegen::http;
@@ -20,9 +26,12 @@ use tonic::service::RoutesBuilder;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
-use tonic_health::server::HealthReporter;
+use tonic_health::pb::health_server::HealthServer;
+use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::cpu::CpuPool;
+use crate::gate::{Gate, GateLayer};
+use crate::tls::{ServerTls, ServerTlsFiles, TlsError};
 
 /// Any error that stops a server.
 pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
@@ -53,6 +62,18 @@ pub struct ServeConfig {
     /// CPU-heavy requests that may wait for a turn; more are refused with
     /// `RESOURCE_EXHAUSTED`.
     pub max_cpu_queue: usize,
+    /// The TLS certificate chain (PEM) to serve with; with `tls_key_file`. Neither: plaintext.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
+    /// Mutual TLS: the CA (PEM) that every client certificate must chain to; needs
+    /// `tls_cert_file`.
+    pub tls_client_ca_file: Option<PathBuf>,
+    /// How often the TLS files are re-read (a change applies to new connections).
+    pub tls_reload: Duration,
+    /// A second, plaintext listener that serves only `grpc.health.v1.Health` (for Kubernetes
+    /// probes under mutual TLS); bound at start, stopped with the server.
+    pub health_listen: Option<SocketAddr>,
 }
 
 /// The number of CPUs this process may use (at least 1).
@@ -73,6 +94,41 @@ impl Default for ServeConfig {
             max_connection_age: Some(Duration::from_secs(3600)),
             max_cpu_jobs: cpus(),
             max_cpu_queue: 64,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
+            tls_reload: Duration::from_secs(2),
+            health_listen: None,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// The TLS files to serve with: `None` for plaintext.
+    ///
+    /// # Errors
+    /// A certificate without its key (or the reverse), or a client CA without a certificate:
+    /// the message names the flags.
+    pub fn tls_files(&self) -> Result<Option<ServerTlsFiles>, TlsError> {
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(cert), Some(key)) => {
+                let mut files = ServerTlsFiles::new(cert, key);
+                files.client_ca_file.clone_from(&self.tls_client_ca_file);
+                Ok(Some(files))
+            }
+            (Some(_), None) => Err(TlsError::new(
+                "--tls-cert-file (ARBITER_TLS_CERT_FILE) is given without --tls-key-file \
+                 (ARBITER_TLS_KEY_FILE)",
+            )),
+            (None, Some(_)) => Err(TlsError::new(
+                "--tls-key-file (ARBITER_TLS_KEY_FILE) is given without --tls-cert-file \
+                 (ARBITER_TLS_CERT_FILE)",
+            )),
+            (None, None) if self.tls_client_ca_file.is_some() => Err(TlsError::new(
+                "--tls-client-ca-file (ARBITER_TLS_CLIENT_CA_FILE) needs --tls-cert-file and \
+                 --tls-key-file: mutual TLS is TLS first",
+            )),
+            (None, None) => Ok(None),
         }
     }
 }
@@ -113,6 +169,23 @@ pub struct ServeArgs {
     /// CPU-heavy requests that may wait for a turn; more are refused (RESOURCE_EXHAUSTED).
     #[arg(long, env = "ARBITER_MAX_CPU_QUEUE", default_value_t = ServeConfig::default().max_cpu_queue)]
     pub max_cpu_queue: usize,
+    /// Serve TLS with this certificate chain (PEM, leaf first); needs --tls-key-file. Re-read
+    /// while serving.
+    #[arg(long, env = "ARBITER_TLS_CERT_FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert-file.
+    #[arg(long, env = "ARBITER_TLS_KEY_FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// Mutual TLS: every client must present a certificate chaining to a CA in this PEM file.
+    #[arg(long, env = "ARBITER_TLS_CLIENT_CA_FILE")]
+    pub tls_client_ca_file: Option<PathBuf>,
+    /// Seconds between checks of the TLS files for a new certificate.
+    #[arg(long, env = "ARBITER_TLS_RELOAD_SECS", default_value_t = 2)]
+    pub tls_reload_secs: u64,
+    /// Also serve the health service alone, in plaintext, on this address (for Kubernetes
+    /// probes under mutual TLS).
+    #[arg(long, env = "ARBITER_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
 }
 
 impl ServeArgs {
@@ -130,6 +203,11 @@ impl ServeArgs {
                 .then(|| Duration::from_secs(self.max_connection_age_secs)),
             max_cpu_jobs: self.max_cpu_jobs.unwrap_or_else(cpus).max(1),
             max_cpu_queue: self.max_cpu_queue,
+            tls_cert_file: self.tls_cert_file.clone(),
+            tls_key_file: self.tls_key_file.clone(),
+            tls_client_ca_file: self.tls_client_ca_file.clone(),
+            tls_reload: Duration::from_secs(self.tls_reload_secs.max(1)),
+            health_listen: self.health_listen,
         }
     }
 }
@@ -143,6 +221,8 @@ pub struct Host {
     names: Vec<&'static str>,
     cpu: CpuPool,
     shutting_down: tokio::sync::watch::Sender<bool>,
+    access: crate::access::AccessPolicy,
+    health_listener: Option<TcpListener>,
 }
 
 impl Host {
@@ -159,13 +239,30 @@ impl Host {
             names: Vec::new(),
             cpu,
             shutting_down: tokio::sync::watch::channel(false).0,
+            access: crate::access::AccessPolicy::development(),
+            health_listener: None,
         }
+    }
+
+    /// Serves the health service alone, in plaintext, on `listener` too (rather than binding
+    /// the configuration's `health_listen`): for tests on port 0.
+    pub fn with_health_listener(mut self, listener: TcpListener) -> Host {
+        self.health_listener = Some(listener);
+        self
     }
 
     /// Turns true when shutdown begins: long-lived work (watch streams, background tasks) ends
     /// then, so that the server stops in bounded time.
     pub fn shutting_down(&self) -> tokio::sync::watch::Receiver<bool> {
         self.shutting_down.subscribe()
+    }
+
+    /// Who may call what (development mode until set): every call is checked against the
+    /// method → scope table with this policy's keys before any service sees it.
+    pub fn set_access(&mut self, policy: crate::access::AccessPolicy) -> &mut Host {
+        tracing::info!("{}", policy.describe());
+        self.access = policy;
+        self
     }
 
     /// The process's pool for CPU-heavy work, shared by its services.
@@ -210,6 +307,10 @@ impl Host {
     /// Serves every added service on `listener` until `shutdown` completes; then health turns
     /// `NOT_SERVING`, no new connection is accepted, and in-flight requests are finished before
     /// this returns.
+    ///
+    /// With TLS configured, the files are read first (an unusable file is an error here, before
+    /// serving) and re-read every `tls_reload`; the health-only listener, if any, is bound
+    /// first too, and stops when the server has stopped.
     pub async fn serve<F>(self, listener: TcpListener, shutdown: F) -> Result<(), ServeError>
     where
         F: Future<Output = ()> + Send,
@@ -220,8 +321,23 @@ impl Host {
             health,
             names,
             cpu: _,
+            access,
             shutting_down,
+            health_listener,
         } = self;
+        let tls = match config.tls_files()? {
+            Some(files) => Some(ServerTls::load(files)?),
+            None => None,
+        };
+        let health_listener = match (health_listener, config.health_listen) {
+            (Some(listener), _) => Some(listener),
+            (None, Some(addr)) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("--health-listen {addr}: {e}"))?,
+            ),
+            (None, None) => None,
+        };
         if config.reflection {
             let reflection = || {
                 tonic_reflection::server::Builder::configure()
@@ -233,7 +349,39 @@ impl Host {
         }
         health.set_service_status("", ServingStatus::Serving).await;
         let addr = listener.local_addr()?;
-        tracing::info!(%addr, services = ?names, reflection = config.reflection, "listening");
+        let transport = match &tls {
+            Some(tls) if tls.is_mutual() => "mutual TLS",
+            Some(_) => "TLS",
+            None => "plaintext",
+        };
+        tracing::info!(%addr, services = ?names, reflection = config.reflection, transport, "listening");
+        if tls.is_none() && !addr.ip().is_loopback() {
+            tracing::warn!(
+                %addr,
+                "serving plaintext beyond loopback: traffic, credentials included, travels in \
+                 clear (--tls-cert-file and --tls-key-file turn TLS on)"
+            );
+        }
+        let health_only = match health_listener {
+            Some(listener) => {
+                let health_addr = listener.local_addr()?;
+                tracing::info!(addr = %health_addr, "health only, plaintext: listening");
+                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                let server = Server::builder()
+                    .timeout(config.request_timeout)
+                    .add_service(HealthServer::new(HealthService::from_health_reporter(
+                        health.clone(),
+                    )))
+                    .serve_with_incoming_shutdown(
+                        TcpIncoming::from(listener).with_nodelay(Some(true)),
+                        async {
+                            let _ = stopped.await;
+                        },
+                    );
+                Some((stop, tokio::spawn(server)))
+            }
+            None => None,
+        };
         let draining = {
             let health = health.clone();
             let names = names.clone();
@@ -259,19 +407,54 @@ impl Host {
         if let Some(age) = config.max_connection_age {
             server = server.max_connection_age(age);
         }
-        server
-            .layer(ConcurrencyLimitLayer::new(config.max_concurrent_requests))
+        let router = server
+            .layer(ConcurrencyLimit::layer(config.max_concurrent_requests))
+            .layer(GateLayer(access))
             .layer(tower::util::MapResponseLayer::new(
                 oversize_as_resource_exhausted,
             ))
-            .trace_fn(|req| tracing::info_span!("grpc", method = %req.uri().path()))
-            .add_routes(routes.routes())
-            .serve_with_incoming_shutdown(
-                // No Nagle: small unary replies must not wait for the peer's delayed ACK.
-                TcpIncoming::from(listener).with_nodelay(Some(true)),
-                draining,
-            )
-            .await?;
+            .trace_fn(|req| {
+                tracing::info_span!(
+                    "grpc",
+                    method = %req.uri().path(),
+                    client = tracing::field::Empty
+                )
+            })
+            .add_routes(routes.routes());
+        let served = match tls {
+            Some(tls) => {
+                router
+                    .serve_with_incoming_shutdown(
+                        tls.incoming(listener, config.tls_reload),
+                        draining,
+                    )
+                    .await
+            }
+            None => {
+                router
+                    .serve_with_incoming_shutdown(
+                        // No Nagle: small unary replies must not wait for the peer's delayed ACK.
+                        TcpIncoming::from(listener).with_nodelay(Some(true)),
+                        draining,
+                    )
+                    .await
+            }
+        };
+        if let Some((stop, mut task)) = health_only {
+            // The health port answered NOT_SERVING while the server drained; now it goes too.
+            let _ = stop.send(());
+            match tokio::time::timeout(Duration::from_secs(1), &mut task).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the health-only listener failed"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "the health-only listener failed"),
+                Err(_) => {
+                    // A health Watch stream never ends by itself: do not wait for it.
+                    task.abort();
+                    let _ = task.await;
+                }
+            }
+        }
+        served?;
         tracing::info!("stopped");
         Ok(())
     }
@@ -280,73 +463,29 @@ impl Host {
 /// Refuses a request at once with `RESOURCE_EXHAUSTED` while the process already handles its
 /// maximum of requests (no queue: a client retries with backoff, as gRPC clients do).
 #[derive(Clone, Debug)]
-struct ConcurrencyLimitLayer {
+struct ConcurrencyLimit {
     permits: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
-impl ConcurrencyLimitLayer {
-    fn new(max: usize) -> ConcurrencyLimitLayer {
-        ConcurrencyLimitLayer {
+impl ConcurrencyLimit {
+    fn layer(max: usize) -> GateLayer<ConcurrencyLimit> {
+        GateLayer(ConcurrencyLimit {
             permits: std::sync::Arc::new(tokio::sync::Semaphore::new(max.max(1))),
-        }
+        })
     }
 }
 
-impl<S> tower::Layer<S> for ConcurrencyLimitLayer {
-    type Service = ConcurrencyLimit<S>;
+impl Gate for ConcurrencyLimit {
+    type Pass = tokio::sync::OwnedSemaphorePermit;
 
-    fn layer(&self, inner: S) -> ConcurrencyLimit<S> {
-        ConcurrencyLimit {
-            inner,
-            permits: std::sync::Arc::clone(&self.permits),
-        }
-    }
-}
-
-/// The service [`ConcurrencyLimitLayer`] wraps.
-#[derive(Clone, Debug)]
-struct ConcurrencyLimit<S> {
-    inner: S,
-    permits: std::sync::Arc<tokio::sync::Semaphore>,
-}
-
-type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<S, B> tower::Service<http::Request<B>> for ConcurrencyLimit<S>
-where
-    S: tower::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-{
-    type Response = http::Response<tonic::body::Body>;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, S::Error>>;
-
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        match std::sync::Arc::clone(&self.permits).try_acquire_owned() {
-            Ok(permit) => {
-                let answer = self.inner.call(request);
-                Box::pin(async move {
-                    let response = answer.await;
-                    drop(permit);
-                    response
-                })
-            }
-            Err(_) => {
-                let refused = tonic::Status::resource_exhausted(
+    fn admit<B>(&self, _: &mut http::Request<B>) -> Result<Self::Pass, tonic::Status> {
+        std::sync::Arc::clone(&self.permits)
+            .try_acquire_owned()
+            .map_err(|_| {
+                tonic::Status::resource_exhausted(
                     "the server is handling its maximum of requests; retry later",
                 )
-                .into_http::<tonic::body::Body>();
-                Box::pin(async move { Ok(refused) })
-            }
-        }
+            })
     }
 }
 

@@ -31,7 +31,7 @@ pub use config::{MatchLimits, MatchesArgs, MatchesConfig, StoreConfig};
 pub use domain::Matches;
 pub use error::MatchError;
 
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
 use arbiter_kit::{Host, ServeConfig, ServeError};
 use arbiter_proto::matches::v1::match_service_server::MatchServiceServer;
 use grpc::MatchGrpc;
@@ -60,21 +60,16 @@ pub fn open_store(config: &MatchesConfig) -> Result<AnyStore, ServeError> {
     })
 }
 
-/// Adds the match service to `host` over its configured store, with platform calls checked by
-/// `platform`. Its health follows the store: `SERVING` while the store works, `NOT_SERVING`
+/// Adds the match service to `host` over its configured store (who may call what is the
+/// host's [`AccessPolicy`]). Its health follows the store: `SERVING` while the store works, `NOT_SERVING`
 /// while it cannot (Redis unreachable, or set to evict keys), checked every
 /// `health_interval`; the process starts either way.
-pub async fn mount(
-    host: &mut Host,
-    config: MatchesConfig,
-    platform: PlatformAuth,
-) -> Result<(), ServeError> {
+pub async fn mount(host: &mut Host, config: MatchesConfig) -> Result<(), ServeError> {
     let store = open_store(&config)?;
     match &config.store {
         StoreConfig::Memory => tracing::info!("matches kept in process"),
         StoreConfig::Redis(_) => tracing::info!("matches kept in Redis"),
     }
-    tracing::info!("{}", platform.describe());
     let matches = Arc::new(Matches::new(store, config.seat_key.clone(), config.limits));
     let shutdown = host.shutting_down();
     if let StoreConfig::Redis(redis) = &config.store {
@@ -125,23 +120,24 @@ pub async fn mount(
         ));
     }
     let max = host.config().max_message_bytes;
-    host.add_service(MatchGrpc::new(matches, platform, shutdown).into_server(max));
+    host.add_service(MatchGrpc::new(matches, shutdown).into_server(max));
     Ok(())
 }
 
-/// Serves the match service alone (with health and reflection) on `listener` until `shutdown`
-/// completes.
+/// Serves the match service alone (with health and reflection) on `listener`, calls checked by
+/// `access`, until `shutdown` completes.
 pub async fn serve<F>(
     listener: TcpListener,
     serve: ServeConfig,
     config: MatchesConfig,
-    platform: PlatformAuth,
+    access: AccessPolicy,
     shutdown: F,
 ) -> Result<(), ServeError>
 where
     F: Future<Output = ()> + Send,
 {
     let mut host = Host::new(serve);
-    mount(&mut host, config, platform).await?;
+    host.set_access(access);
+    mount(&mut host, config).await?;
     host.serve(listener, shutdown).await
 }

@@ -1,7 +1,7 @@
 //! `arbiter-matches`: the match service as its own process, for deployment. Configuration comes
 //! from flags and the environment (see `--help`), read here and nowhere else.
 
-use arbiter_kit::auth::PlatformArgs;
+use arbiter_kit::access::AccessArgs;
 use arbiter_kit::probe::ProbeCommand;
 use arbiter_kit::{ServeArgs, init_tracing, shutdown_signal};
 use arbiter_matches::MatchesArgs;
@@ -26,25 +26,27 @@ struct Args {
     #[command(flatten)]
     matches: MatchesArgs,
     #[command(flatten)]
-    platform: PlatformArgs,
+    access: AccessArgs,
 }
 
 #[tokio::main]
 async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     let args = Args::parse();
+    // One crypto provider (ring) for every TLS use of the process: gRPC and Redis.
+    arbiter_kit::tls::install_crypto_provider();
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
     init_tracing();
     let config = args.matches.load()?;
-    let platform = args.platform.load()?;
-    platform.warn_if_exposed(args.serve.listen);
+    let access = args.access.load()?;
+    access.warn_if_exposed(args.serve.listen);
     let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
     arbiter_matches::serve(
         listener,
         args.serve.config(),
         config,
-        platform,
+        access,
         shutdown_signal(),
     )
     .await?;

@@ -90,7 +90,7 @@ pub trait MatchBackend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<MatchEnd, BackendError>> + Send;
 }
 
-/// The match service over gRPC, with the platform's bearer token when one is configured.
+/// The match service over gRPC, presenting an API key (`x-api-key`) when one is configured.
 #[derive(Clone, Debug)]
 pub struct GrpcMatches {
     channel: Channel,
@@ -100,8 +100,8 @@ pub struct GrpcMatches {
 }
 
 impl GrpcMatches {
-    /// Calls the match service on `channel`, with `token` as the bearer token of its platform
-    /// calls, each attempt bounded by `timeout` (not the wait for a match's end). A call that
+    /// Calls the match service on `channel`, with `token` as the API key (`x-api-key`) of
+    /// its calls (a key with scope `matches:create`), each attempt bounded by `timeout` (not the wait for a match's end). A call that
     /// fails for a reason that passes is retried by [`GrpcMatches::default_retry`]`(timeout)`.
     pub fn new(channel: Channel, token: Option<String>, timeout: Duration) -> GrpcMatches {
         GrpcMatches {
@@ -138,9 +138,10 @@ impl GrpcMatches {
             r.set_timeout(self.timeout);
         }
         if let Some(token) = &self.token
-            && let Ok(value) = format!("Bearer {token}").parse()
+            && let Ok(value) = token.parse()
         {
-            r.metadata_mut().insert("authorization", value);
+            r.metadata_mut()
+                .insert(arbiter_kit::access::API_KEY_HEADER, value);
         }
         r
     }

@@ -13,7 +13,6 @@ use crate::store::PoolStore;
 use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
 use arbiter_core::pairing::wave::RatingRange;
-use arbiter_kit::auth::PlatformAuth;
 use arbiter_kit::convert::{variant, variant_to_proto};
 use arbiter_proto::matchmaking::v1 as pb;
 use arbiter_proto::matchmaking::v1::matchmaking_service_server::{
@@ -110,29 +109,24 @@ const RATING_LIMIT: i32 = 100_000;
 /// The matchmaking service.
 pub struct MatchmakingGrpc<S, B> {
     inner: Arc<Matchmaker<S, B>>,
-    platform: PlatformAuth,
     shutting_down: tokio::sync::watch::Receiver<bool>,
 }
 
 impl<S, B> std::fmt::Debug for MatchmakingGrpc<S, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MatchmakingGrpc")
-            .field("platform", &self.platform)
-            .finish_non_exhaustive()
+        f.debug_struct("MatchmakingGrpc").finish_non_exhaustive()
     }
 }
 
 impl<S: PoolStore, B: MatchBackend> MatchmakingGrpc<S, B> {
-    /// The service over `matchmaker`; every call checked by `platform`; join streams end when
-    /// `shutting_down` turns true.
+    /// The service over `matchmaker` (the host's access layer checks every call before it
+    /// arrives); join streams end when `shutting_down` turns true.
     pub fn new(
         matchmaker: Arc<Matchmaker<S, B>>,
-        platform: PlatformAuth,
         shutting_down: tokio::sync::watch::Receiver<bool>,
     ) -> MatchmakingGrpc<S, B> {
         MatchmakingGrpc {
             inner: matchmaker,
-            platform,
             shutting_down,
         }
     }
@@ -265,7 +259,6 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
     type JoinStream = Pin<Box<dyn Stream<Item = Result<pb::JoinResponse, Status>> + Send>>;
 
     async fn join(&self, request: Request<pb::JoinRequest>) -> Reply<Self::JoinStream> {
-        self.platform.check(&request)?;
         let spec = join_spec(request.get_ref())?;
         let ticket = self.inner.join(spec).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(8);
@@ -278,7 +271,6 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
     }
 
     async fn leave(&self, request: Request<pb::LeaveRequest>) -> Reply<pb::LeaveResponse> {
-        self.platform.check(&request)?;
         let player = player_id(&request.get_ref().player_id, "player_id")?;
         let left = self.inner.leave(&player).await;
         reply(left.map(|left| pb::LeaveResponse { left }))
@@ -288,7 +280,6 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         &self,
         request: Request<pb::AcknowledgeRequest>,
     ) -> Reply<pb::AcknowledgeResponse> {
-        self.platform.check(&request)?;
         let r = request.get_ref();
         let player = player_id(&r.player_id, "player_id")?;
         if r.match_id.is_empty() || r.match_id.len() > MAX_MATCH_ID_BYTES {
@@ -306,7 +297,6 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         &self,
         request: Request<pb::GetRatingsRequest>,
     ) -> Reply<pb::GetRatingsResponse> {
-        self.platform.check(&request)?;
         let player = player_id(&request.get_ref().player_id, "player_id")?;
         let ratings = self.inner.ratings(&player).await;
         reply(ratings.map(|ratings| pb::GetRatingsResponse {

@@ -34,7 +34,7 @@ pub use config::{MatchmakingArgs, MatchmakingConfig, Tuning};
 pub use domain::Matchmaker;
 pub use error::MatchmakingError;
 
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
 use arbiter_kit::{Host, ServeConfig, ServeError};
 use arbiter_proto::matchmaking::v1::matchmaking_service_server::MatchmakingServiceServer;
 use grpc::MatchmakingGrpc;
@@ -61,23 +61,45 @@ pub struct MatchesArgs {
     /// within this; a failed call's retries all begin within it.
     #[arg(long, env = "ARBITER_MATCHES_TIMEOUT_MS", default_value_t = 5_000)]
     pub matches_timeout_ms: u64,
+    /// A file holding the API key matchmaking presents to the match service (a key with scope
+    /// matches:create). Without it, the platform token is presented when one is configured.
+    #[arg(long, env = "ARBITER_MATCHES_API_KEY_FILE")]
+    pub matches_api_key_file: Option<std::path::PathBuf>,
+    /// TLS to the match service (its URL then starts with https://).
+    #[command(flatten)]
+    pub tls: arbiter_kit::tls::ClientTlsArgs,
 }
 
 impl MatchesArgs {
-    /// A client of the match service (connecting lazily), calling with the platform `token`.
+    /// A client of the match service (connecting lazily), presenting the key of
+    /// `--matches-api-key-file`, else `platform_token`.
     ///
     /// # Errors
-    /// A malformed URL.
-    pub fn connect(&self, token: Option<String>) -> Result<GrpcMatches, String> {
+    /// A malformed URL; an unreadable or empty key file.
+    pub fn connect(&self, platform_token: Option<String>) -> Result<GrpcMatches, String> {
+        let key = match &self.matches_api_key_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--matches-api-key-file {}: {e}", path.display()))?;
+                let key = text.trim();
+                if key.is_empty() {
+                    return Err(format!("--matches-api-key-file {}: empty", path.display()));
+                }
+                Some(key.to_owned())
+            }
+            None => platform_token,
+        };
+        let tls = self.tls.client_tls().map_err(|e| e.to_string())?;
         connect(
             &self.matches_url,
-            token,
+            key,
+            tls.as_ref(),
             Duration::from_millis(self.matches_timeout_ms.max(1)),
         )
     }
 }
 
-/// A client of the match service at `url` (connecting lazily), calling with the platform
+/// A client of the match service at `url` (connecting lazily), presenting the API key
 /// `token`, each attempt bounded by `timeout`.
 ///
 /// The channel connects again by itself when its connection is lost (the next call dials
@@ -85,11 +107,29 @@ impl MatchesArgs {
 /// whose peer vanished without closing it (a replica's pod deleted) fails within 30 s instead
 /// of hanging, and its calls are retried on a new one (see [`GrpcMatches`]).
 ///
+/// With `tls`, the connection is TLS (mutual TLS when it has a client certificate).
+///
 /// # Errors
-/// A malformed URL.
-pub fn connect(url: &str, token: Option<String>, timeout: Duration) -> Result<GrpcMatches, String> {
-    let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
-        .map_err(|e| format!("bad match service URL {url:?}: {e}"))?
+/// A malformed URL; unreadable TLS files.
+pub fn connect(
+    url: &str,
+    token: Option<String>,
+    tls: Option<&arbiter_kit::tls::ClientTls>,
+    timeout: Duration,
+) -> Result<GrpcMatches, String> {
+    let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
+        .map_err(|e| format!("bad match service URL {url:?}: {e}"))?;
+    if let Some(tls) = tls {
+        if !url.starts_with("https://") {
+            return Err(format!(
+                "the match service URL {url:?} must start with https:// when TLS is configured"
+            ));
+        }
+        endpoint = endpoint
+            .tls_config(tls.config().map_err(|e| e.to_string())?)
+            .map_err(|e| format!("TLS to the match service: {e}"))?;
+    }
+    let endpoint = endpoint
         .connect_timeout(timeout)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(20))
@@ -106,7 +146,6 @@ pub fn connect(url: &str, token: Option<String>, timeout: Duration) -> Result<Gr
 pub async fn mount<B: MatchBackend>(
     host: &mut Host,
     config: MatchmakingConfig,
-    platform: PlatformAuth,
     backend: B,
 ) -> Result<(), ServeError> {
     match &config.redis {
@@ -116,14 +155,13 @@ pub async fn mount<B: MatchBackend>(
                 store::memory::MemoryStore::new(),
                 None,
                 config,
-                platform,
                 backend,
             );
         }
         Some(redis) => {
             let store = store::redis::RedisStore::open(redis)?;
             let client = redis.client()?;
-            mount_on(host, store, Some(client), config, platform, backend);
+            mount_on(host, store, Some(client), config, backend);
         }
     }
     Ok(())
@@ -134,7 +172,6 @@ fn mount_on<S: PoolStore, B: MatchBackend>(
     store: S,
     events: Option<redis::Client>,
     config: MatchmakingConfig,
-    platform: PlatformAuth,
     backend: B,
 ) {
     let mm = Arc::new(Matchmaker::new(store, backend, config.tuning));
@@ -175,10 +212,11 @@ fn mount_on<S: PoolStore, B: MatchBackend>(
         ));
     }
     let max = host.config().max_message_bytes;
-    host.add_service(MatchmakingGrpc::new(mm, platform, shutdown).into_server(max));
+    host.add_service(MatchmakingGrpc::new(mm, shutdown).into_server(max));
 }
 
-/// Serves matchmaking alone (with health and reflection) on `listener` until `shutdown`.
+/// Serves matchmaking alone (with health and reflection) on `listener`, calls checked by
+/// `access`, until `shutdown`.
 ///
 /// # Errors
 /// A bad Redis configuration, or the listener failing.
@@ -186,7 +224,7 @@ pub async fn serve<B, F>(
     listener: TcpListener,
     serve: ServeConfig,
     config: MatchmakingConfig,
-    platform: PlatformAuth,
+    access: AccessPolicy,
     backend: B,
     shutdown: F,
 ) -> Result<(), ServeError>
@@ -195,6 +233,7 @@ where
     F: Future<Output = ()> + Send,
 {
     let mut host = Host::new(serve);
-    mount(&mut host, config, platform, backend).await?;
+    host.set_access(access);
+    mount(&mut host, config, backend).await?;
     host.serve(listener, shutdown).await
 }

@@ -357,7 +357,7 @@ impl Relay {
 }
 
 fn client(url: &str) -> GrpcMatches {
-    arbiter_matchmaking::connect(url, None, Duration::from_secs(5)).unwrap()
+    arbiter_matchmaking::connect(url, None, None, Duration::from_secs(5)).unwrap()
 }
 
 fn new_match(request_id: &str) -> NewMatch {

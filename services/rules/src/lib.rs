@@ -37,18 +37,20 @@ pub async fn mount(host: &mut Host, limits: Limits) {
         .await;
 }
 
-/// Serves the rules service alone (with health and reflection) on `listener` until `shutdown`
-/// completes; in-flight requests are finished before returning.
+/// Serves the rules service alone (with health and reflection) on `listener`, calls checked by
+/// `access`, until `shutdown` completes; in-flight requests are finished before returning.
 pub async fn serve<F>(
     listener: TcpListener,
     serve: ServeConfig,
     limits: Limits,
+    access: arbiter_kit::access::AccessPolicy,
     shutdown: F,
 ) -> Result<(), ServeError>
 where
     F: Future<Output = ()> + Send,
 {
     let mut host = Host::new(serve);
+    host.set_access(access);
     mount(&mut host, limits).await;
     host.serve(listener, shutdown).await
 }

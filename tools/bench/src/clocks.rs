@@ -21,7 +21,7 @@
 //! an error while the load goes on. A watcher whose stream breaks watches again after the last
 //! event it saw.
 
-use crate::matches::authorized;
+use crate::matches::{authorized, keyed};
 use crate::{RETRY, Tally, run_id};
 use arbiter_core::{AnyPosition, Position, Variant};
 use arbiter_kit::retry::{Backoff, transient};
@@ -48,7 +48,7 @@ pub struct ClockBenchConfig {
     pub time_control: String,
     /// Games left to flag during the clocked run.
     pub flags: usize,
-    /// The platform's bearer token, if the server has one.
+    /// The platform token, sent in x-api-key, if the server has one.
     pub platform_token: Option<String>,
 }
 
@@ -106,7 +106,7 @@ fn unix_ms() -> i64 {
 
 fn request<T>(message: T, token: Option<&str>) -> Result<Request<T>, Status> {
     match token {
-        Some(t) => authorized(message, t),
+        Some(t) => keyed(message, t),
         None => Ok(Request::new(message)),
     }
 }

@@ -81,7 +81,7 @@ pub enum BenchTarget {
         /// Seconds to play.
         #[arg(long, default_value_t = 10.0)]
         duration_secs: f64,
-        /// The platform's bearer token, when the server has one (for creating matches).
+        /// The platform token, sent in x-api-key, when the server has one (for creating matches).
         #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
         platform_token: Option<String>,
         /// The matches' time control (empty: no clocks).
@@ -113,7 +113,7 @@ pub enum BenchTarget {
         /// Games left to flag during the clocked run.
         #[arg(long, default_value_t = 500)]
         flags: usize,
-        /// The platform's bearer token, when the server has one.
+        /// The platform token, sent in x-api-key, when the server has one.
         #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
         platform_token: Option<String>,
     },
@@ -145,7 +145,7 @@ pub enum BenchTarget {
         /// HTTP/2 connections the watch streams are spread over.
         #[arg(long, default_value_t = 32)]
         connections: usize,
-        /// The platform's bearer token, when the server has one.
+        /// The platform token, sent in x-api-key, when the server has one.
         #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
         platform_token: Option<String>,
     },

@@ -30,7 +30,7 @@ pub struct MatchBenchConfig {
     pub matches: usize,
     /// The variant (`Bughouse` for two-board matches).
     pub variant: Variant,
-    /// The platform's bearer token, for creating matches on a server that has one.
+    /// The platform token, sent in x-api-key, for creating matches on a server that has one.
     pub platform_token: Option<String>,
     /// The matches' time control (empty: no clocks).
     pub time_control: String,
@@ -81,6 +81,16 @@ pub(crate) fn authorized<T>(message: T, token: &str) -> Result<Request<T>, Statu
     Ok(r)
 }
 
+/// `message` with the API key `key` (`x-api-key`): the platform token, for platform calls.
+pub(crate) fn keyed<T>(message: T, key: &str) -> Result<Request<T>, Status> {
+    let mut r = Request::new(message);
+    let value: MetadataValue<_> = key
+        .parse()
+        .map_err(|_| Status::internal("the key is not ASCII"))?;
+    r.metadata_mut().insert("x-api-key", value);
+    Ok(r)
+}
+
 /// Creates the run's match number `n` (retried: its request id names it).
 async fn new_game(
     c: &MatchServiceClient<Channel>,
@@ -105,7 +115,7 @@ async fn new_game(
         .call(|| {
             let mut c = c.clone();
             let request = match &cfg.platform_token {
-                Some(t) => authorized(message.clone(), t),
+                Some(t) => keyed(message.clone(), t),
                 None => Ok(Request::new(message.clone())),
             };
             async move { c.create_match(request?).await }

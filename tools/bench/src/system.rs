@@ -19,7 +19,7 @@
 //! watchers would: a proxy or server limits the streams of one connection.
 
 use crate::clocks::{self, ClockBenchConfig, RunResult};
-use crate::matches::authorized;
+use crate::matches::keyed;
 use crate::{Tally, run_id};
 use arbiter_kit::retry::{Backoff, transient};
 use arbiter_proto::common::v1 as common;
@@ -48,7 +48,7 @@ pub struct SystemBenchConfig {
     pub flags: usize,
     /// Players joining the pool per second (in pairs).
     pub joins_per_sec: f64,
-    /// The platform's bearer token, if the server has one (creations, matchmaking).
+    /// The platform token, sent in x-api-key, if the server has one (creations, matchmaking).
     pub platform_token: Option<String>,
 }
 
@@ -168,7 +168,7 @@ async fn join_pair(
                     ..Default::default()
                 };
                 let request = match &token {
-                    Some(t) => authorized(message, t)?,
+                    Some(t) => keyed(message, t)?,
                     None => tonic::Request::new(message),
                 };
                 let mut stream = c.join(request).await?.into_inner();
@@ -180,7 +180,7 @@ async fn join_pair(
                             match_id: found.match_id,
                         };
                         let request = match &token {
-                            Some(t) => authorized(ack, t)?,
+                            Some(t) => keyed(ack, t)?,
                             None => tonic::Request::new(ack),
                         };
                         c.acknowledge(request).await?;

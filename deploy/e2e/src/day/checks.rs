@@ -184,11 +184,11 @@ pub(super) async fn check_ratings(
             ctx.retries
                 .call(|| {
                     let mut c = c.clone();
-                    let r = bearer(
+                    let r = keyed(
                         mm::GetRatingsRequest {
                             player_id: player.clone(),
                         },
-                        &ctx.platform_token,
+                        &ctx.platform_key,
                     );
                     async move { c.get_ratings(r).await }
                 })
@@ -354,4 +354,62 @@ pub(super) async fn check_job(
         status.games
     );
     Ok(line)
+}
+
+/// Step 0, keys: every service behind the proxy checks API keys. A platform call without a key
+/// is `UNAUTHENTICATED`; matchmaking's own key (matches:create, matches:read) is refused by the
+/// analysis and matchmaking services (`PERMISSION_DENIED`); the platform's key is accepted.
+pub(super) async fn check_keys(d: &Day<'_>) -> Result<String, String> {
+    use arbiter_proto::rules::v1 as rules;
+    use arbiter_proto::rules::v1::rules_service_client::RulesServiceClient;
+    let ctx = &d.ctx;
+    say(
+        d.began,
+        "API keys: refused without a key or scope, accepted with the platform's",
+    );
+    let matchmaking_key =
+        std::fs::read_to_string(d.cfg.root.join("deploy/secrets/matchmaking-key"))
+            .map_err(|e| format!("deploy/secrets/matchmaking-key: {e}"))?
+            .trim()
+            .to_owned();
+    let mut rules_client = RulesServiceClient::new(ctx.proxy.clone());
+    let ping = || rules::PingRequest::default();
+    let expect = |what: &str, r: Result<(), Status>, want: Option<Code>| match (r, want) {
+        (Ok(()), None) => Ok(()),
+        (Err(s), Some(code)) if s.code() == code => Ok(()),
+        (r, want) => fail(format!("{what}: {r:?}, expected {want:?}")),
+    };
+    // Every container is healthy by now: each refusal is the access layer's, not a fault's.
+    let r = rules_client.ping(ping()).await.map(drop);
+    expect("Ping without a key", r, Some(Code::Unauthenticated))?;
+    let r = rules_client
+        .ping(keyed(ping(), &matchmaking_key))
+        .await
+        .map(drop);
+    expect(
+        "Ping with matchmaking's key",
+        r,
+        Some(Code::PermissionDenied),
+    )?;
+    let r = ctx
+        .analysis()
+        .get_job(keyed(
+            an::GetJobRequest {
+                job_id: "job-0".into(),
+            },
+            &matchmaking_key,
+        ))
+        .await
+        .map(drop);
+    expect(
+        "GetJob with matchmaking's key",
+        r,
+        Some(Code::PermissionDenied),
+    )?;
+    let r = rules_client
+        .ping(keyed(ping(), &ctx.platform_key))
+        .await
+        .map(drop);
+    expect("Ping with the platform's key", r, None)?;
+    Ok("API keys checked on the rules and analysis services".to_owned())
 }

@@ -91,11 +91,11 @@ pub(super) async fn restart_redis(
                     .map(drop),
                 1 => ctx
                     .matchmaking()
-                    .get_ratings(bearer(
+                    .get_ratings(keyed(
                         mm::GetRatingsRequest {
                             player_id: "e2e-probe".to_owned(),
                         },
-                        &ctx.platform_token,
+                        &ctx.platform_key,
                     ))
                     .await
                     .map(drop),

@@ -3,7 +3,7 @@
 //! real deployment while all of it is in flight. The module documentation of the crate lists
 //! what each step checks.
 
-use crate::client::{PROXY, Retries, bearer, channel, replica_address};
+use crate::client::{PROXY, Retries, bearer, channel, keyed, replica_address};
 use crate::compose::Topology;
 use crate::games::{OPERA, Rng, board_position, piece_count, play_uci, quiet_move};
 use arbiter_core::Variant;
@@ -28,7 +28,7 @@ use tonic_types::StatusExt;
 mod checks;
 mod faults;
 
-use checks::{check_job, check_matches, check_ratings, endings};
+use checks::{check_job, check_keys, check_matches, check_ratings, endings};
 use faults::{cut_network, kill_before_flag, kill_worker, restart_redis, rolling_upgrade};
 
 /// What to run.
@@ -99,7 +99,8 @@ fn reason(s: &Status) -> Option<String> {
 #[derive(Debug)]
 struct Ctx {
     proxy: Channel,
-    platform_token: String,
+    /// The platform's API key (every scope), from deploy/secrets/platform-key.
+    platform_key: String,
     retries: Retries,
     run: String,
 }
@@ -134,13 +135,9 @@ impl Ctx {
             .map_err(|s| status_text(&format!("GetMatch {id}"), &s))
     }
 
+    /// An analysis call of the platform: its key (the key's client owns the jobs).
     fn analysis_request<T>(&self, message: T) -> tonic::Request<T> {
-        let mut r = tonic::Request::new(message);
-        r.metadata_mut().insert(
-            "x-client-id",
-            tonic::metadata::MetadataValue::from_static("e2e"),
-        );
-        r
+        keyed(message, &self.platform_key)
     }
 }
 
@@ -378,7 +375,7 @@ async fn join(
         ..Default::default()
     };
     let mut stream = c
-        .join(bearer(request, &ctx.platform_token))
+        .join(keyed(request, &ctx.platform_key))
         .await
         .map_err(|s| status_text(&format!("Join {player}"), &s))?
         .into_inner();
@@ -387,12 +384,12 @@ async fn join(
             Ok(Some(mm::JoinResponse {
                 event: Some(mm::join_response::Event::MatchFound(found)),
             })) => {
-                c.acknowledge(bearer(
+                c.acknowledge(keyed(
                     mm::AcknowledgeRequest {
                         player_id: player.clone(),
                         match_id: found.match_id.clone(),
                     },
-                    &ctx.platform_token,
+                    &ctx.platform_key,
                 ))
                 .await
                 .map_err(|s| status_text(&format!("Acknowledge {player}"), &s))?;
@@ -584,13 +581,13 @@ type Drivers = Vec<tokio::task::JoinHandle<Result<(), String>>>;
 type Watchers = Vec<tokio::task::JoinHandle<Result<Watched, String>>>;
 
 async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Result<String, String> {
-    let platform_token = std::fs::read_to_string(cfg.root.join("deploy/secrets/platform-token"))
-        .map_err(|e| format!("deploy/secrets/platform-token: {e}"))?
+    let platform_key = std::fs::read_to_string(cfg.root.join("deploy/secrets/platform-key"))
+        .map_err(|e| format!("deploy/secrets/platform-key: {e}"))?
         .trim()
         .to_owned();
     let ctx = Arc::new(Ctx {
         proxy: channel(PROXY)?,
-        platform_token,
+        platform_key,
         retries: Retries::default(),
         run: format!("{}", now_ms()),
     });
@@ -601,6 +598,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         topology,
         began,
     };
+    summary.push(check_keys(&d).await?);
     let (hosted, players) = pair(&d).await?;
     // Watchers on every match, then the players.
     let watchers: Vec<_> = hosted

@@ -3,8 +3,8 @@
 //! job's status is published on a watch channel.
 
 use super::{
-    BatchConfig, Caller, GameResult, JobSpec, JobStatus, Submitted, analyse_game, page_size,
-    status_of,
+    BatchConfig, Caller, GameResult, JobSpec, JobStatus, Submitted, analyse_game, new_job_id,
+    page_size, status_of,
 };
 use crate::error::AnalysisError;
 use arbiter_engine::TimeSource;
@@ -65,7 +65,6 @@ struct Store {
     /// Jobs with games not yet handed out, in serving order: a worker takes one game of the
     /// first and puts it back at the end, so jobs take turns game by game.
     ring: VecDeque<String>,
-    next_id: u64,
     closed: bool,
 }
 
@@ -194,8 +193,12 @@ impl Jobs {
                 ),
             ));
         }
-        s.next_id += 1;
-        let id = format!("job-{:016x}-{}", fingerprint, s.next_id);
+        // Drawn only for a new job: a retry answered above keeps its first id.
+        let mut id = new_job_id()?;
+        while s.jobs.contains_key(&id) {
+            // 128 random bits: never expected, but an id names one job.
+            id = new_job_id()?;
+        }
         let games = spec.games.len();
         let job = Job {
             owner: *caller,

@@ -95,17 +95,25 @@ pub const MAX_REQUEST_ID_BYTES: usize = 128;
 /// submits. A job answers only to its owner; to any other caller it is `NOT_FOUND`, exactly as
 /// an unknown id, and another caller's request id names nothing.
 ///
-/// A caller is named by its `x-client-id` metadata (all its bytes, not cut), or is the one
-/// anonymous caller without one. It is held as a SHA-256 digest (with a domain prefix), so it
-/// has a fixed size in memory and in Redis keys whatever the client sends, and every replica
-/// and build derives the same one. The peer's address is not used: it changes with every
-/// connection, and a client that reconnected would lose its jobs.
+/// A caller is one of two kinds, in separate namespaces:
+///
+/// - **a key's client** ([`Caller::client`]): with API keys configured, the client name of the
+///   key the call presented (`arbiter_kit::access::Client::name`). Its `x-client-id`, if any,
+///   is ignored, and no `x-client-id` can name it: the two kinds are hashed under different
+///   domain prefixes, so equal names are two callers;
+/// - **an `x-client-id` caller** ([`Caller::new`]): in development mode (no keys), the call's
+///   `x-client-id` metadata (all its bytes, not cut), or the one anonymous caller without one.
+///
+/// It is held as a SHA-256 digest (with a domain prefix), so it has a fixed size in memory and
+/// in Redis keys whatever the name, and every replica and build derives the same one. The
+/// peer's address is not used: it changes with every connection, and a client that reconnected
+/// would lose its jobs.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Caller([u8; 32]);
 
 impl Caller {
-    /// The caller named `client_id` (its `x-client-id`); the anonymous caller when it is absent
-    /// or empty.
+    /// The caller named `client_id` (its `x-client-id`, development mode); the anonymous caller
+    /// when it is absent or empty. Never equal to a key's client ([`Caller::client`]).
     pub fn new(client_id: Option<&[u8]>) -> Caller {
         let mut h = Sha256::new();
         h.update(b"arbiter.analysis.v1 caller\0");
@@ -116,6 +124,16 @@ impl Caller {
                 h.update(id);
             }
         }
+        Caller(h.finalize().into())
+    }
+
+    /// The caller that is the API key client `name` (the keys file's `client`): every key of
+    /// that client is this caller. Hashed under its own domain prefix, so that no
+    /// `x-client-id` ([`Caller::new`]), whatever its bytes, is the same caller.
+    pub fn client(name: &str) -> Caller {
+        let mut h = Sha256::new();
+        h.update(b"arbiter.analysis.v1 key client\0");
+        h.update(name.as_bytes());
         Caller(h.finalize().into())
     }
 
@@ -150,6 +168,23 @@ impl std::fmt::Debug for Caller {
 /// `NOT_FOUND` for job `id`: unknown, expired, or another caller's (the same answer for all).
 fn not_found(id: &str) -> AnalysisError {
     AnalysisError::JobNotFound(id.to_owned())
+}
+
+/// Random bits in a job id.
+pub const JOB_ID_RANDOM_BITS: usize = 128;
+
+/// A new job id: `job-` and 32 lowercase hex digits, [`JOB_ID_RANDOM_BITS`] bits from the
+/// operating system's random source, so that an id cannot be guessed from another (ownership
+/// is still checked on every call: an id is not a credential). Ids are opaque to clients and
+/// stores alike: ids of earlier versions (`job-<16 hex digits>-<n>`) are still found.
+///
+/// # Errors
+/// `UNAVAILABLE` when the system has no random source.
+pub fn new_job_id() -> Result<String, AnalysisError> {
+    let mut bits = [0u8; JOB_ID_RANDOM_BITS / 8];
+    getrandom::fill(&mut bits)
+        .map_err(|e| AnalysisError::Unavailable(format!("no random source for a job id: {e}")))?;
+    Ok(format!("job-{}", arbiter_kit::hex(&bits)))
 }
 
 /// One game of a job.
@@ -779,6 +814,42 @@ mod tests {
         );
         assert_eq!(x.hex().len(), 64);
         assert_ne!(x.hex(), anonymous.hex());
+    }
+
+    #[test]
+    fn key_clients_are_a_namespace_of_their_own() {
+        let alice = Caller::client("alice");
+        assert_eq!(
+            alice,
+            Caller::client("alice"),
+            "every key of a client is one caller"
+        );
+        assert_ne!(alice, Caller::client("bob"));
+        // No x-client-id, whatever its bytes, is a key's client.
+        assert_ne!(alice, Caller::new(Some(b"alice")));
+        assert_ne!(alice, Caller::new(Some(b"key:alice")));
+        assert_ne!(alice, Caller::new(Some(b"key client\0alice")));
+        assert_ne!(Caller::client(""), Caller::anonymous());
+        assert_ne!(Caller::client(""), Caller::new(Some(b"")));
+        assert_ne!(
+            alice.request_key("r"),
+            Caller::new(Some(b"alice")).request_key("r")
+        );
+    }
+
+    #[test]
+    fn job_ids_carry_128_random_bits() {
+        let ids: std::collections::HashSet<String> =
+            (0..64).map(|_| new_job_id().unwrap()).collect();
+        assert_eq!(ids.len(), 64);
+        for id in &ids {
+            let hex = id.strip_prefix("job-").unwrap();
+            assert_eq!(hex.len(), JOB_ID_RANDOM_BITS / 4, "{id}");
+            assert!(
+                hex.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+        }
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! while one is killed, the dead-letter stream, cancellation, idempotent submission, expiry,
 //! jobs and request ids scoped to their caller.
 
-use super::{TWO_GAMES, job, position, start, watch_to_end};
+use super::{TWO_GAMES, job, position, watch_to_end};
 use arbiter_analysis::batch::redis::{DEAD, GROUP, WORK};
-use arbiter_analysis::batch::{BatchConfig, Game, GameSpec, JobSpec, analyse_game};
+use arbiter_analysis::batch::{BatchConfig, Caller, Game, GameSpec, JobSpec, analyse_game};
 use arbiter_analysis::{AnalysisConfig, RedisConfig, WorkerConfig, run_workers};
 use arbiter_core::{AnyPosition, Position, Variant as CoreVariant};
 use arbiter_engine::{Limits, SystemTime, TimeSource};
@@ -23,6 +23,21 @@ fn redis_config(url: &str) -> RedisConfig {
     }
 }
 
+/// The service on Redis with calls checked by `access`, once its health says it reaches Redis.
+async fn start_on_redis_with(
+    config: AnalysisConfig,
+    access: arbiter_kit::access::AccessPolicy,
+) -> super::Server {
+    let s = super::start_with(config, access).await;
+    s.server
+        .health_becomes(
+            arbiter_analysis::SERVICE_NAME,
+            tonic_health::pb::health_check_response::ServingStatus::Serving,
+        )
+        .await;
+    s
+}
+
 /// A service on Redis that only accepts jobs (`workers` 0) or also works on them.
 fn front(url: &str, workers: usize, ttl: Duration) -> AnalysisConfig {
     AnalysisConfig {
@@ -39,14 +54,7 @@ fn front(url: &str, workers: usize, ttl: Duration) -> AnalysisConfig {
 
 /// The service on Redis, once its health says it reaches Redis.
 async fn start_on_redis(config: AnalysisConfig) -> super::Server {
-    let s = start(config).await;
-    s.server
-        .health_becomes(
-            arbiter_analysis::SERVICE_NAME,
-            tonic_health::pb::health_check_response::ServingStatus::Serving,
-        )
-        .await;
-    s
+    start_on_redis_with(config, arbiter_kit::access::AccessPolicy::development()).await
 }
 
 /// Worker processes' settings: quick to claim abandoned items.
@@ -598,6 +606,67 @@ async fn jobs_on_redis_belong_to_their_caller() {
             .all(|o| o.as_ref().is_some_and(|o| o.len() == 64))
     );
     assert_ne!(owners[0], owners[1]);
+    s.server.stop().await;
+}
+
+/// On Redis as in process, with API keys a job is its key's client's and its id is random;
+/// the job's `owner` is the client's caller digest, and a job stored under an id of the form
+/// before random ids (`job-<16 hex digits>-<n>`) is still found by it.
+#[tokio::test]
+async fn with_keys_jobs_on_redis_belong_to_the_keys_client_and_old_ids_are_read() {
+    let redis = arbiter_testkit::redis().await;
+    let (alice, bob) = (super::key_of("alice", None), super::key_of("bob", None));
+    let mut s = start_on_redis_with(
+        front(&redis.url, 1, Duration::from_secs(600)),
+        super::keys_policy(&[&alice, &bob]),
+    )
+    .await;
+    let first = super::jobs_belong_to_their_key(&mut s.client, &alice.key, &bob.key).await;
+    let mut c = conn(&redis.url).await;
+    let owner: Option<String> = c.hget(format!("an:j:{first}"), "owner").await.unwrap();
+    assert_eq!(owner, Some(Caller::client("alice").hex()));
+    // The same job under an old-form id: found by alice, not by bob.
+    let old = "job-00000000000000ab-42";
+    for suffix in ["", ":r", ":p"] {
+        let from = format!("an:j:{first}{suffix}");
+        if c.exists(&from).await.unwrap() {
+            let _: () = c
+                .rename(&from, format!("an:j:{old}{suffix}"))
+                .await
+                .unwrap();
+        }
+    }
+    let a = super::Who {
+        key: Some(alice.key.as_str()),
+        client_id: None,
+    };
+    let status = s
+        .client
+        .get_job(a.ask(pb::GetJobRequest { job_id: old.into() }))
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+        .unwrap();
+    assert_eq!(
+        (status.job_id.as_str(), status.state, status.games_done),
+        (old, pb::JobState::Done as i32, 2)
+    );
+    let results = s
+        .client
+        .get_job_results(a.ask(pb::GetJobResultsRequest {
+            job_id: old.into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(results.games.len(), 2);
+    let b = super::Who {
+        key: Some(bob.key.as_str()),
+        client_id: None,
+    };
+    super::nothing_to_see_as(&mut s.client, old, b).await;
     s.server.stop().await;
 }
 

@@ -14,7 +14,7 @@ use arbiter_core::bughouse::BoardId;
 use arbiter_core::clock::{Clock, PressPlan, TimeControl};
 use arbiter_core::{Color, EndReason, Locale, Score, Variant};
 use arbiter_kit::ServeConfig;
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
 use arbiter_matches::domain::{Creation, MoveRequest, SeatRef};
 use arbiter_matches::record::StoredEvent;
 use arbiter_matches::seats::SeatKey;
@@ -37,7 +37,7 @@ async fn start() -> Server {
             listener,
             ServeConfig::default(),
             MatchesConfig::default(),
-            PlatformAuth::loopback_only(),
+            AccessPolicy::development(),
             shutdown,
         )
     })

@@ -6,7 +6,8 @@
 use crate::support;
 
 use arbiter_kit::ServeConfig;
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
+use arbiter_kit::keys::KeySet;
 use arbiter_matches::MatchesConfig;
 use arbiter_proto::common::v1::{self as common, Variant};
 use arbiter_proto::matches::v1::{self as pb, match_service_client::MatchServiceClient};
@@ -15,13 +16,13 @@ use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
-async fn start_with(platform: PlatformAuth) -> Server {
+async fn start_with(access: AccessPolicy) -> Server {
     TestServer::start(|listener, shutdown| {
         arbiter_matches::serve(
             listener,
             ServeConfig::default(),
             MatchesConfig::default(),
-            platform,
+            access,
             shutdown,
         )
     })
@@ -29,7 +30,7 @@ async fn start_with(platform: PlatformAuth) -> Server {
 }
 
 async fn start() -> Server {
-    start_with(PlatformAuth::loopback_only()).await
+    start_with(AccessPolicy::development()).await
 }
 
 fn creation(variant: Variant, start: &str, rules: &[(&str, &str)]) -> pb::CreateMatchRequest {
@@ -915,8 +916,9 @@ async fn creation_is_idempotent_and_needs_the_platform() {
     assert!(x.id[1..].chars().all(|ch| ch.is_ascii_hexdigit()));
     s.stop().await;
 
-    // With a platform token configured, creation needs it.
-    let s = start_with(PlatformAuth::with_token("platform-secret-token").unwrap()).await;
+    // With a platform token configured, creation needs it (in x-api-key: it is a key).
+    let keys = KeySet::platform_token("platform-secret-token").unwrap();
+    let s = start_with(AccessPolicy::with_keys(keys)).await;
     let mut c = s.client();
     let status = c
         .create_match(creation(Variant::Chess, "", &[]))
@@ -924,27 +926,38 @@ async fn creation_is_idempotent_and_needs_the_platform() {
         .unwrap_err();
     assert_eq!(status.code(), Code::Unauthenticated);
     let status = c
-        .create_match(bearer(
+        .create_match(keyed(
             creation(Variant::Chess, "", &[]),
             "not-the-platform-token",
         ))
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::PermissionDenied);
+    assert_eq!(status.code(), Code::Unauthenticated);
     let r = c
-        .create_match(bearer(
+        .create_match(keyed(
             creation(Variant::Chess, "", &[]),
             "platform-secret-token",
         ))
         .await
         .unwrap()
         .into_inner();
-    // A seat token is no platform token.
+    // A seat token is no platform credential, in either entry.
+    for request in [
+        bearer(creation(Variant::Chess, "", &[]), &r.seats[0].token),
+        keyed(creation(Variant::Chess, "", &[]), &r.seats[0].token),
+    ] {
+        let status = c.create_match(request).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated);
+    }
+    // The platform token in the seat entry is no key either.
     let status = c
-        .create_match(bearer(creation(Variant::Chess, "", &[]), &r.seats[0].token))
+        .create_match(bearer(
+            creation(Variant::Chess, "", &[]),
+            "platform-secret-token",
+        ))
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::PermissionDenied);
+    assert_eq!(status.code(), Code::Unauthenticated);
     s.stop().await;
 }
 

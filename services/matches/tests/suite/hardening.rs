@@ -7,7 +7,7 @@ use crate::support;
 use arbiter_core::Color;
 use arbiter_core::bughouse::BoardId;
 use arbiter_kit::ServeConfig;
-use arbiter_kit::auth::PlatformAuth;
+use arbiter_kit::access::AccessPolicy;
 use arbiter_matches::domain::{Creation, MoveRequest, SeatRef};
 use arbiter_matches::seats::SeatKey;
 use arbiter_matches::store::Retention;
@@ -35,7 +35,7 @@ async fn start(config: MatchesConfig) -> Server {
             listener,
             ServeConfig::default(),
             config,
-            PlatformAuth::loopback_only(),
+            AccessPolicy::development(),
             shutdown,
         )
     })

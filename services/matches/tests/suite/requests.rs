@@ -15,7 +15,6 @@
 use crate::support;
 
 use arbiter_core::{AnyPosition, Position, Variant as CoreVariant};
-use arbiter_kit::auth::PlatformAuth;
 use arbiter_kit::{Host, ServeConfig};
 use arbiter_matches::grpc::MatchGrpc;
 use arbiter_matches::record::REQUEST_WINDOW;
@@ -76,7 +75,7 @@ impl Served {
         let served = Arc::clone(&matches);
         let server = TestServer::start(move |listener, shutdown| async move {
             let mut host = Host::new(ServeConfig::default());
-            let grpc = MatchGrpc::new(served, PlatformAuth::loopback_only(), host.shutting_down());
+            let grpc = MatchGrpc::new(served, host.shutting_down());
             host.add_service(grpc.into_server(4 << 20));
             host.serve(listener, shutdown).await
         })

@@ -64,6 +64,7 @@ const SUBMIT: &str = include_str!("lua/submit.lua");
 static SUBMIT_ARGS: Schema = Schema::new(&[
     ("rid", 1),
     ("fp", 1),
+    ("id", 1),
     ("games", 1),
     ("positions", 1),
     ("ttl", 1),
@@ -314,8 +315,11 @@ impl RedisJobs {
             .max(1);
         let items: Vec<String> = spec.games.iter().map(super::Game::to_item).collect();
         let mut args = self.scripts.submit.args();
+        // Drawn for every call, used only when the job is new: a retry answers the stored id.
+        let id = super::new_job_id()?;
         args.set("rid", caller.request_key(request_id))
             .set("fp", format!("{fingerprint:016x}"))
+            .set("id", &id)
             .set("games", spec.games.len())
             .set("positions", spec.positions())
             .set("ttl", ttl_ms)
@@ -338,6 +342,9 @@ impl RedisJobs {
                 duplicate: what == "duplicate",
             }),
             "conflict" => Err(AnalysisError::RequestIdReused(request_id.to_owned())),
+            "taken" => Err(AnalysisError::Unavailable(
+                "the job id drawn is taken (never expected); retry".into(),
+            )),
             "jobs" => Err(AnalysisError::exhausted(
                 "",
                 "the job store holds its maximum of jobs; retry later",

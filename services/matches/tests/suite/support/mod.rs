@@ -29,6 +29,13 @@ pub fn bearer<T>(message: T, token: &str) -> Request<T> {
     r
 }
 
+/// `message` with the API key `key` (`x-api-key`).
+pub fn keyed<T>(message: T, key: &str) -> Request<T> {
+    let mut r = Request::new(message);
+    r.metadata_mut().insert("x-api-key", key.parse().unwrap());
+    r
+}
+
 pub const A: i32 = pb::Board::A as i32;
 pub const B: i32 = pb::Board::B as i32;
 pub const WHITE: i32 = pb::Side::White as i32;

@@ -17,8 +17,16 @@ pub struct Server {
 
 /// Starts the rules service with these serving settings and limits.
 pub async fn start_with(config: ServeConfig, limits: Limits) -> Server {
-    let server =
-        TestServer::start(|listener, shutdown| serve(listener, config, limits, shutdown)).await;
+    let server = TestServer::start(|listener, shutdown| {
+        serve(
+            listener,
+            config,
+            limits,
+            arbiter_kit::access::AccessPolicy::development(),
+            shutdown,
+        )
+    })
+    .await;
     Server {
         client: RulesServiceClient::new(server.channel()),
         server,

@@ -1,6 +1,8 @@
 -- SUBMIT (services/analysis/src/batch/redis/mod.rs; arguments by name: `SUBMIT_ARGS`)
 -- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
--- A: rid (the request key), fp (the fingerprint, 16 hex digits), games, positions, ttl (ms),
+-- A: rid (the request key), fp (the fingerprint, 16 hex digits), id (the new job's id, `job-` and
+-- 32 hex digits drawn by the caller from the OS's random source; used only for a new job: a
+-- retry under a known request id answers the stored id, whatever it was), games, positions, ttl (ms),
 -- max_jobs, max_positions, depth, nodes (the per-ply limit: one of them 0), hash (MiB), owner
 -- (the caller's digest in hex), items (the work items, one per game in order, as a packed list:
 -- `unpk`, so that a job of any number of games fits).
@@ -21,8 +23,10 @@ if redis.call('ZCARD', 'an:jobs') >= tonumber(A.max_jobs) then return {'jobs', '
 local held = 0
 for _, n in ipairs(redis.call('HVALS', 'an:held')) do held = held + tonumber(n) end
 if held + tonumber(A.positions) > tonumber(A.max_positions) then return {'positions', tostring(held)} end
-local id = 'job-' .. fp .. '-' .. redis.call('INCR', 'an:seq')
+local id = A.id
 local J = 'an:j:' .. id
+-- 128 random bits never meet an existing job; should they, nothing is written.
+if redis.call('EXISTS', J) == 1 then return {'taken', id} end
 redis.call('HSET', J, 'rid', rid, 'fp', fp, 'games', A.games, 'positions', A.positions, 'done', 0,
   'pos', 0, 'cancelled', 0, 'started', 0, 'ttl', A.ttl, 'depth', A.depth, 'nodes', A.nodes,
   'hash', A.hash, 'owner', A.owner)
