@@ -492,8 +492,10 @@ impl AccessPolicy {
             Rule::Scoped(scope) => scope,
         };
         let Some(keys) = &self.keys else {
+            // Private matches without keys: only loopback clients spectate.
+            let guarded = scope.platform() || rule == Rule::Spectating;
             let loopback = remote.is_some_and(|a| a.ip().to_canonical().is_loopback());
-            return if !scope.platform() || loopback {
+            return if !guarded || loopback {
                 Ok(None)
             } else {
                 Err(ApiError::PermissionDenied(format!(
@@ -753,6 +755,13 @@ mod tests {
         let e = p.check(create, &headers(None), FAR).unwrap_err();
         assert_eq!(e.code(), tonic::Code::PermissionDenied);
         assert!(p.check(rules, &headers(None), FAR).is_ok());
+        // Private matches without keys: spectators on loopback only.
+        let watch = "/arbiter.matches.v1.MatchService/WatchMatch";
+        assert!(p.check(watch, &headers(None), FAR).is_ok());
+        let private = p.private_matches(true);
+        assert!(private.check(watch, &headers(None), LOOPBACK).is_ok());
+        let e = private.check(watch, &headers(None), FAR).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::PermissionDenied);
     }
 
     #[test]

@@ -425,7 +425,11 @@ async fn accept_loop(
     loop {
         tokio::select! {
             () = tx.closed() => return,
-            _ = reload.tick() => tls.reload_and_log(),
+            _ = reload.tick() => {
+                // File reads on the blocking pool: a slow volume never holds an async worker.
+                let tls = tls.clone();
+                let _ = tokio::task::spawn_blocking(move || tls.reload_and_log()).await;
+            }
             accepted = listener.accept() => {
                 let (tcp, peer) = match accepted {
                     Ok(accepted) => accepted,
