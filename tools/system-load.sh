@@ -49,7 +49,7 @@ bench() {
   out="$(mktemp)"
   "$ARBITER" bench system --addr "$addr" --games "$GAMES" --duration-secs "$SECS" \
     --flags "$FLAGS" --joins-per-sec "$JOINS" --time-control "$TC" \
-    ${PLATFORM_TOKEN:+--platform-token "$PLATFORM_TOKEN"} >"$out" 2>&1 &
+    ${PLATFORM_TOKEN:+--platform-token "$PLATFORM_TOKEN"} ${CA_FILE:+--tls-ca-file "$CA_FILE"} >"$out" 2>&1 &
   local pid=$!
   until grep -q "load started" "$out" 2>/dev/null; do
     kill -0 "$pid" 2>/dev/null || {
@@ -98,13 +98,16 @@ for _ in $(seq 90); do
   [ "$unhealthy" = 0 ] && break
   sleep 1
 done
-PLATFORM_TOKEN="$(cat deploy/secrets/platform-token)"
+# The topology checks API keys and speaks TLS (deploy/dev-secrets.sh made both).
+PLATFORM_TOKEN="$(cat deploy/secrets/platform-key)"
+CA_FILE=deploy/secrets/ca.pem
 say "topology healthy; load through the proxy on 127.0.0.1:50100"
-bench http://127.0.0.1:50100 topology containers
+bench https://127.0.0.1:50100 topology containers
 "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1
 
 # --- arbiter serve alone ---------------------------------------------------------------------
 PLATFORM_TOKEN=""
+CA_FILE=""
 "$ARBITER" serve --listen "127.0.0.1:$SERVE_PORT" >/tmp/system-load-serve.log 2>&1 &
 SERVE_PID=$!
 say "arbiter serve on 127.0.0.1:$SERVE_PORT (pid $SERVE_PID)"

@@ -23,10 +23,7 @@ fn config(settings: &Embedded) -> arbiter_server::ServerConfig {
         config.analysis.batch.workers = workers;
     }
     if let Some(url) = &settings.jobs_redis {
-        config.analysis.redis = Some(arbiter_analysis::RedisConfig {
-            url: url.clone(),
-            password: None,
-        });
+        config.analysis.redis = Some(arbiter_analysis::RedisConfig::plain(url));
     }
     if let Some(url) = &settings.matches_redis {
         config.matches.store = arbiter_server::StoreConfig::redis(url.clone());

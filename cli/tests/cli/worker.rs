@@ -20,10 +20,24 @@ impl Drop for Worker {
     }
 }
 
-fn worker(url: &str, claim_idle_ms: u64) -> Worker {
+/// An `arbiter worker` process reaching Redis as the analysis ACL user over TLS with a client
+/// certificate, every secret from a file in `dir` (as a deployment passes them).
+fn worker(redis: &arbiter_testkit::Redis, dir: &std::path::Path, claim_idle_ms: u64) -> Worker {
+    let [ca, cert, key] = redis.write_tls_files(dir);
+    let password = dir.join("redis-password");
+    std::fs::write(&password, arbiter_testkit::acl_password("arbiter-analysis")).unwrap();
     Worker(
         Command::new(env!("CARGO_BIN_EXE_arbiter"))
-            .args(["worker", "--workers", "1", "--redis-url", url])
+            .args(["worker", "--workers", "1", "--redis-url", redis.tls_url()])
+            .args(["--redis-user", "arbiter-analysis"])
+            .arg("--redis-password-file")
+            .arg(&password)
+            .arg("--redis-ca-file")
+            .arg(&ca)
+            .arg("--redis-cert-file")
+            .arg(&cert)
+            .arg("--redis-key-file")
+            .arg(&key)
             .args(["--analysis-claim-idle-ms", &claim_idle_ms.to_string()])
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -94,8 +108,9 @@ async fn worker_processes_share_a_job_and_survive_one_killed() {
         .await
         .unwrap();
     let status = submit(&jobs, "killed", 6, 20_000).await;
-    let mut a = worker(&redis.url, 500);
-    let mut b = worker(&redis.url, 500);
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = worker(&redis, dir.path(), 500);
+    let mut b = worker(&redis, dir.path(), 500);
     let a_tag = format!("-{}-", a.0.id());
     // SIGKILL A while it holds a game, once a game is done.
     let killed = loop {

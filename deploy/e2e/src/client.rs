@@ -1,39 +1,63 @@
-//! How the test's platform and players reach the topology: one HTTP/2 connection to the proxy
-//! (which balances per call), bearer credentials, and the retries a real client makes.
+//! How the test's platform and players reach the topology: one HTTP/2 connection over TLS to
+//! the proxy (which balances per call), bearer credentials, and the retries a real client makes.
 
 use arbiter_kit::retry::RetryPolicy;
 use std::future::Future;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Request, Status};
 
 /// The proxy's published address (`ARBITER_PROXY_PORT` of the compose file, default 50100).
-pub const PROXY: &str = "http://127.0.0.1:50100";
+pub const PROXY: &str = "https://127.0.0.1:50100";
 
 /// Each replica's published address, by compose service.
 pub fn replica_address(service: &str) -> Option<&'static str> {
     Some(match service {
-        "rules-1" => "http://127.0.0.1:50101",
-        "rules-2" => "http://127.0.0.1:50102",
-        "matches-1" => "http://127.0.0.1:50103",
-        "matches-2" => "http://127.0.0.1:50104",
-        "analysis-1" => "http://127.0.0.1:50105",
-        "analysis-2" => "http://127.0.0.1:50106",
-        "clock" => "http://127.0.0.1:50107",
-        "matchmaking" => "http://127.0.0.1:50108",
+        "rules-1" => "https://127.0.0.1:50101",
+        "rules-2" => "https://127.0.0.1:50102",
+        "matches-1" => "https://127.0.0.1:50103",
+        "matches-2" => "https://127.0.0.1:50104",
+        "analysis-1" => "https://127.0.0.1:50105",
+        "analysis-2" => "https://127.0.0.1:50106",
+        "clock" => "https://127.0.0.1:50107",
+        "matchmaking" => "https://127.0.0.1:50108",
         _ => return None,
     })
 }
 
-/// A lazily connecting channel to `address` that reconnects by itself, with keepalives (a
-/// dead peer is noticed within seconds, not at the next call).
+/// The TLS every channel uses: the topology's CA (`deploy/secrets/ca.pem`), set once by [`trust`].
+static TLS: OnceLock<ClientTlsConfig> = OnceLock::new();
+
+/// Makes every [`channel`] trust the CA in `ca_file` (the compose topology's gRPC servers and
+/// proxy serve certificates from `deploy/dev-secrets.sh`, naming 127.0.0.1).
 ///
 /// # Errors
-/// When `address` is not a URI.
+/// A file that cannot be read or holds no certificate.
+pub fn trust(ca_file: &std::path::Path) -> Result<(), String> {
+    let config = arbiter_kit::tls::ClientTls::new(ca_file)
+        .config()
+        .map_err(|e| e.to_string())?;
+    let _ = TLS.set(config);
+    Ok(())
+}
+
+/// A lazily connecting channel to `address` that reconnects by itself, with keepalives (a
+/// dead peer is noticed within seconds, not at the next call), over TLS once [`trust`] was
+/// called.
+///
+/// # Errors
+/// When `address` is not a URI, or TLS cannot be set up.
 pub fn channel(address: &str) -> Result<Channel, String> {
-    Ok(Endpoint::from_shared(address.to_owned())
-        .map_err(|e| format!("{address}: {e}"))?
+    let mut endpoint =
+        Endpoint::from_shared(address.to_owned()).map_err(|e| format!("{address}: {e}"))?;
+    if let Some(tls) = TLS.get() {
+        endpoint = endpoint
+            .tls_config(tls.clone())
+            .map_err(|e| format!("{address}: {e}"))?;
+    }
+    Ok(endpoint
         .connect_timeout(Duration::from_secs(2))
         .http2_keep_alive_interval(Duration::from_secs(5))
         .keep_alive_timeout(Duration::from_secs(5))

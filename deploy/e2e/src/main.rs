@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    arbiter_kit::tls::install_crypto_provider();
     let mut cfg = DayConfig::new(PathBuf::from("."));
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {

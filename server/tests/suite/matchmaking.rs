@@ -88,12 +88,13 @@ async fn players_join_are_matched_and_play_with_their_tokens() {
     acceptance(config()).await;
 }
 
-/// The same with matches and matchmaking in Redis.
+/// The same with matches and matchmaking in Redis, as the `arbiter` ACL user (the union of the
+/// services') over TLS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_join_are_matched_and_play_with_their_tokens_in_redis() {
     let redis = arbiter_testkit::redis().await;
     let mut config = config();
-    config.matches.store = StoreConfig::redis(&redis.url);
+    config.matches.store = StoreConfig::Redis(redis.secure("arbiter"));
     if let StoreConfig::Redis(r) = &config.matches.store {
         config.matchmaking.redis = Some(r.clone());
     }

@@ -121,3 +121,39 @@ fn redis_needs_a_shared_seat_key() {
     let config = cli.server.load().unwrap();
     assert_eq!(config.matches.store, arbiter_server::StoreConfig::Memory);
 }
+
+/// The Redis ACL user and TLS flags reach every service's store through the match service's
+/// configuration, and TLS files with a plaintext URL are refused at load, not ignored.
+#[test]
+fn redis_tls_flags_are_checked_and_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, "not a certificate").unwrap();
+    let args = |url: &str| {
+        let mut v = vec![
+            "arbiter".to_owned(),
+            "--redis-url".into(),
+            url.into(),
+            "--seat-key".into(),
+            "a-seat-key-of-at-least-thirty-two-bytes".into(),
+            "--redis-user".into(),
+            "arbiter".into(),
+        ];
+        v.extend(["--redis-ca-file".into(), ca.display().to_string()]);
+        Cli::try_parse_from(v).unwrap()
+    };
+    let e = args("redis://127.0.0.1:1").server.load().unwrap_err();
+    assert!(e.contains("rediss://"), "{e}");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
+    let config = args("rediss://127.0.0.1:1").server.load().unwrap();
+    let arbiter_server::StoreConfig::Redis(redis) = &config.matches.store else {
+        panic!("not in Redis: {:?}", config.matches.store);
+    };
+    assert_eq!(redis.user.as_deref(), Some("arbiter"));
+    assert!(redis.tls.ca_pem.is_some());
+    assert_eq!(config.clock.redis.as_ref(), Some(redis));
+    assert_eq!(config.analysis.redis.as_ref(), Some(redis));
+}

@@ -371,10 +371,14 @@ async fn sync_estimates_the_offset_within_5_ms() {
     s.stop().await;
 }
 
-async fn redis_clocks(url: &str) -> Arc<Clocks<AnyStore>> {
-    let store = arbiter_clock::store::redis::RedisStore::connect(url, Duration::from_secs(600))
-        .await
-        .unwrap();
+/// Clocks on Redis as the clock service's ACL user, over TLS.
+async fn redis_clocks(redis: &arbiter_testkit::Redis) -> Arc<Clocks<AnyStore>> {
+    let store = arbiter_clock::store::redis::RedisStore::connect(
+        redis.secure("arbiter-clock"),
+        Duration::from_secs(600),
+    )
+    .await
+    .unwrap();
     Arc::new(Clocks::new(
         AnyStore::Redis(Box::new(store)),
         Default::default(),
@@ -386,10 +390,7 @@ async fn redis_clocks(url: &str) -> Arc<Clocks<AnyStore>> {
 #[tokio::test]
 async fn with_redis_flags_fall_after_a_replica_dies() {
     let redis = arbiter_testkit::redis().await;
-    let (a, b) = (
-        redis_clocks(&redis.url).await,
-        redis_clocks(&redis.url).await,
-    );
+    let (a, b) = (redis_clocks(&redis).await, redis_clocks(&redis).await);
     let white = arbiter_core::Color::White;
     for i in 0..6 {
         let id = format!("r{i}");
@@ -536,7 +537,7 @@ async fn add_time_beyond_the_limit_is_refused_in_process() {
 #[tokio::test]
 async fn add_time_beyond_the_limit_is_refused_with_redis() {
     let redis = arbiter_testkit::redis().await;
-    let s = serve_clocks(redis_clocks(&redis.url).await).await;
+    let s = serve_clocks(redis_clocks(&redis).await).await;
     add_time_beyond_the_limit_is_refused(&mut ClockServiceClient::new(s.channel())).await;
     s.stop().await;
 }
@@ -687,7 +688,7 @@ async fn request_ids_are_checked_and_bounded_in_process() {
 #[tokio::test]
 async fn request_ids_are_checked_and_bounded_with_redis() {
     let redis = arbiter_testkit::redis().await;
-    let clocks = redis_clocks(&redis.url).await;
+    let clocks = redis_clocks(&redis).await;
     let s = serve_clocks(Arc::clone(&clocks)).await;
     request_ids_are_checked_and_bounded(&mut ClockServiceClient::new(s.channel()), &clocks).await;
     let mut conn = redis::Client::open(redis.url.as_str())

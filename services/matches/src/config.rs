@@ -21,10 +21,7 @@ pub enum StoreConfig {
 impl StoreConfig {
     /// Redis at `url`, with the URL's own password if any.
     pub fn redis(url: impl Into<String>) -> StoreConfig {
-        StoreConfig::Redis(RedisConfig {
-            url: url.into(),
-            password: None,
-        })
+        StoreConfig::Redis(RedisConfig::plain(&url.into()))
     }
 }
 
@@ -89,8 +86,8 @@ impl Default for MatchesConfig {
 /// Flags of the match service (each also readable from the environment).
 #[derive(clap::Args, Clone)]
 pub struct MatchesArgs {
-    /// Keep matches in Redis at this URL (e.g. redis://127.0.0.1:6379/0, or
-    /// redis://:PASSWORD@host:6379/0); without it they are kept in this process.
+    /// Keep matches in Redis at this URL (e.g. redis://127.0.0.1:6379/0, rediss://host:6380/0
+    /// for TLS, or redis://:PASSWORD@host:6379/0); without it they are kept in this process.
     #[arg(long, env = "ARBITER_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// A file holding the Redis password (replaces one in the URL).
@@ -100,6 +97,9 @@ pub struct MatchesArgs {
     /// listings).
     #[arg(long, env = "ARBITER_REDIS_PASSWORD", hide_env_values = true)]
     pub redis_password: Option<String>,
+    /// The Redis ACL user and TLS files.
+    #[command(flatten)]
+    pub redis_tls: arbiter_redis_conn::RedisTlsArgs,
     /// Lifetime of a live match without changes, in seconds.
     #[arg(long, env = "ARBITER_MATCH_TTL_SECS", default_value_t = 7200)]
     pub match_ttl_secs: u64,
@@ -150,6 +150,7 @@ impl std::fmt::Debug for MatchesArgs {
                 "redis_password",
                 &self.redis_password.as_ref().map(|_| "***"),
             )
+            .field("redis_tls", &self.redis_tls)
             .field("match_ttl_secs", &self.match_ttl_secs)
             .field("match_grace_secs", &self.match_grace_secs)
             .field("match_cache", &self.match_cache)
@@ -213,10 +214,10 @@ impl MatchesArgs {
         .transpose()?;
         Ok(MatchesConfig {
             store: match &self.redis_url {
-                Some(url) => StoreConfig::Redis(RedisConfig {
-                    url: url.clone(),
+                Some(url) => StoreConfig::Redis(self.redis_tls.apply(RedisConfig {
                     password,
-                }),
+                    ..RedisConfig::plain(url)
+                })?),
                 None => StoreConfig::Memory,
             },
             retention: Retention {
@@ -257,8 +258,8 @@ mod tests {
         let shown = format!(
             "{:?}",
             StoreConfig::Redis(RedisConfig {
-                url: "redis://u:hunter2@h:1".into(),
                 password: Some("hunter3".into()),
+                ..RedisConfig::plain("redis://u:hunter2@h:1")
             })
         );
         assert!(

@@ -69,7 +69,9 @@ async fn raw(url: &str, key: &str) -> Vec<(String, Vec<u8>)> {
 #[tokio::test]
 async fn a_match_found_stored_by_an_earlier_version_is_still_read() {
     let redis = arbiter_testkit::redis().await;
-    let store = RedisStore::connect(&redis.url).await.unwrap();
+    let store = RedisStore::connect(redis.secure("arbiter-matchmaking"))
+        .await
+        .unwrap();
     let seat = |player: &str, side| pb::FoundSeat {
         player_id: player.into(),
         board: 1,
@@ -143,7 +145,9 @@ async fn a_match_found_stored_by_an_earlier_version_is_still_read() {
 #[tokio::test]
 async fn this_version_writes_its_own_form_and_reads_it_back() {
     let redis = arbiter_testkit::redis().await;
-    let store = RedisStore::connect(&redis.url).await.unwrap();
+    let store = RedisStore::connect(redis.secure("arbiter-matchmaking"))
+        .await
+        .unwrap();
     let mm = Matchmaker::new(store, Creates, tuning());
     for p in ["ann", "bob"] {
         assert!(matches!(

@@ -228,12 +228,16 @@ async fn two_replicas_on_one_redis_never_pair_a_player_twice() {
     let a_backend = FakeMatches::new(Mode::Slow(10));
     let b_backend = FakeMatches::new(Mode::Slow(10));
     let a = Arc::new(Matchmaker::new(
-        RedisStore::connect(&redis.url).await.unwrap(),
+        RedisStore::connect(redis.secure("arbiter-matchmaking"))
+            .await
+            .unwrap(),
         a_backend.clone(),
         short.clone(),
     ));
     let b = Arc::new(Matchmaker::new(
-        RedisStore::connect(&redis.url).await.unwrap(),
+        RedisStore::connect(redis.secure("arbiter-matchmaking"))
+            .await
+            .unwrap(),
         b_backend.clone(),
         short,
     ));
@@ -274,7 +278,9 @@ async fn two_replicas_on_one_redis_never_pair_a_player_twice() {
     };
     let last_backend = FakeMatches::new(Mode::Create);
     let last = Matchmaker::new(
-        RedisStore::connect(&redis.url).await.unwrap(),
+        RedisStore::connect(redis.secure("arbiter-matchmaking"))
+            .await
+            .unwrap(),
         last_backend.clone(),
         settled,
     );
@@ -303,7 +309,9 @@ async fn a_replica_killed_mid_wave_loses_nobody() {
     let redis = arbiter_testkit::redis().await;
     let dying_backend = FakeMatches::new(Mode::Hang);
     let dying = Arc::new(Matchmaker::new(
-        RedisStore::connect(&redis.url).await.unwrap(),
+        RedisStore::connect(redis.secure("arbiter-matchmaking"))
+            .await
+            .unwrap(),
         dying_backend.clone(),
         Tuning {
             wave_lock_ms: 200,
@@ -336,7 +344,9 @@ async fn a_replica_killed_mid_wave_loses_nobody() {
     // Nobody waits, and nobody has a match yet: the pairings are being made.
     let survivor_backend = FakeMatches::new(Mode::Create);
     let survivor = Matchmaker::new(
-        RedisStore::connect(&redis.url).await.unwrap(),
+        RedisStore::connect(redis.secure("arbiter-matchmaking"))
+            .await
+            .unwrap(),
         survivor_backend.clone(),
         tuning(),
     );
@@ -601,7 +611,9 @@ async fn a_player_gone_while_matched_is_not_put_back<S: PoolStore>(store: S) {
 #[tokio::test]
 async fn redis_commits_a_wave_of_many_pairings() {
     let redis = arbiter_testkit::redis().await;
-    let store = RedisStore::connect(&redis.url).await.unwrap();
+    let store = RedisStore::connect(redis.secure("arbiter-matchmaking"))
+        .await
+        .unwrap();
     let mm = Matchmaker::new(store, FakeMatches::new(Mode::Create), tuning());
     join(&mm, "x0").await;
     join(&mm, "x1").await;
@@ -647,7 +659,7 @@ macro_rules! on_both_stores {
                 #[tokio::test]
                 async fn $name() {
                     let redis = arbiter_testkit::redis().await;
-                    super::$name(super::RedisStore::connect(&redis.url).await.unwrap()).await;
+                    super::$name(super::RedisStore::connect(redis.secure("arbiter-matchmaking")).await.unwrap()).await;
                 }
             )*
         }

@@ -148,6 +148,10 @@ pub enum BenchTarget {
         /// The platform token, sent in x-api-key, when the server has one.
         #[arg(long, env = "ARBITER_PLATFORM_TOKEN", hide_env_values = true)]
         platform_token: Option<String>,
+        /// TLS to the deployment (an `https://` address): its CA, and a client certificate
+        /// under mutual TLS.
+        #[command(flatten)]
+        tls: arbiter_kit::tls::ClientTlsArgs,
     },
 }
 
@@ -198,8 +202,22 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 async fn connect(url: &str) -> Result<Channel, String> {
-    tonic::transport::Endpoint::from_shared(url.to_owned())
-        .map_err(|e| format!("--addr {url}: {e}"))?
+    connect_with(url, None).await
+}
+
+/// [`connect`] over TLS when `tls` is given.
+async fn connect_with(
+    url: &str,
+    tls: Option<&tonic::transport::ClientTlsConfig>,
+) -> Result<Channel, String> {
+    let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
+        .map_err(|e| format!("--addr {url}: {e}"))?;
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config(tls.clone())
+            .map_err(|e| format!("--addr {url}: {e}"))?;
+    }
+    endpoint
         .connect()
         .await
         .map_err(|e| format!("--addr {url}: {e}"))
@@ -441,7 +459,12 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
             joins_per_sec,
             connections,
             platform_token,
+            tls,
         } => {
+            let tls = match tls.client_tls().map_err(|e| e.to_string())? {
+                Some(t) => Some(t.config().map_err(|e| e.to_string())?),
+                None => None,
+            };
             let cfg = crate::system::SystemBenchConfig {
                 games: games.max(1),
                 moves_per_game_per_sec,
@@ -452,7 +475,7 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
                 platform_token,
             };
             runtime()?.block_on(async {
-                let channel = connect(&addr).await?;
+                let channel = connect_with(&addr, tls.as_ref()).await?;
                 // The whole process's health: behind the compose proxy, health calls reach a
                 // rules replica, which knows no other service.
                 crate::wait_until_serving(channel.clone(), "", Duration::from_secs(60))
@@ -460,7 +483,7 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
                     .map_err(|e| format!("bench not started: {e}"))?;
                 let mut extra = Vec::new();
                 for _ in 1..connections.max(1) {
-                    extra.push(connect(&addr).await?);
+                    extra.push(connect_with(&addr, tls.as_ref()).await?);
                 }
                 let result = crate::system::run(channel, extra, &cfg)
                     .await

@@ -585,6 +585,8 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
         .map_err(|e| format!("deploy/secrets/platform-key: {e}"))?
         .trim()
         .to_owned();
+    // Every gRPC port of the topology speaks TLS with a certificate from the dev CA.
+    crate::client::trust(&cfg.root.join("deploy/secrets/ca.pem"))?;
     let ctx = Arc::new(Ctx {
         proxy: channel(PROXY)?,
         platform_key,

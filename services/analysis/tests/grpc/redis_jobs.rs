@@ -16,11 +16,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tonic::Code;
 
+/// The analysis service's Redis ACL user (deploy/redis/acl.conf).
+const USER: &str = "arbiter-analysis";
+
 fn redis_config(url: &str) -> RedisConfig {
-    RedisConfig {
-        url: url.to_owned(),
-        password: None,
-    }
+    RedisConfig::plain(url)
 }
 
 /// The service on Redis with calls checked by `access`, once its health says it reaches Redis.
@@ -39,7 +39,8 @@ async fn start_on_redis_with(
 }
 
 /// A service on Redis that only accepts jobs (`workers` 0) or also works on them.
-fn front(url: &str, workers: usize, ttl: Duration) -> AnalysisConfig {
+/// The front end on Redis: `redis` is a URL or the analysis ACL user over TLS ([`USER`]).
+fn front(redis: impl Into<RedisConfig>, workers: usize, ttl: Duration) -> AnalysisConfig {
     AnalysisConfig {
         batch: BatchConfig {
             workers,
@@ -47,7 +48,7 @@ fn front(url: &str, workers: usize, ttl: Duration) -> AnalysisConfig {
             watch_poll: Duration::from_millis(50),
             ..BatchConfig::default()
         },
-        redis: Some(redis_config(url)),
+        redis: Some(redis.into()),
         ..AnalysisConfig::default()
     }
 }
@@ -68,8 +69,8 @@ fn quick(claim_idle_ms: u64, max_deliveries: u32) -> WorkerConfig {
 
 /// A worker process, in this one: aborting the task kills it as SIGKILL would (its running
 /// game stops, nothing is cleaned up, its item stays pending).
-fn worker(url: &str, config: WorkerConfig) -> tokio::task::JoinHandle<()> {
-    let redis = redis_config(url);
+fn worker(redis: impl Into<RedisConfig>, config: WorkerConfig) -> tokio::task::JoinHandle<()> {
+    let redis = redis.into();
     let time: Arc<dyn TimeSource> = Arc::new(SystemTime::new());
     tokio::spawn(async move {
         // Never shut down gracefully: only killed.
@@ -160,7 +161,7 @@ async fn all_results(
 #[tokio::test]
 async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
     let redis = arbiter_testkit::redis().await;
-    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let mut s = start_on_redis(front(redis.secure(USER), 0, Duration::from_secs(600))).await;
     let list = games(8, 30);
     let nodes = 20_000;
     let status = s
@@ -172,14 +173,14 @@ async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
         .status
         .unwrap();
     let mut c = conn(&redis.url).await;
-    let a = worker(&redis.url, quick(500, 3));
+    let a = worker(redis.secure(USER), quick(500, 3));
     let a_name = loop {
         if let Some((_, who)) = pending(&mut c).await.pop() {
             break who;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    let b = worker(&redis.url, quick(500, 3));
+    let b = worker(redis.secure(USER), quick(500, 3));
     // Kill A while it holds a game, once B has finished one.
     let (killed_item, killed_game) = loop {
         let done: u64 = c
@@ -285,7 +286,7 @@ async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
 #[tokio::test]
 async fn a_poison_item_goes_to_the_dead_letter_stream_and_its_game_fails() {
     let redis = arbiter_testkit::redis().await;
-    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let mut s = start_on_redis(front(redis.secure(USER), 0, Duration::from_secs(600))).await;
     let status = s
         .client
         .submit_job(job("poison", TWO_GAMES, 1000))
@@ -315,7 +316,7 @@ async fn a_poison_item_goes_to_the_dead_letter_stream_and_its_game_fails() {
         )
         .await
         .unwrap();
-    let w = worker(&redis.url, quick(200, 2));
+    let w = worker(redis.secure(USER), quick(200, 2));
     let last = watch_to_end(&mut s.client, &status.job_id)
         .await
         .pop()
@@ -359,7 +360,7 @@ async fn a_poison_item_goes_to_the_dead_letter_stream_and_its_game_fails() {
 #[tokio::test]
 async fn items_and_results_of_the_previous_version_are_read() {
     let redis = arbiter_testkit::redis().await;
-    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let mut s = start_on_redis(front(redis.secure(USER), 0, Duration::from_secs(600))).await;
     let status = s
         .client
         .submit_job(job("upgrade", TWO_GAMES, 1000))
@@ -403,7 +404,7 @@ async fn items_and_results_of_the_previous_version_are_read() {
         )
         .await
         .unwrap();
-    let w = worker(&redis.url, quick(2_000, 3));
+    let w = worker(redis.secure(USER), quick(2_000, 3));
     let last = watch_to_end(&mut s.client, &status.job_id)
         .await
         .pop()
@@ -439,7 +440,7 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
     let redis = arbiter_testkit::redis().await;
     // The service's own worker serves the queue.
     // Kept 3 s after their last progress: long enough to look at the cancelled job.
-    let mut s = start_on_redis(front(&redis.url, 1, Duration::from_secs(3))).await;
+    let mut s = start_on_redis(front(redis.secure(USER), 1, Duration::from_secs(3))).await;
     let first = s
         .client
         .submit_job(job("same", TWO_GAMES, 1000))
@@ -583,7 +584,7 @@ async fn jobs_on_redis_are_idempotent_cancellable_and_expire() {
 #[tokio::test]
 async fn jobs_on_redis_belong_to_their_caller() {
     let redis = arbiter_testkit::redis().await;
-    let mut s = start_on_redis(front(&redis.url, 1, Duration::from_secs(600))).await;
+    let mut s = start_on_redis(front(redis.secure(USER), 1, Duration::from_secs(600))).await;
     let (x, y) = super::jobs_belong_to_their_caller(&mut s.client).await;
     let mut c = conn(&redis.url).await;
     let keys: Vec<String> = c.keys("an:rid:*").await.unwrap();
@@ -617,7 +618,7 @@ async fn with_keys_jobs_on_redis_belong_to_the_keys_client_and_old_ids_are_read(
     let redis = arbiter_testkit::redis().await;
     let (alice, bob) = (super::key_of("alice", None), super::key_of("bob", None));
     let mut s = start_on_redis_with(
-        front(&redis.url, 1, Duration::from_secs(600)),
+        front(redis.secure(USER), 1, Duration::from_secs(600)),
         super::keys_policy(&[&alice, &bob]),
     )
     .await;
@@ -673,7 +674,7 @@ async fn with_keys_jobs_on_redis_belong_to_the_keys_client_and_old_ids_are_read(
 #[tokio::test]
 async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
     let redis = arbiter_testkit::redis().await;
-    let mut s = start_on_redis(front(&redis.url, 0, Duration::from_secs(600))).await;
+    let mut s = start_on_redis(front(redis.secure(USER), 0, Duration::from_secs(600))).await;
     let status = s
         .client
         .submit_job(move_lists("handed-back", &games(1, 20), 50_000))
@@ -686,7 +687,7 @@ async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
     // A claim timeout far longer than the test: only a hand-back lets the second worker in.
     let (stop, rx) = tokio::sync::watch::channel(false);
     let first = {
-        let redis = redis_config(&redis.url);
+        let redis = redis.secure(USER);
         tokio::spawn(async move {
             let time: Arc<dyn TimeSource> = Arc::new(SystemTime::new());
             run_workers(&redis, quick(600_000, 3), time, rx).await
@@ -708,7 +709,7 @@ async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
     let queued: redis::streams::StreamRangeReply = c.xrange_all(WORK).await.unwrap();
     assert_eq!(queued.ids.len(), 1);
     assert_ne!(queued.ids[0].id, held.0, "a fresh entry, first in line");
-    let second = worker(&redis.url, quick(600_000, 3));
+    let second = worker(redis.secure(USER), quick(600_000, 3));
     let last = watch_to_end(&mut s.client, &status.job_id)
         .await
         .pop()

@@ -130,15 +130,13 @@ impl RedisStore {
         })
     }
 
-    /// [`RedisStore::open`], waiting up to 10 s for the connection (tests and tools).
-    pub async fn connect(url: &str, ttl: Duration) -> Result<RedisStore, StoreError> {
-        let store = RedisStore::open(
-            &RedisConfig {
-                url: url.to_owned(),
-                password: None,
-            },
-            ttl,
-        )?;
+    /// [`RedisStore::open`], waiting up to 10 s for the connection (tests and tools): `redis` is
+    /// a URL or a whole [`RedisConfig`].
+    pub async fn connect(
+        redis: impl Into<RedisConfig>,
+        ttl: Duration,
+    ) -> Result<RedisStore, StoreError> {
+        let store = RedisStore::open(&redis.into(), ttl)?;
         if wait_connected(&store.conn, Duration::from_secs(10)).await {
             Ok(store)
         } else {

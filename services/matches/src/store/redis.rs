@@ -289,16 +289,14 @@ impl RedisStore {
         })
     }
 
-    /// [`RedisStore::open`], waiting up to 10 s for the first connection (for tests and tools).
+    /// [`RedisStore::open`], waiting up to 10 s for the first connection (for tests and tools):
+    /// `redis` is a URL or a whole [`RedisConfig`].
     pub async fn connect(
-        url: &str,
+        redis: impl Into<RedisConfig>,
         retention: Retention,
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
-        let config = RedisConfig {
-            url: url.to_owned(),
-            password: None,
-        };
+        let config = redis.into();
         let store = RedisStore::open(&config, retention, cache_capacity)?;
         if wait_connected(&store.conn, Duration::from_secs(10)).await {
             Ok(store)

@@ -611,9 +611,9 @@ async fn the_scripts_press_like_the_core() {
     assert!(checked > 1000);
 }
 
-async fn redis_matches(url: &str) -> Arc<Matches<RedisStore>> {
+async fn redis_matches(redis: arbiter_testkit::RedisConfig) -> Arc<Matches<RedisStore>> {
     Arc::new(Matches::new(
-        RedisStore::connect(url, Retention::default(), 1000)
+        RedisStore::connect(redis, Retention::default(), 1000)
             .await
             .unwrap(),
         key(),
@@ -628,8 +628,8 @@ async fn redis_matches(url: &str) -> Arc<Matches<RedisStore>> {
 async fn two_replicas_end_each_game_on_time_exactly_once() {
     let redis = arbiter_testkit::redis().await;
     let (a, b) = (
-        redis_matches(&redis.url).await,
-        redis_matches(&redis.url).await,
+        redis_matches(redis.secure("arbiter-matches")).await,
+        redis_matches(redis.secure("arbiter-matches")).await,
     );
     let (tx, rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::new();

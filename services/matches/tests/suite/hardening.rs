@@ -353,8 +353,8 @@ async fn redis_with_a_password() {
     let with = |password: Option<&str>| {
         config(StoreConfig::Redis(
             arbiter_matches::store::redis::RedisConfig {
-                url: redis.url.clone(),
                 password: password.map(String::from),
+                ..arbiter_matches::store::redis::RedisConfig::plain(&redis.url)
             },
         ))
     };

@@ -584,6 +584,9 @@ async fn ttl_expiry<S: MatchStore>(m: &Matches<S>) {
     mv(m, &again, A, White, "e4", 0).await.unwrap();
 }
 
+/// The match service's Redis ACL user (deploy/redis/acl.conf), over TLS in the store tests.
+const USER: &str = "arbiter-matches";
+
 const SHORT: Retention = Retention {
     ttl: Duration::from_millis(700),
     grace: Duration::from_millis(700),
@@ -611,9 +614,14 @@ async fn memory_store_suite() {
     .await;
 }
 
-async fn redis_matches(url: &str, retention: Retention) -> Matches<RedisStore> {
+/// The match domain on Redis: `redis` is a URL or, for the store suites, the match service's
+/// ACL user over TLS.
+async fn redis_matches(
+    redis: impl Into<arbiter_testkit::RedisConfig>,
+    retention: Retention,
+) -> Matches<RedisStore> {
     Matches::new(
-        RedisStore::connect(url, retention, 1000).await.unwrap(),
+        RedisStore::connect(redis, retention, 1000).await.unwrap(),
         key(),
         MatchLimits::default(),
     )
@@ -623,8 +631,8 @@ async fn redis_matches(url: &str, retention: Retention) -> Matches<RedisStore> {
 async fn redis_store_suite() {
     let redis = arbiter_testkit::redis().await;
     suite(
-        Arc::new(redis_matches(&redis.url, Retention::default()).await),
-        redis_matches(&redis.url, SHORT).await,
+        Arc::new(redis_matches(redis.secure(USER), Retention::default()).await),
+        redis_matches(redis.secure(USER), SHORT).await,
     )
     .await;
 }
@@ -706,7 +714,7 @@ async fn command_calls(
 #[tokio::test]
 async fn one_redis_round_trip_per_move() {
     let redis = arbiter_testkit::redis().await;
-    let m = redis_matches(&redis.url, Retention::default()).await;
+    let m = redis_matches(redis.secure(USER), Retention::default()).await;
     let client = redis::Client::open(redis.url.as_str()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     for (variant, moves) in [
@@ -784,8 +792,8 @@ async fn one_redis_round_trip_per_move() {
 #[tokio::test]
 async fn two_replicas_share_matches() {
     let redis = arbiter_testkit::redis().await;
-    let one = redis_matches(&redis.url, Retention::default()).await;
-    let two = redis_matches(&redis.url, Retention::default()).await;
+    let one = redis_matches(redis.secure(USER), Retention::default()).await;
+    let two = redis_matches(redis.secure(USER), Retention::default()).await;
     let t = create(&one, creation(Variant::Chess, "replicas")).await;
     // Replica two has never seen the match; replica one's snapshot goes stale at every move.
     let moves = ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"];
@@ -819,8 +827,8 @@ async fn two_replicas_share_matches() {
 #[tokio::test]
 async fn a_recreated_match_refuses_old_tokens() {
     let redis = arbiter_testkit::redis().await;
-    let one = redis_matches(&redis.url, Retention::default()).await;
-    let two = redis_matches(&redis.url, Retention::default()).await;
+    let one = redis_matches(redis.secure(USER), Retention::default()).await;
+    let two = redis_matches(redis.secure(USER), Retention::default()).await;
     let mut c = creation(Variant::Chess, "room");
     c.match_id = "room-1".into();
     let old = create(&one, c.clone()).await;
@@ -870,7 +878,7 @@ async fn a_recreated_match_refuses_old_tokens() {
 #[tokio::test]
 async fn a_corrupt_record_is_data_loss() {
     let redis = arbiter_testkit::redis().await;
-    let m = redis_matches(&redis.url, Retention::default()).await;
+    let m = redis_matches(redis.secure(USER), Retention::default()).await;
     let t = create(&m, creation(Variant::Chess, "corrupt")).await;
     let client = redis::Client::open(redis.url.as_str()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();

@@ -221,15 +221,13 @@ impl RedisStore {
         })
     }
 
-    /// [`RedisStore::open`], waiting up to 10 s for the connection (tests and tools).
+    /// [`RedisStore::open`], waiting up to 10 s for the connection (tests and tools): `redis` is
+    /// a URL or a whole [`RedisConfig`].
     ///
     /// # Errors
     /// A bad URL, or no connection within 10 s.
-    pub async fn connect(url: &str) -> Result<RedisStore, StoreError> {
-        let store = RedisStore::open(&RedisConfig {
-            url: url.to_owned(),
-            password: None,
-        })?;
+    pub async fn connect(redis: impl Into<RedisConfig>) -> Result<RedisStore, StoreError> {
+        let store = RedisStore::open(&redis.into())?;
         if wait_connected(&store.conn, Duration::from_secs(10)).await {
             Ok(store)
         } else {

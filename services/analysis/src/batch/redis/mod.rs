@@ -263,15 +263,16 @@ impl RedisJobs {
         })
     }
 
-    /// [`RedisJobs::open`], waiting up to 10 s for the connection (tests and tools).
+    /// [`RedisJobs::open`], waiting up to 10 s for the connection (tests and tools): `redis` is
+    /// a URL or a whole [`RedisConfig`].
     ///
     /// # Errors
     /// A malformed URL, or no connection in time.
-    pub async fn connect(url: &str, config: BatchConfig) -> Result<RedisJobs, String> {
-        let redis = RedisConfig {
-            url: url.to_owned(),
-            password: None,
-        };
+    pub async fn connect(
+        redis: impl Into<RedisConfig>,
+        config: BatchConfig,
+    ) -> Result<RedisJobs, String> {
+        let redis = redis.into();
         let jobs = RedisJobs::open(&redis, config)?;
         if wait_connected(&jobs.conn, Duration::from_secs(10)).await {
             Ok(jobs)
