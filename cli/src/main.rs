@@ -542,7 +542,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 }
 
 fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
-    arbiter_kit::init_tracing();
+    arbiter_kit::init_tracing(server.serve.log.log_format);
     arbiter_kit::tls::install_crypto_provider();
     runtime()?.block_on(async {
         // Inside the runtime: the keys file is watched for changes from here on.
@@ -646,10 +646,15 @@ fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
 }
 
 fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
-    arbiter_kit::init_tracing();
+    arbiter_kit::init_tracing(args.log.log_format);
     arbiter_kit::tls::install_crypto_provider();
     let (redis, config) = args.load().map_err(|e| CliError::input("", e))?;
     runtime()?.block_on(async {
+        if let Some(addr) = args.metrics.metrics_listen {
+            arbiter_kit::metrics::serve_in_background(addr)
+                .await
+                .map_err(|e| CliError::input("", e))?;
+        }
         let health = match args.health_listen {
             Some(addr) => Some(
                 tokio::net::TcpListener::bind(addr)

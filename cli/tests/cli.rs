@@ -2,10 +2,12 @@
 //! suites, legal moves that agree with independent generators (shakmaty for chess, the naive
 //! generator of `core/tests/suite/support/glinski_naive.rs` for Glinski), malformed input that
 //! exits with code 2 and a message naming the problem, and `arbiter worker` processes on a real
-//! Redis (`worker`).
+//! Redis (`worker`); `arbiter serve`'s JSON log lines (`logs`).
 
 #[path = "../../core/tests/suite/support/glinski_naive.rs"]
 mod glinski_naive;
+#[path = "cli/logs.rs"]
+mod logs;
 #[path = "cli/worker.rs"]
 mod worker;
 

@@ -8,8 +8,9 @@ COPY arbiter-analysis /usr/local/bin/arbiter-analysis
 # Configuration is environment variables (ARBITER_*, see `arbiter-analysis --help`) and secret files
 # mounted under /run/secrets; the binary writes nothing to disk.
 ENV ARBITER_LISTEN=0.0.0.0:50051 \
+    ARBITER_METRICS_LISTEN=0.0.0.0:9090 \
     RUST_LOG=info
-EXPOSE 50051
+EXPOSE 50051 9090
 USER 65532:65532
 # The binary probes itself: `health-check` asks the gRPC health service at ARBITER_LISTEN.
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \

@@ -5,8 +5,9 @@ ARG BASE=debian:bookworm-slim
 FROM ${BASE}
 COPY arbiter-worker /usr/local/bin/arbiter-worker
 ENV ARBITER_HEALTH_LISTEN=0.0.0.0:50052 \
+    ARBITER_METRICS_LISTEN=0.0.0.0:9090 \
     RUST_LOG=info
-EXPOSE 50052
+EXPOSE 50052 9090
 USER 65532:65532
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
     CMD ["/usr/local/bin/arbiter-worker", "health-check"]

@@ -169,6 +169,12 @@ pub struct WorkerArgs {
     /// worker opens no port.
     #[arg(long, env = "ARBITER_HEALTH_LISTEN")]
     pub health_listen: Option<std::net::SocketAddr>,
+    /// Prometheus metrics (`--metrics-listen`).
+    #[command(flatten)]
+    pub metrics: arbiter_kit::metrics::MetricsArgs,
+    /// How log lines are written (`--log-format`).
+    #[command(flatten)]
+    pub log: arbiter_kit::LogArgs,
 }
 
 impl WorkerArgs {

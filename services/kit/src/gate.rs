@@ -13,8 +13,8 @@ pub(crate) trait Gate: Clone + Send + Sync + 'static {
     /// Admits `request` (which it may mark, in its extensions) or refuses it with a status.
     fn admit<B>(&self, request: &mut http::Request<B>) -> Result<Self::Pass, tonic::Status>;
 
-    /// Called when the answer is first polled: inside the request's tracing span (the server
-    /// enters it around the whole answer, not around `call`).
+    /// Called when the answer is first polled: inside the request's tracing span (entered
+    /// around `call` and around the answer by [`crate::serving::RequestSpanLayer`]).
     fn entered(_pass: &Self::Pass) {}
 }
 

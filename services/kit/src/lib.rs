@@ -27,6 +27,7 @@ pub mod cpu;
 pub mod error;
 mod gate;
 pub mod keys;
+pub mod metrics;
 pub mod probe;
 pub mod retry;
 pub mod serving;
@@ -60,7 +61,8 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 pub use serving::{
-    Host, ServeArgs, ServeConfig, ServeError, follow_health, init_tracing, shutdown_signal,
+    Host, LogArgs, LogFormat, ServeArgs, ServeConfig, ServeError, follow_health, init_tracing,
+    shutdown_signal,
 };
 
 /// Turns a domain result into a gRPC reply: the value in a `Response`, the refusal through

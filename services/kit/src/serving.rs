@@ -13,7 +13,8 @@
 //! With `--tls-cert-file` and `--tls-key-file` the listener speaks TLS (and with
 //! `--tls-client-ca-file`, mutual TLS), its certificate re-read while serving (see [`crate::tls`]);
 //! `--health-listen` adds a plaintext listener that serves only the health service, for probes
-//! that cannot present a client certificate.
+//! that cannot present a client certificate. `--metrics-listen` serves Prometheus metrics on a
+//! listener of its own and measures every call ([`crate::metrics`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -74,6 +75,8 @@ pub struct ServeConfig {
     /// A second, plaintext listener that serves only `grpc.health.v1.Health` (for Kubernetes
     /// probes under mutual TLS); bound at start, stopped with the server.
     pub health_listen: Option<SocketAddr>,
+    /// Where Prometheus metrics are served (`None`: metrics off, and calls are not measured).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// The number of CPUs this process may use (at least 1).
@@ -99,6 +102,7 @@ impl Default for ServeConfig {
             tls_client_ca_file: None,
             tls_reload: Duration::from_secs(2),
             health_listen: None,
+            metrics_listen: None,
         }
     }
 }
@@ -186,6 +190,12 @@ pub struct ServeArgs {
     /// probes under mutual TLS).
     #[arg(long, env = "ARBITER_HEALTH_LISTEN")]
     pub health_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address, and measure every call.
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
+    /// How log lines are written.
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 impl ServeArgs {
@@ -208,6 +218,7 @@ impl ServeArgs {
             tls_client_ca_file: self.tls_client_ca_file.clone(),
             tls_reload: Duration::from_secs(self.tls_reload_secs.max(1)),
             health_listen: self.health_listen,
+            metrics_listen: self.metrics.metrics_listen,
         }
     }
 }
@@ -223,6 +234,7 @@ pub struct Host {
     shutting_down: tokio::sync::watch::Sender<bool>,
     access: crate::access::AccessPolicy,
     health_listener: Option<TcpListener>,
+    metrics_listener: Option<TcpListener>,
 }
 
 impl Host {
@@ -241,6 +253,7 @@ impl Host {
             shutting_down: tokio::sync::watch::channel(false).0,
             access: crate::access::AccessPolicy::development(),
             health_listener: None,
+            metrics_listener: None,
         }
     }
 
@@ -248,6 +261,13 @@ impl Host {
     /// the configuration's `health_listen`): for tests on port 0.
     pub fn with_health_listener(mut self, listener: TcpListener) -> Host {
         self.health_listener = Some(listener);
+        self
+    }
+
+    /// Serves Prometheus metrics on `listener` (instead of binding the configuration's
+    /// `metrics_listen`), and measures every call: for tests on port 0.
+    pub fn with_metrics_listener(mut self, listener: TcpListener) -> Host {
+        self.metrics_listener = Some(listener);
         self
     }
 
@@ -324,6 +344,7 @@ impl Host {
             access,
             shutting_down,
             health_listener,
+            metrics_listener,
         } = self;
         let tls = match config.tls_files()? {
             Some(files) => Some(ServerTls::load(files)?),
@@ -335,6 +356,15 @@ impl Host {
                 TcpListener::bind(addr)
                     .await
                     .map_err(|e| format!("--health-listen {addr}: {e}"))?,
+            ),
+            (None, None) => None,
+        };
+        let metrics_listener = match (metrics_listener, config.metrics_listen) {
+            (Some(listener), _) => Some(listener),
+            (None, Some(addr)) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("--metrics-listen {addr}: {e}"))?,
             ),
             (None, None) => None,
         };
@@ -382,6 +412,19 @@ impl Host {
             }
             None => None,
         };
+        let metrics_server = match metrics_listener {
+            Some(listener) => {
+                let handle = crate::metrics::install();
+                tracing::info!(addr = %listener.local_addr()?, "metrics: listening (GET /metrics)");
+                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                let task = tokio::spawn(crate::metrics::serve(listener, handle, async {
+                    let _ = stopped.await;
+                }));
+                Some((stop, task))
+            }
+            None => None,
+        };
+        let metered = metrics_server.is_some();
         let draining = {
             let health = health.clone();
             let names = names.clone();
@@ -408,18 +451,17 @@ impl Host {
             server = server.max_connection_age(age);
         }
         let router = server
+            // Outermost: every layer below, and the service, log inside the call's span.
+            .layer(RequestSpanLayer)
+            // So that calls refused by the layers below are measured too.
+            .layer(tower::util::option_layer(
+                metered.then_some(crate::metrics::RpcMetricsLayer),
+            ))
             .layer(ConcurrencyLimit::layer(config.max_concurrent_requests))
             .layer(GateLayer(access))
             .layer(tower::util::MapResponseLayer::new(
                 oversize_as_resource_exhausted,
             ))
-            .trace_fn(|req| {
-                tracing::info_span!(
-                    "grpc",
-                    method = %req.uri().path(),
-                    client = tracing::field::Empty
-                )
-            })
             .add_routes(routes.routes());
         let served = match tls {
             Some(tls) => {
@@ -453,6 +495,11 @@ impl Host {
                     let _ = task.await;
                 }
             }
+        }
+        if let Some((stop, task)) = metrics_server {
+            // Scraped until the end, then stopped.
+            let _ = stop.send(());
+            let _ = task.await;
         }
         served?;
         tracing::info!("stopped");
@@ -574,13 +621,98 @@ pub async fn follow_health<S, P, Fut>(
     }
 }
 
-/// Sets up `tracing` for a binary: human-readable lines on stderr, filtered by `RUST_LOG`
-/// (default `info`). Call it once, from `main`.
-pub fn init_tracing() {
+/// How log lines are written (`--log-format`, `ARBITER_LOG_FORMAT`).
+#[derive(clap::ValueEnum, Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (the default).
+    #[default]
+    Text,
+    /// One JSON object per line (tracing-subscriber's): the time, level, target, message and
+    /// fields, and the fields of the request's span (`method`, `request_id`, `client`).
+    Json,
+}
+
+/// The logging flag every binary shares.
+#[derive(clap::Args, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogArgs {
+    /// Log lines as text or as JSON objects (filtered by RUST_LOG either way).
+    #[arg(long, env = "ARBITER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Sets up `tracing` for a binary: lines on stderr in `format`, filtered by `RUST_LOG` (default
+/// `info`). Call it once, from `main`.
+pub fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .flatten_event(true)
+            .try_init(),
+    };
+}
+
+/// The tower layer that gives every call its `grpc` span (fields `method`, `request_id` from
+/// `x-request-id`, and `client`, recorded once an API key is accepted), entered while the call
+/// is made and while its answer is computed: what the layers below and the handler log carries
+/// them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestSpanLayer;
+
+impl<S> tower::Layer<S> for RequestSpanLayer {
+    type Service = RequestSpan<S>;
+
+    fn layer(&self, inner: S) -> RequestSpan<S> {
+        RequestSpan { inner }
+    }
+}
+
+/// The service of [`RequestSpanLayer`].
+#[derive(Clone, Debug)]
+pub struct RequestSpan<S> {
+    inner: S,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for RequestSpan<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = tracing::instrument::Instrumented<S::Future>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        use tracing::Instrument;
+        let span = tracing::info_span!(
+            "grpc",
+            method = %req.uri().path(),
+            request_id = request_id(&req),
+            client = tracing::field::Empty
+        );
+        let answer = span.in_scope(|| self.inner.call(req));
+        answer.instrument(span)
+    }
+}
+
+/// The `x-request-id` a client sent, when it is short printable ASCII (else none): for the
+/// request's span.
+fn request_id<B>(req: &http::Request<B>) -> Option<&str> {
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
 }

@@ -40,7 +40,7 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
-    init_tracing();
+    init_tracing(args.serve.log.log_format);
     let config = args.matchmaking.config(args.redis.load()?)?;
     let access = args.access.load()?;
     let backend = args.matches.connect(args.access.platform.token()?)?;

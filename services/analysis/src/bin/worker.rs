@@ -36,8 +36,12 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         };
         return Ok(probe.run(listen).await);
     }
-    init_tracing();
+    init_tracing(args.worker.log.log_format);
+    arbiter_kit::tls::install_crypto_provider();
     let (redis, config) = args.worker.load()?;
+    if let Some(addr) = args.worker.metrics.metrics_listen {
+        arbiter_kit::metrics::serve_in_background(addr).await?;
+    }
     let health = match args.worker.health_listen {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
         None => None,

@@ -5,3 +5,4 @@ mod support;
 
 mod grpc;
 mod hardening;
+mod metrics;
