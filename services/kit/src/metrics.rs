@@ -273,7 +273,7 @@ pub fn method_labels(path: &str) -> (&'static str, &'static str) {
 
 /// The tower layer that measures every gRPC call of a server: `arbiter_grpc_requests_total`,
 /// `…_request_duration_seconds`, `…_requests_in_flight`, `…_messages_received_total` and
-/// `…_messages_sent_total` (see [`describe`]'s texts and docs/operations.md). A call ends when
+/// `…_messages_sent_total` (their meanings: docs/operations.md). A call ends when
 /// its answer's last frame has gone (its status read from the trailers, or from the headers of a
 /// trailers-only answer); an answer dropped before its end (the client went away) counts as
 /// `CANCELLED`.
