@@ -6,7 +6,8 @@
 #
 # Images (each tagged :latest and with the workspace version): arbiter-rules, arbiter-matches,
 # arbiter-clock, arbiter-matchmaking, arbiter-analysis, arbiter-worker (one per binary), plus
-# arbiter-proxy (HAProxy, the entry point of compose.yaml) and the Redis image compose.yaml runs.
+# arbiter-proxy (HAProxy, the entry point of compose.yaml), arbiter-prometheus (Prometheus, which
+# scrapes them there: deploy/observability) and the Redis image compose.yaml runs.
 #
 # The Dockerfiles in deploy/images/ take their base as a build argument. On a machine that can
 # pull images it is the public debian:bookworm-slim; where no registry answers, this script
@@ -125,6 +126,7 @@ for bin in rules matches clock matchmaking analysis worker; do
   build "arbiter-$bin" "deploy/images/$bin.Dockerfile" "$exe"
 done
 build arbiter-proxy deploy/images/proxy.Dockerfile
+build arbiter-prometheus deploy/images/prometheus.Dockerfile
 
 # --- Redis ----------------------------------------------------------------------------------------
 # compose.yaml's Redis, which its health check asks with redis-cli.
@@ -135,4 +137,4 @@ elif ! docker run --rm --entrypoint redis-cli "$REDIS_IMAGE" --version >/dev/nul
   say "$REDIS_IMAGE has no redis-cli: rebuilding it"
   FORCE=1 REDIS_IMAGE="$REDIS_IMAGE" bash deploy/build-redis-image.sh
 fi
-say "done: arbiter-{rules,matches,clock,matchmaking,analysis,worker,proxy}:{$VERSION,latest}, $REDIS_IMAGE"
+say "done: arbiter-{rules,matches,clock,matchmaking,analysis,worker,proxy,prometheus}:{$VERSION,latest}, $REDIS_IMAGE"

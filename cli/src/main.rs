@@ -542,9 +542,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 }
 
 fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
-    arbiter_kit::init_tracing(server.serve.log.log_format);
     arbiter_kit::tls::install_crypto_provider();
     runtime()?.block_on(async {
+        let traces = arbiter_kit::init_tracing(&server.serve.log, "arbiter")
+            .map_err(|e| CliError::input("", e))?;
         // Inside the runtime: the keys file is watched for changes from here on.
         let config = server.load().map_err(|e| CliError::input("", e))?;
         config.access.warn_if_exposed(server.serve.listen);
@@ -553,7 +554,9 @@ fn serve(server: arbiter_server::ServerArgs) -> Result<String, CliError> {
             .map_err(|e| CliError::io(format!("--listen {}", server.serve.listen), e))?;
         arbiter_server::serve(listener, config, arbiter_kit::shutdown_signal())
             .await
-            .map_err(|e| CliError::failed(format!("server failed: {e}")))
+            .map_err(|e| CliError::failed(format!("server failed: {e}")))?;
+        traces.shutdown().await;
+        Ok::<_, CliError>(())
     })?;
     Ok(String::new())
 }
@@ -646,15 +649,19 @@ fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
 }
 
 fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
-    arbiter_kit::init_tracing(args.log.log_format);
     arbiter_kit::tls::install_crypto_provider();
     let (redis, config) = args.load().map_err(|e| CliError::input("", e))?;
     runtime()?.block_on(async {
-        if let Some(addr) = args.metrics.metrics_listen {
-            arbiter_kit::metrics::serve_in_background(addr)
-                .await
-                .map_err(|e| CliError::input("", e))?;
-        }
+        let traces = arbiter_kit::init_tracing(&args.log, "arbiter-worker")
+            .map_err(|e| CliError::input("", e))?;
+        let metrics = match args.metrics.metrics_listen {
+            Some(addr) => Some(
+                arbiter_kit::metrics::start_on(addr)
+                    .await
+                    .map_err(|e| CliError::input("", e))?,
+            ),
+            None => None,
+        };
         let health = match args.health_listen {
             Some(addr) => Some(
                 tokio::net::TcpListener::bind(addr)
@@ -673,7 +680,12 @@ fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
             arbiter_kit::shutdown_signal(),
         )
         .await
-        .map_err(CliError::failed)
+        .map_err(CliError::failed)?;
+        if let Some(metrics) = metrics {
+            metrics.stop().await;
+        }
+        traces.shutdown().await;
+        Ok::<_, CliError>(())
     })?;
     Ok(String::new())
 }

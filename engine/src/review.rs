@@ -266,6 +266,8 @@ pub struct PositionEval {
     pub turn: Color,
     /// The engine's move (coordinate notation); `None` for a finished game.
     pub best: Option<String>,
+    /// Nodes the search visited (0 for a finished game).
+    pub nodes: u64,
 }
 
 impl PositionEval {
@@ -292,6 +294,7 @@ pub fn evaluate_position(
             reported: None,
             turn,
             best: None,
+            nodes: 0,
         };
     }
     let a = analyze(pos, history, settings, stop, time, &mut |_| {});
@@ -301,6 +304,7 @@ pub fn evaluate_position(
         reported: Some((a.score, a.bound)),
         turn,
         best: a.best,
+        nodes: a.nodes,
     }
 }
 
@@ -374,6 +378,7 @@ mod tests {
             reported: Some((Reported::Cp(white), Bound::Exact)),
             turn,
             best: Some(best.to_owned()),
+            nodes: 0,
         }
     }
 

@@ -1,5 +1,5 @@
 //! `--log-format json`: `arbiter serve` writes one JSON object per line, and a line logged while
-//! a call is handled carries that call's method and `x-request-id`.
+//! a call is handled carries that call's method, `x-request-id` and trace id.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -91,6 +91,13 @@ fn json_lines_carry_the_calls_method_and_request_id() {
             "arb_000000000000_not-a-real-key".parse().unwrap(),
         );
         md.insert("x-request-id", "req-42".parse().unwrap());
+        // A caller's W3C trace context: its trace id is on the call's lines.
+        md.insert(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                .parse()
+                .unwrap(),
+        );
         client.validate_move(req).await.unwrap_err()
     });
     assert_eq!(status.code(), tonic::Code::Unauthenticated);
@@ -105,6 +112,10 @@ fn json_lines_carry_the_calls_method_and_request_id() {
         "{refused}"
     );
     assert_eq!(refused["span"]["request_id"], "req-42", "{refused}");
+    assert_eq!(
+        refused["span"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736",
+        "{refused}"
+    );
     // The key itself is never logged.
     assert!(!refused.to_string().contains("not-a-real-key"), "{refused}");
     drop(serve);

@@ -2,7 +2,7 @@
 //!
 //! The system test: a platform's day on the compose topology of `deploy/compose.yaml` (Redis,
 //! two replicas each of rules, matches and analysis, clock, matchmaking, two batch workers,
-//! HAProxy), with the faults a real deployment meets while games and a batch job are in
+//! HAProxy, Prometheus), with the faults a real deployment meets while games and a batch job are in
 //! flight. It builds the images if needed (`deploy/build-images.sh` skips what is done), brings
 //! the topology up, reaches it only through the ports published on 127.0.0.1 (the proxy, and
 //! one replica's own port for its health), and takes everything down at the end, on failure
@@ -49,6 +49,11 @@
 //!    Each of the 12 players has exactly one rated game in its variant, rated up after a win
 //!    and down after a loss. The job is done with every game's result exactly once and its
 //!    counts exact; the killed worker is started again.
+//! 5. **What Prometheus saw.** The topology's Prometheus (scraping every container every 5 s)
+//!    is asked through its HTTP API for the day: chess and bughouse moves applied, the flag
+//!    (`arbiter_flag_delay_seconds`, a match ended by `timeout`), the job submitted and games
+//!    analysed, Redis scripts run, every Arbiter target up; and every metric named by the
+//!    dashboards and alert rules of `deploy/observability/` is among the names it scraped.
 //!
 //! Calls are retried the way a platform's client would (exponential backoff with jitter on
 //! `UNAVAILABLE` and broken connections, every change carrying a request id), so a fault shows

@@ -30,6 +30,7 @@ pub mod domain;
 pub mod error;
 pub mod legacy;
 pub mod live;
+mod metrics;
 pub mod pool;
 pub mod quota;
 pub mod service;

@@ -40,7 +40,7 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
-    init_tracing(args.serve.log.log_format);
+    let traces = init_tracing(&args.serve.log, "arbiter-analysis")?;
     let access = args.access.load()?;
     access.warn_if_exposed(args.serve.listen);
     let redis = args.redis.load()?;
@@ -53,5 +53,6 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         shutdown_signal(),
     )
     .await?;
+    traces.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -35,6 +35,8 @@ pub type Job = Box<dyn FnOnce(Turn<'_>) + Send + 'static>;
 struct Queued {
     stop: Arc<AtomicBool>,
     job: Job,
+    /// When it was queued (for `arbiter_analysis_queue_wait_seconds`).
+    at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -97,6 +99,12 @@ struct Shared {
 }
 
 impl Shared {
+    /// Sets the pool's gauges from `s` (under the lock, so that the last value set is the
+    /// state's).
+    fn gauges(&self, s: &State) {
+        crate::metrics::pool_load(self.config.threads.max(1), s.running.len(), s.waiting);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A job never runs under the lock, so a poisoned lock can only come from a bug in this
         // module's bookkeeping; the state is still consistent enough to go on.
@@ -138,6 +146,8 @@ impl SearchPool {
             ready: Condvar::new(),
             config,
         });
+        shared.gauges(&shared.lock());
+        crate::metrics::declare_pool();
         for i in 0..shared.config.threads.max(1) {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -177,6 +187,7 @@ impl SearchPool {
             s.purge();
         }
         if let Some(why) = full(&s) {
+            crate::metrics::queue_refused();
             return Err(AnalysisError::exhausted("", why));
         }
         let queue = s.queues.entry(client.to_owned()).or_default();
@@ -186,8 +197,13 @@ impl SearchPool {
         s.queues
             .get_mut(client)
             .expect("just inserted")
-            .push_back(Queued { stop, job });
+            .push_back(Queued {
+                stop,
+                job,
+                at: std::time::Instant::now(),
+            });
         s.waiting += 1;
+        self.shared.gauges(&s);
         drop(s);
         self.shared.ready.notify_one();
         Ok(())
@@ -237,18 +253,21 @@ fn work(shared: &Shared) {
                 }
                 if let Some(job) = s.next() {
                     s.running.push(Arc::clone(&job.stop));
+                    shared.gauges(&s);
+                    crate::metrics::queue_wait(job.at.elapsed());
                     break job;
                 }
                 s = shared.ready.wait(s).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let Queued { stop, job } = job;
+        let Queued { stop, job, .. } = job;
         // A panicking job must not take the thread (and its share of the pool) with it.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(Turn::Run(&stop))));
         let mut s = shared.lock();
         if let Some(i) = s.running.iter().position(|r| Arc::ptr_eq(r, &stop)) {
             s.running.swap_remove(i);
         }
+        shared.gauges(&s);
     }
 }
 

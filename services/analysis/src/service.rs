@@ -138,9 +138,20 @@ impl Analysis {
     ) -> Result<Arc<AtomicBool>, Status> {
         let stop = Arc::new(AtomicBool::new(false));
         let time = Arc::clone(&self.time);
+        // The call's span, for the search's own on the engine thread.
+        let call = tracing::Span::current();
         let job: Job = Box::new(move |turn| match turn {
             Turn::Refused(e) => done(Err(e.into())),
             Turn::Run(stop) => {
+                let span = tracing::info_span!(
+                    parent: &call,
+                    "analysis search",
+                    otel.name = "analysis.search",
+                    variant = %query.position.variant(),
+                    depth = tracing::field::Empty,
+                    nodes = tracing::field::Empty
+                );
+                let _entered = span.enter();
                 if deadline.is_some_and(|d| time.now_ms() >= d) {
                     return done(Err(AnalysisError::DeadlineExceeded(
                         "the call's deadline passed while it waited for an engine".into(),
@@ -155,6 +166,9 @@ impl Analysis {
                         stop.store(true, Ordering::Relaxed);
                     }
                 });
+                crate::metrics::searched("live", result.nodes);
+                span.record("depth", result.depth);
+                span.record("nodes", result.nodes);
                 tracing::debug!(
                     variant = %query.position.variant(),
                     depth = result.depth,

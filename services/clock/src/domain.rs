@@ -98,7 +98,7 @@ impl<S: ClockStore> Clocks<S> {
     pub fn new(store: S, watchers: arbiter_clocked::watchers::WatchLimits) -> Clocks<S> {
         Clocks {
             store,
-            watchers: Arc::new(Watchers::new(watchers)),
+            watchers: Arc::new(Watchers::new(watchers, "clock")),
         }
     }
 
@@ -470,6 +470,7 @@ impl<S: ClockStore> Clocks<S> {
 
 /// A clock's flag: its earliest deadline passed (the other board stops at that instant).
 impl<S: ClockStore> arbiter_clocked::Timed for Clocks<S> {
+    const GAME: &'static str = "clock";
     type Record = Arc<ClockRecord>;
     type Ending = SetCommit;
     type Error = ClocksError;

@@ -38,7 +38,7 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
-    init_tracing(args.serve.log.log_format);
+    let traces = init_tracing(&args.serve.log, "arbiter-clock")?;
     let config = args.clock.config(args.redis.load()?);
     let access = args.access.load()?;
     access.warn_if_exposed(args.serve.listen);
@@ -51,5 +51,6 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         shutdown_signal(),
     )
     .await?;
+    traces.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

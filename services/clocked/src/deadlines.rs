@@ -12,9 +12,9 @@ use crate::index::{Claimed, DeadlineIndex};
 use crate::lua;
 use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_kit::process_now;
+use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{BASICS, redis_now};
 use redis::Script;
-use redis::aio::ConnectionManager;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::Notify;
 
@@ -101,7 +101,7 @@ impl RedisNames {
 /// A deadline index in Redis (a sorted set), with Redis `TIME` as the time base: shared by every
 /// replica of a service.
 pub struct RedisDeadlines {
-    conn: Arc<OnceLock<ConnectionManager>>,
+    conn: Arc<OnceLock<Connection>>,
     names: RedisNames,
     claim: Script,
     reindex: Script,
@@ -119,7 +119,7 @@ impl std::fmt::Debug for RedisDeadlines {
 impl RedisDeadlines {
     /// The index at `names`, reached through the store's connection `conn` (set once the store
     /// first connects; calls fail with [`Unavailable`] until then).
-    pub fn new(conn: Arc<OnceLock<ConnectionManager>>, names: RedisNames) -> RedisDeadlines {
+    pub fn new(conn: Arc<OnceLock<Connection>>, names: RedisNames) -> RedisDeadlines {
         let [claim, reindex] = names.scripts();
         RedisDeadlines {
             conn,
@@ -135,7 +135,7 @@ impl RedisDeadlines {
         self.names
     }
 
-    fn conn(&self) -> Result<ConnectionManager, Unavailable> {
+    fn conn(&self) -> Result<Connection, Unavailable> {
         self.conn
             .get()
             .cloned()
@@ -224,6 +224,18 @@ impl Deadlines<'_> {
                 let next = first.first().map(|(_, at)| *at as u64);
                 Ok((next, secs * 1000 + micros / 1000))
             }
+        }
+    }
+
+    /// Games filed in the index: those with a running clock (and, briefly, some just over).
+    pub async fn filed(self) -> Result<usize, Unavailable> {
+        match self {
+            Deadlines::Memory(m) => Ok(m.len()),
+            Deadlines::Redis(r) => redis::cmd("ZCARD")
+                .arg(r.names.index)
+                .query_async(&mut r.conn()?)
+                .await
+                .map_err(unavailable),
         }
     }
 

@@ -135,7 +135,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_sends_the_backlog_then_each_change_and_ends_at_the_last_event() {
-        let watchers = Arc::new(Watchers::new(WatchLimits::default()));
+        let watchers = Arc::new(Watchers::new(WatchLimits::default(), "test"));
         let events = Arc::new(Mutex::new((1..=300).collect::<Vec<u32>>()));
         let (_down, shutting_down) = tokio::sync::watch::channel(false);
         let watch = watchers.join("g").unwrap();
@@ -153,7 +153,7 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_ends_a_stream_with_where_to_resume() {
-        let watchers = Arc::new(Watchers::new(WatchLimits::default()));
+        let watchers = Arc::new(Watchers::new(WatchLimits::default(), "test"));
         let (down, shutting_down) = tokio::sync::watch::channel(false);
         let watch = watchers.join("g").unwrap();
         let mut s = watch_stream(Log(Arc::new(Mutex::new(vec![7]))), watch, 0, shutting_down);

@@ -45,6 +45,8 @@ struct Registry {
 pub struct Watchers {
     registry: Mutex<Registry>,
     limits: WatchLimits,
+    /// What the games are called in metrics (`arbiter_watch_streams_open{game}`).
+    game: &'static str,
     /// Whether any watch is open: the Redis listener subscribes only while one is.
     watched: tokio::sync::watch::Sender<bool>,
 }
@@ -77,6 +79,7 @@ impl Drop for Watch {
         if r.total == 0 {
             self.watchers.watched.send_replace(false);
         }
+        self.watchers.count(r.total);
     }
 }
 
@@ -104,11 +107,12 @@ impl WatchRefused {
 }
 
 impl Watchers {
-    /// No watchers yet, with `limits`.
-    pub fn new(limits: WatchLimits) -> Watchers {
+    /// No watchers yet, with `limits`, of games called `game` in metrics (`match`, `clock`).
+    pub fn new(limits: WatchLimits, game: &'static str) -> Watchers {
         Watchers {
             registry: Mutex::default(),
             limits,
+            game,
             watched: tokio::sync::watch::Sender::new(false),
         }
     }
@@ -133,6 +137,7 @@ impl Watchers {
         if r.total == 1 {
             self.watched.send_replace(true);
         }
+        self.count(r.total);
         Ok(Watch {
             watchers: Arc::clone(self),
             id: id.to_owned(),
@@ -161,6 +166,13 @@ impl Watchers {
     /// closes).
     pub fn watched(&self) -> tokio::sync::watch::Receiver<bool> {
         self.watched.subscribe()
+    }
+
+    /// Sets `arbiter_watch_streams_open` (called under the registry's lock, so that the
+    /// gauge's last value is the count's).
+    fn count(&self, total: usize) {
+        #[allow(clippy::cast_precision_loss)]
+        metrics::gauge!("arbiter_watch_streams_open", "game" => self.game).set(total as f64);
     }
 
     /// Watch streams open now.
@@ -281,10 +293,13 @@ mod tests {
 
     #[test]
     fn watches_are_counted_and_bounded() {
-        let w = Arc::new(Watchers::new(WatchLimits {
-            total: 3,
-            per_match: 2,
-        }));
+        let w = Arc::new(Watchers::new(
+            WatchLimits {
+                total: 3,
+                per_match: 2,
+            },
+            "test",
+        ));
         let a1 = w.join("a").unwrap();
         let _a2 = w.join("a").unwrap();
         assert_eq!(w.join("a").unwrap_err(), WatchRefused::PerMatch(2));
@@ -303,7 +318,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_change_wakes_its_match_only() {
-        let w = Arc::new(Watchers::new(WatchLimits::default()));
+        let w = Arc::new(Watchers::new(WatchLimits::default(), "test"));
         let a = w.join("a").unwrap();
         let b = w.join("b").unwrap();
         let woken_a = a.notify().notified();

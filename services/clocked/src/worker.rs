@@ -20,6 +20,9 @@ pub const FLAG_CONCURRENCY: usize = 32;
 /// The flag worker reads the index at least this often, whatever it was told.
 pub const MAX_FLAG_SLEEP: Duration = Duration::from_secs(1);
 
+/// How often the flag worker samples the size of the deadline index (`arbiter_clocks_running`).
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
 /// How many times a game is judged again, on fresh data, when a change raced the end on time.
 pub const END_ATTEMPTS: usize = 4;
 
@@ -41,6 +44,9 @@ pub enum Committed<R> {
 /// earliest deadline and commits it. [`end_on_time`] is the protocol every such service runs
 /// (the flag worker calls it), so the match and clock services differ only in these hooks.
 pub trait Timed: Send + Sync {
+    /// What its games are called in metrics (the `game` label: `match`, `clock`).
+    const GAME: &'static str;
+
     /// A game as loaded.
     type Record: Send + Sync;
     /// The guarded change that ends a game on time.
@@ -146,9 +152,19 @@ pub async fn run_flag_worker<T: Timed>(
     use futures_util::StreamExt;
     let deadlines = domain.deadlines();
     let notify = deadlines.changed();
+    let mut sampled: Option<tokio::time::Instant> = None;
     loop {
         if *shutdown.borrow() {
             return;
+        }
+        if sampled.is_none_or(|at| at.elapsed() >= SAMPLE_EVERY)
+            && arbiter_kit::metrics::installed()
+        {
+            sampled = Some(tokio::time::Instant::now());
+            if let Ok(n) = deadlines.filed().await {
+                #[allow(clippy::cast_precision_loss)]
+                metrics::gauge!("arbiter_clocks_running", "game" => T::GAME).set(n as f64);
+            }
         }
         let sleep = match deadlines.next().await {
             Ok((Some(at), now)) => {
@@ -189,8 +205,17 @@ pub async fn run_flag_worker<T: Timed>(
         futures_util::stream::iter(claimed.due)
             .for_each_concurrent(FLAG_CONCURRENCY, |(id, at)| async move {
                 let not_before = received + Duration::from_millis(at.saturating_sub(claimed.now));
-                if let Err(e) = end_on_time(domain, &id, not_before).await {
-                    tracing::warn!(id = %id, error = %e, "cannot end a game on time yet");
+                match end_on_time(domain, &id, not_before).await {
+                    Ok(true) => {
+                        // From the deadline (on this process's clock) to the end's commit
+                        // answered.
+                        let late =
+                            tokio::time::Instant::now().saturating_duration_since(not_before);
+                        metrics::histogram!("arbiter_flag_delay_seconds", "game" => T::GAME)
+                            .record(late.as_secs_f64());
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(id = %id, error = %e, "cannot end a game on time yet"),
                 }
             })
             .await;
@@ -269,6 +294,7 @@ mod tests {
     }
 
     impl Timed for Game {
+        const GAME: &'static str = "test";
         type Record = (u32, u64);
         type Ending = u64;
         type Error = Unavailable;

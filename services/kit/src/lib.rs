@@ -15,6 +15,7 @@
 //! - [`probe`]: `health-check`, the subcommand with which a binary probes its own health.
 //! - [`tls`]: TLS and mutual TLS for servers (certificates reloaded while serving) and for
 //!   clients, on the ring provider.
+//! - [`metrics`]: Prometheus metrics; [`trace`]: OpenTelemetry traces over OTLP.
 //!
 //! Services never depend on one another; they depend on this crate, the core and the generated
 //! protocol code.
@@ -32,6 +33,7 @@ pub mod probe;
 pub mod retry;
 pub mod serving;
 pub mod tls;
+pub mod trace;
 
 pub use error::ApiError;
 

@@ -80,6 +80,43 @@ pub fn installed() -> bool {
     HANDLE.get().is_some()
 }
 
+/// Metric handles for a hot path, resolved at their first use after [`install`]: before it
+/// (metrics off, or not installed yet) [`Resolved::get`] gives nothing and nothing is recorded,
+/// so a handle taken too early never records into the void for ever. Recording through a
+/// resolved handle costs an atomic add, where the `counter!` macros hash their labels into the
+/// registry on every call.
+#[derive(Debug)]
+pub struct Resolved<T> {
+    cell: OnceLock<T>,
+}
+
+impl<T> Default for Resolved<T> {
+    fn default() -> Self {
+        Resolved::new()
+    }
+}
+
+impl<T> Resolved<T> {
+    /// Nothing resolved yet.
+    pub const fn new() -> Resolved<T> {
+        Resolved {
+            cell: OnceLock::new(),
+        }
+    }
+
+    /// The handles, made by `make` the first time they are asked for once the recorder is
+    /// installed; `None` before.
+    pub fn get(&self, make: impl FnOnce() -> T) -> Option<&T> {
+        if let Some(handles) = self.cell.get() {
+            return Some(handles);
+        }
+        if !installed() {
+            return None;
+        }
+        Some(self.cell.get_or_init(make))
+    }
+}
+
 fn process_collector() -> &'static metrics_process::Collector {
     static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
     COLLECTOR.get_or_init(|| metrics_process::Collector::new("arbiter_"))
@@ -96,6 +133,10 @@ fn describe() {
     describe_gauge!(
         "arbiter_build_info",
         "1, labelled with the version of the running build"
+    );
+    describe_gauge!(
+        "arbiter_serving",
+        "1 while the health service reports the service SERVING, 0 otherwise (\"\": the server)"
     );
     describe_counter!(
         "arbiter_grpc_requests_total",
@@ -169,22 +210,76 @@ where
     }
 }
 
-/// For a process without a [`crate::Host`] (the batch worker): binds `addr`, installs the
-/// recorder and serves `/metrics` in a task of its own until the runtime ends.
+/// A metrics listener being served: [`Serving::stop`] ends it.
+#[derive(Debug)]
+pub struct Serving {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    /// Stops serving and waits for the listener to close (open scrapes are dropped).
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// Installs the recorder and serves `/metrics` on `listener` in a task of its own, until
+/// [`Serving::stop`] (or the runtime's end).
+///
+/// # Errors
+/// The listener has no local address.
+pub fn start(listener: TcpListener) -> std::io::Result<Serving> {
+    let addr = listener.local_addr()?;
+    let handle = install();
+    tracing::info!(%addr, "metrics: listening (GET /metrics)");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(serve(listener, handle, async {
+        let _ = stopped.await;
+    }));
+    Ok(Serving { stop, task })
+}
+
+/// For a process without a [`crate::Host`] (the batch worker): binds `addr` and [`start`]s
+/// serving there.
 ///
 /// # Errors
 /// The address cannot be bound (the message names the flag).
-pub async fn serve_in_background(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>, String> {
+pub async fn start_on(addr: SocketAddr) -> Result<Serving, String> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
-    let handle = install();
-    tracing::info!(%addr, "metrics: listening (GET /metrics)");
-    Ok(tokio::spawn(serve(
-        listener,
-        handle,
-        std::future::pending(),
-    )))
+    start(listener).map_err(|e| format!("--metrics-listen {addr}: {e}"))
+}
+
+/// Keeps `arbiter_serving{service}` at 1 while `health` reports each of `names` (`""`: the
+/// server as a whole) `SERVING`, else 0, following the health service's own watch streams
+/// until the reporter goes away.
+pub fn follow_serving(health: &tonic_health::server::HealthReporter, names: &[&'static str]) {
+    use tokio_stream::StreamExt;
+    use tonic_health::pb::health_server::Health;
+    use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+    for &name in names {
+        let service = tonic_health::server::HealthService::from_health_reporter(health.clone());
+        tokio::spawn(async move {
+            let request = tonic::Request::new(HealthCheckRequest {
+                service: name.to_owned(),
+            });
+            let Ok(mut updates) = service
+                .watch(request)
+                .await
+                .map(tonic::Response::into_inner)
+            else {
+                return;
+            };
+            let gauge = metrics::gauge!("arbiter_serving", "service" => name);
+            while let Some(Ok(update)) = updates.next().await {
+                let serving = update.status == ServingStatus::Serving as i32;
+                gauge.set(if serving { 1.0 } else { 0.0 });
+            }
+        });
+    }
 }
 
 fn scrape_answer(
@@ -240,13 +335,25 @@ const CODE_NAMES: [&str; 17] = [
     "UNAUTHENTICATED",
 ];
 
-/// The `code` label of a `grpc-status` value: a code name, or `UNKNOWN` for anything else.
-fn code_name(value: Option<&http::HeaderValue>) -> &'static str {
+/// The index in [`CODE_NAMES`] of `UNKNOWN`.
+const UNKNOWN: usize = 2;
+/// The index in [`CODE_NAMES`] of `CANCELLED`.
+const CANCELLED: usize = 1;
+
+/// The code of a `grpc-status` value: its number when it is one of the 17, else `UNKNOWN`.
+fn code_number(value: &http::HeaderValue) -> usize {
     value
-        .and_then(|v| v.to_str().ok())
+        .to_str()
+        .ok()
         .and_then(|s| s.parse::<usize>().ok())
-        .and_then(|n| CODE_NAMES.get(n).copied())
-        .unwrap_or("UNKNOWN")
+        .filter(|n| *n < CODE_NAMES.len())
+        .unwrap_or(UNKNOWN)
+}
+
+/// The `code` label of a `grpc-status` value: a code name, or `UNKNOWN` for anything else.
+#[cfg(test)]
+fn code_name(value: Option<&http::HeaderValue>) -> &'static str {
+    CODE_NAMES[value.map_or(UNKNOWN, code_number)]
 }
 
 /// The paths served besides the API's own ([`crate::access::METHODS`]).
@@ -260,15 +367,109 @@ const OTHER_PATHS: &[&str] = &[
 /// The (service, method) labels of a request path: a known method's own names, else
 /// (`unknown`, `unknown`), so that no client can add label values.
 pub fn method_labels(path: &str) -> (&'static str, &'static str) {
-    let known = crate::access::METHODS
-        .iter()
-        .map(|(p, _)| *p)
-        .chain(OTHER_PATHS.iter().copied())
-        .find(|p| *p == path);
-    match known.and_then(|p| p.strip_prefix('/')?.split_once('/')) {
-        Some((service, method)) => (service, method),
-        None => ("unknown", "unknown"),
+    let t = table();
+    t.names[t.slot(path)]
+}
+
+/// The metric handles of one method, resolved once: recording through a handle costs an
+/// atomic add, where the `counter!` macros would hash the labels into the registry on every
+/// call.
+struct MethodMetrics {
+    service: &'static str,
+    method: &'static str,
+    in_flight: metrics::Gauge,
+    duration: metrics::Histogram,
+    received: metrics::Counter,
+    sent: metrics::Counter,
+    /// `arbiter_grpc_requests_total` by code, each registered at its first use (so that a
+    /// scrape shows only the codes that happened).
+    by_code: [OnceLock<metrics::Counter>; 17],
+}
+
+impl MethodMetrics {
+    fn new(service: &'static str, method: &'static str) -> MethodMetrics {
+        let labels = [("service", service), ("method", method)];
+        MethodMetrics {
+            service,
+            method,
+            in_flight: metrics::gauge!("arbiter_grpc_requests_in_flight", &labels),
+            duration: metrics::histogram!("arbiter_grpc_request_duration_seconds", &labels),
+            received: metrics::counter!("arbiter_grpc_messages_received_total", &labels),
+            sent: metrics::counter!("arbiter_grpc_messages_sent_total", &labels),
+            by_code: Default::default(),
+        }
     }
+
+    fn requests(&self, code: usize) -> &metrics::Counter {
+        let code = code.min(CODE_NAMES.len() - 1);
+        self.by_code[code].get_or_init(|| {
+            metrics::counter!(
+                "arbiter_grpc_requests_total",
+                "service" => self.service,
+                "method" => self.method,
+                "code" => CODE_NAMES[code]
+            )
+        })
+    }
+}
+
+/// Every method's handles, each resolved at the method's first call (so that a scrape lists
+/// only the methods called); the last slot is `unknown`.
+struct MethodTable {
+    index: std::collections::HashMap<&'static str, usize>,
+    names: Vec<(&'static str, &'static str)>,
+    slots: Vec<OnceLock<MethodMetrics>>,
+}
+
+fn table() -> &'static MethodTable {
+    static TABLE: OnceLock<MethodTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        // Handles taken before the recorder is installed would record nowhere for ever.
+        install();
+        let mut index = std::collections::HashMap::new();
+        let mut names = Vec::new();
+        let paths = crate::access::METHODS
+            .iter()
+            .map(|(p, _)| *p)
+            .chain(OTHER_PATHS.iter().copied());
+        for path in paths {
+            let Some((service, method)) = path.strip_prefix('/').and_then(|p| p.split_once('/'))
+            else {
+                continue;
+            };
+            if !index.contains_key(path) {
+                index.insert(path, names.len());
+                names.push((service, method));
+            }
+        }
+        names.push(("unknown", "unknown"));
+        let slots = names.iter().map(|_| OnceLock::new()).collect();
+        MethodTable {
+            index,
+            names,
+            slots,
+        }
+    })
+}
+
+impl MethodTable {
+    /// The slot of the method at `path` (the last, `unknown`, for a path that is not one).
+    fn slot(&self, path: &str) -> usize {
+        self.index
+            .get(path)
+            .copied()
+            .unwrap_or(self.names.len() - 1)
+    }
+}
+
+/// The handles of the method at `path` (`unknown` for a path that is not a method).
+fn method_of(path: &str) -> &'static MethodMetrics {
+    let t = table();
+    let i = t.slot(path);
+    t.slots[i].get_or_init(|| {
+        let (service, method) = t.names[i];
+        MethodMetrics::new(service, method)
+    })
 }
 
 /// The tower layer that measures every gRPC call of a server: `arbiter_grpc_requests_total`,
@@ -314,18 +515,13 @@ where
     }
 
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
-        let (service, method) = method_labels(req.uri().path());
-        let call = Call::begin(service, method);
-        let received = metrics::counter!(
-            "arbiter_grpc_messages_received_total",
-            "service" => service,
-            "method" => method
-        );
+        let metrics = method_of(req.uri().path());
+        let call = Call::begin(metrics);
         let req = req.map(|body| {
             tonic::body::Body::new(Counted {
                 inner: body,
                 frames: Framer::default(),
-                counter: received,
+                counter: &metrics.received,
                 call: None,
             })
         });
@@ -340,20 +536,12 @@ where
                     return Err(e);
                 }
             };
-            call.code = response
-                .headers()
-                .get("grpc-status")
-                .map(|v| code_name(Some(v)));
-            let sent = metrics::counter!(
-                "arbiter_grpc_messages_sent_total",
-                "service" => service,
-                "method" => method
-            );
+            call.code = response.headers().get("grpc-status").map(code_number);
             Ok(response.map(|body| {
                 tonic::body::Body::new(Counted {
                     inner: body,
                     frames: Framer::default(),
-                    counter: sent,
+                    counter: &metrics.sent,
                     call: Some(call),
                 })
             }))
@@ -363,22 +551,19 @@ where
 
 /// One call being answered: counted in flight from its start, recorded once at its end.
 struct Call {
-    service: &'static str,
-    method: &'static str,
+    metrics: &'static MethodMetrics,
     began: Instant,
-    /// The status, once known (trailers-only headers, or the trailers).
-    code: Option<&'static str>,
+    /// The status code, once known (trailers-only headers, or the trailers).
+    code: Option<usize>,
     /// Whether the answer reached its end (else, when dropped, the client went away).
     ended: bool,
 }
 
 impl Call {
-    fn begin(service: &'static str, method: &'static str) -> Call {
-        metrics::gauge!("arbiter_grpc_requests_in_flight", "service" => service, "method" => method)
-            .increment(1.0);
+    fn begin(metrics: &'static MethodMetrics) -> Call {
+        metrics.in_flight.increment(1.0);
         Call {
-            service,
-            method,
+            metrics,
             began: Instant::now(),
             code: None,
             ended: false,
@@ -388,28 +573,16 @@ impl Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        let (service, method) = (self.service, self.method);
         let code = match (self.ended, self.code) {
             (_, Some(code)) => code,
             // An answer that ended without a status (not gRPC's way) or was dropped early.
-            (true, None) => "UNKNOWN",
-            (false, None) => "CANCELLED",
+            (true, None) => UNKNOWN,
+            (false, None) => CANCELLED,
         };
-        metrics::gauge!("arbiter_grpc_requests_in_flight", "service" => service, "method" => method)
-            .decrement(1.0);
-        metrics::counter!(
-            "arbiter_grpc_requests_total",
-            "service" => service,
-            "method" => method,
-            "code" => code
-        )
-        .increment(1);
-        metrics::histogram!(
-            "arbiter_grpc_request_duration_seconds",
-            "service" => service,
-            "method" => method
-        )
-        .record(self.began.elapsed().as_secs_f64());
+        let m = self.metrics;
+        m.in_flight.decrement(1.0);
+        m.requests(code).increment(1);
+        m.duration.record(self.began.elapsed().as_secs_f64());
     }
 }
 
@@ -457,7 +630,7 @@ impl Framer {
 struct Counted {
     inner: tonic::body::Body,
     frames: Framer,
-    counter: metrics::Counter,
+    counter: &'static metrics::Counter,
     call: Option<Call>,
 }
 
@@ -481,13 +654,13 @@ impl HttpBody for Counted {
                 } else if let (Some(trailers), Some(call)) =
                     (frame.trailers_ref(), this.call.as_mut())
                 {
-                    call.code = Some(code_name(trailers.get("grpc-status")));
+                    call.code = Some(trailers.get("grpc-status").map_or(UNKNOWN, code_number));
                     call.ended = true;
                 }
             }
             Poll::Ready(Some(Err(status))) => {
                 if let Some(call) = this.call.as_mut() {
-                    call.code = Some(CODE_NAMES[status.code() as usize]);
+                    call.code = Some(status.code() as usize);
                     call.ended = true;
                 }
             }
@@ -515,6 +688,53 @@ impl HttpBody for Counted {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// `request` sent on a new connection to `addr`: the answer's status line.
+    async fn ask(addr: SocketAddr, request: &[u8]) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _ = s.write_all(request).await;
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn hostile_scrapers_cannot_take_the_listener() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let serving = start(listener).unwrap();
+        let get = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        assert!(ask(addr, get).await.contains("200"));
+        // A megabyte of headers is refused, and the listener serves on.
+        let mut huge = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+        huge.extend(std::iter::repeat_n(b'a', 1 << 20));
+        huge.extend_from_slice(b"\r\n\r\n");
+        let refused = ask(addr, &huge).await;
+        assert!(!refused.contains("200"), "{refused}");
+        // Garbage and control characters: an error answer or a closed connection.
+        assert!(
+            !ask(addr, b"\x00\x01\x02 /metrics\r\n\r\n")
+                .await
+                .contains("200")
+        );
+        // Twenty silent connections hold every slot; they are dropped after the header
+        // timeout, and a scrape that waited gets its answer.
+        let mut idle = Vec::new();
+        for _ in 0..20 {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        let answered = tokio::time::timeout(HEADER_TIMEOUT * 4, ask(addr, get))
+            .await
+            .expect("a scrape is answered once the silent connections time out");
+        assert!(answered.contains("200"), "{answered}");
+        drop(idle);
+        serving.stop().await;
+    }
 
     #[test]
     fn messages_are_counted_across_frames() {

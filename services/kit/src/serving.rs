@@ -240,6 +240,11 @@ pub struct Host {
 impl Host {
     /// An empty host serving with `config` (the health service is already in).
     pub fn new(config: ServeConfig) -> Host {
+        if config.metrics_listen.is_some() {
+            // Before the services are mounted, so that the series they declare at start (at
+            // 0) are recorded.
+            crate::metrics::install();
+        }
         let (health, health_service) = tonic_health::server::health_reporter();
         let mut routes = RoutesBuilder::default();
         routes.add_service(health_service);
@@ -267,6 +272,7 @@ impl Host {
     /// Serves Prometheus metrics on `listener` (instead of binding the configuration's
     /// `metrics_listen`), and measures every call: for tests on port 0.
     pub fn with_metrics_listener(mut self, listener: TcpListener) -> Host {
+        crate::metrics::install();
         self.metrics_listener = Some(listener);
         self
     }
@@ -350,24 +356,10 @@ impl Host {
             Some(files) => Some(ServerTls::load(files)?),
             None => None,
         };
-        let health_listener = match (health_listener, config.health_listen) {
-            (Some(listener), _) => Some(listener),
-            (None, Some(addr)) => Some(
-                TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| format!("--health-listen {addr}: {e}"))?,
-            ),
-            (None, None) => None,
-        };
-        let metrics_listener = match (metrics_listener, config.metrics_listen) {
-            (Some(listener), _) => Some(listener),
-            (None, Some(addr)) => Some(
-                TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| format!("--metrics-listen {addr}: {e}"))?,
-            ),
-            (None, None) => None,
-        };
+        let health_listener =
+            bind_or(health_listener, config.health_listen, "--health-listen").await?;
+        let metrics_listener =
+            bind_or(metrics_listener, config.metrics_listen, "--metrics-listen").await?;
         if config.reflection {
             let reflection = || {
                 tonic_reflection::server::Builder::configure()
@@ -414,13 +406,10 @@ impl Host {
         };
         let metrics_server = match metrics_listener {
             Some(listener) => {
-                let handle = crate::metrics::install();
-                tracing::info!(addr = %listener.local_addr()?, "metrics: listening (GET /metrics)");
-                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-                let task = tokio::spawn(crate::metrics::serve(listener, handle, async {
-                    let _ = stopped.await;
-                }));
-                Some((stop, task))
+                let mut watched = vec![""];
+                watched.extend(names.iter().copied());
+                crate::metrics::follow_serving(&health, &watched);
+                Some(crate::metrics::start(listener)?)
             }
             None => None,
         };
@@ -496,10 +485,9 @@ impl Host {
                 }
             }
         }
-        if let Some((stop, task)) = metrics_server {
+        if let Some(metrics) = metrics_server {
             // Scraped until the end, then stopped.
-            let _ = stop.send(());
-            let _ = task.await;
+            metrics.stop().await;
         }
         served?;
         tracing::info!("stopped");
@@ -580,6 +568,22 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// `listener` if given, else a listener bound to `addr` if given (an error names `flag`).
+async fn bind_or(
+    listener: Option<TcpListener>,
+    addr: Option<SocketAddr>,
+    flag: &str,
+) -> Result<Option<TcpListener>, String> {
+    match (listener, addr) {
+        (Some(listener), _) => Ok(Some(listener)),
+        (None, Some(addr)) => TcpListener::bind(addr)
+            .await
+            .map(Some)
+            .map_err(|e| format!("{flag} {addr}: {e}")),
+        (None, None) => Ok(None),
+    }
+}
+
 /// Keeps service `S`'s health in step with `probe` (its store or dependency) until `shutdown`
 /// turns true: `SERVING` while the probe succeeds, `NOT_SERVING` while it fails, checked every
 /// `interval`; each change is logged with its reason (`what` names the dependency).
@@ -632,31 +636,54 @@ pub enum LogFormat {
     Json,
 }
 
-/// The logging flag every binary shares.
-#[derive(clap::Args, Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The logging and tracing flags every binary shares.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogArgs {
     /// Log lines as text or as JSON objects (filtered by RUST_LOG either way).
     #[arg(long, env = "ARBITER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Export traces over OTLP/gRPC to this collector (`http://collector:4317`); off without
+    /// it.
+    #[arg(long, env = "ARBITER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 }
 
-/// Sets up `tracing` for a binary: lines on stderr in `format`, filtered by `RUST_LOG` (default
-/// `info`). Call it once, from `main`.
-pub fn init_tracing(format: LogFormat) {
+/// Sets up `tracing` for a binary: lines on stderr in `log.log_format`, filtered by `RUST_LOG`
+/// (default `info`), and with `log.otlp_endpoint` the spans (at `info` and above) exported as
+/// traces of the service `service`. Call it once, from `main`, within the Tokio runtime; shut
+/// the returned exporter down at exit.
+///
+/// # Errors
+/// The OTLP endpoint cannot be used.
+pub fn init_tracing(log: &LogArgs, service: &'static str) -> Result<crate::trace::Tracing, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match log.log_format {
+        LogFormat::Text => lines.boxed(),
+        LogFormat::Json => lines
             .json()
             .with_current_span(true)
             .with_span_list(false)
             .flatten_event(true)
-            .try_init(),
+            .boxed(),
     };
+    let (traces, tracing) = match &log.otlp_endpoint {
+        Some(endpoint) => {
+            let (layer, tracing) = crate::trace::layer(endpoint, service)?;
+            let layer = layer.with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+            (Some(layer), tracing)
+        }
+        None => (None, crate::trace::Tracing::default()),
+    };
+    let _ = tracing_subscriber::registry()
+        .with(lines.with_filter(filter))
+        .with(traces)
+        .try_init();
+    Ok(tracing)
 }
 
 /// The tower layer that gives every call its `grpc` span (fields `method`, `request_id` from
@@ -699,10 +726,14 @@ where
         use tracing::Instrument;
         let span = tracing::info_span!(
             "grpc",
+            otel.name = %req.uri().path(),
+            otel.kind = "server",
             method = %req.uri().path(),
             request_id = request_id(&req),
-            client = tracing::field::Empty
+            client = tracing::field::Empty,
+            trace_id = tracing::field::Empty
         );
+        crate::trace::adopt(&span, req.headers());
         let answer = span.in_scope(|| self.inner.call(req));
         answer.instrument(span)
     }

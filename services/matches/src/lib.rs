@@ -20,6 +20,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+mod metrics;
 pub mod record;
 pub mod seats;
 pub mod store;

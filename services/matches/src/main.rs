@@ -37,7 +37,7 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
-    init_tracing(args.serve.log.log_format);
+    let traces = init_tracing(&args.serve.log, "arbiter-matches")?;
     let config = args.matches.load()?;
     let access = args.access.load()?;
     access.warn_if_exposed(args.serve.listen);
@@ -50,5 +50,6 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         shutdown_signal(),
     )
     .await?;
+    traces.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

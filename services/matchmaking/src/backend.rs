@@ -143,6 +143,8 @@ impl GrpcMatches {
             r.metadata_mut()
                 .insert(arbiter_kit::access::API_KEY_HEADER, value);
         }
+        // The wave's trace continues in the match service.
+        arbiter_kit::trace::inject(r.metadata_mut());
         r
     }
 

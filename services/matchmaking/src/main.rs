@@ -40,7 +40,7 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
-    init_tracing(args.serve.log.log_format);
+    let traces = init_tracing(&args.serve.log, "arbiter-matchmaking")?;
     let config = args.matchmaking.config(args.redis.load()?)?;
     let access = args.access.load()?;
     let backend = args.matches.connect(args.access.platform.token()?)?;
@@ -55,5 +55,6 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         shutdown_signal(),
     )
     .await?;
+    traces.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,8 +8,11 @@
 //! reports `NOT_SERVING`, before Redis is up. [`script`]: named arguments for Lua scripts; [`packed`]: the packed-list encoding every store uses.
 #![warn(missing_docs)]
 
+pub mod metered;
 pub mod packed;
 pub mod script;
+
+pub use metered::Connection;
 
 use arbiter_kit::retry::{Backoff, RetryPolicy};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -249,7 +252,8 @@ impl RedisArgs {
 }
 
 /// A Redis connection that a background task establishes (retrying with backoff up to 5 s):
-/// empty until it has connected, then a [`ConnectionManager`] that reconnects by itself, with
+/// empty until it has connected, then a [`ConnectionManager`] that reconnects by itself (its
+/// round trips measured under `what`: [`Connection`]), with
 /// 2 s connection and response timeouts. `scripts` are loaded up front, so that no change pays
 /// a `NOSCRIPT` round trip (and a lost reply is the change's own); after a Redis restart the
 /// client loads them again on `NOSCRIPT`. `what` names the store in the logs. Needs a Tokio
@@ -258,7 +262,7 @@ pub fn connect_in_background(
     client: redis::Client,
     what: &'static str,
     scripts: Vec<redis::Script>,
-) -> std::sync::Arc<std::sync::OnceLock<ConnectionManager>> {
+) -> std::sync::Arc<std::sync::OnceLock<Connection>> {
     let conn = std::sync::Arc::new(std::sync::OnceLock::new());
     let slot = std::sync::Arc::clone(&conn);
     tokio::spawn(async move {
@@ -276,7 +280,7 @@ pub fn connect_in_background(
                             tracing::warn!(error = %e, "{what}: cannot load a script yet");
                         }
                     }
-                    let _ = slot.set(c);
+                    let _ = slot.set(Connection::new(c, what));
                     tracing::info!("{what} connected to Redis");
                     return;
                 }
@@ -292,10 +296,7 @@ pub fn connect_in_background(
 
 /// Waits until a connection from [`connect_in_background`] is there, for up to `within` (tests
 /// and tools); false if it is not.
-pub async fn wait_connected(
-    conn: &std::sync::OnceLock<ConnectionManager>,
-    within: Duration,
-) -> bool {
+pub async fn wait_connected(conn: &std::sync::OnceLock<Connection>, within: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + within;
     while conn.get().is_none() {
         if tokio::time::Instant::now() >= deadline {

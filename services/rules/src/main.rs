@@ -37,7 +37,7 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
     if let Some(probe) = &args.command {
         return Ok(probe.run(args.serve.listen).await);
     }
-    init_tracing(args.serve.log.log_format);
+    let traces = init_tracing(&args.serve.log, "arbiter-rules")?;
     let access = args.access.load()?;
     access.warn_if_exposed(args.serve.listen);
     let listener = tokio::net::TcpListener::bind(args.serve.listen).await?;
@@ -49,5 +49,6 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         shutdown_signal(),
     )
     .await?;
+    traces.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

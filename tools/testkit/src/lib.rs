@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod grpc;
+pub mod metrics;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -27,6 +27,7 @@ use tonic_types::StatusExt;
 
 mod checks;
 mod faults;
+mod observed;
 
 use checks::{check_job, check_keys, check_matches, check_ratings, endings};
 use faults::{cut_network, kill_before_flag, kill_worker, restart_redis, rolling_upgrade};
@@ -663,6 +664,7 @@ async fn day(cfg: &DayConfig, topology: &Arc<Topology>, began: Instant) -> Resul
     summary.push(check_matches(&d, &hosted, &watched).await?);
     check_ratings(&d, &hosted, &players).await?;
     summary.push(check_job(&d, &job_id, &moves_in_job).await?);
+    summary.push(observed::check_metrics(&d, &hosted).await?);
     summary.push(format!("{} retried calls in all", ctx.retries.count()));
     Ok(summary.join("; "))
 }

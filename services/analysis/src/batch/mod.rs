@@ -26,7 +26,7 @@ use arbiter_core::bughouse::{BoardId, Match, Seat, read_bpgn};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
 use arbiter_core::{AnyMove, AnyPosition, Color, GameState, Locale, Position, Variant, chess};
 use arbiter_engine::analyze::AnalysisSettings;
-use arbiter_engine::review::{GameLine, Judgement, PositionEval, evaluate_position, review_game};
+use arbiter_engine::review::{GameLine, Judgement, PositionEval, review_game};
 use arbiter_engine::score::Reported;
 use arbiter_engine::{Limits, SearchOptions, TimeSource};
 use sha2::{Digest, Sha256};
@@ -526,6 +526,22 @@ fn verdict_of(j: Option<Judgement>) -> Verdict {
     }
 }
 
+/// The engine's evaluation of one position of a batch job, counted in
+/// `arbiter_analysis_searches_total{kind="batch"}` and `arbiter_analysis_nodes_total`.
+fn evaluate_position(
+    pos: &AnyPosition,
+    history: &[u64],
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+) -> PositionEval {
+    let eval = arbiter_engine::review::evaluate_position(pos, history, settings, stop, time);
+    if eval.reported.is_some() {
+        crate::metrics::searched("batch", eval.nodes);
+    }
+    eval
+}
+
 /// Analyses game `index` of a job on this thread: every position (`on_position` is called
 /// after each), then the review (see [`Game::positions`]). `None` when `stop` was raised
 /// before the end.
@@ -683,10 +699,17 @@ impl JobQueue {
         spec: JobSpec,
         fingerprint: u64,
     ) -> Result<Submitted, AnalysisError> {
-        match self {
+        let games = spec.games.len();
+        let submitted = match self {
             JobQueue::Memory(jobs) => jobs.submit(caller, request_id, spec, fingerprint),
             JobQueue::Redis(jobs) => jobs.submit(caller, &request_id, &spec, fingerprint).await,
+        };
+        if let Ok(s) = &submitted
+            && !s.duplicate
+        {
+            crate::metrics::job_submitted(games);
         }
+        submitted
     }
 
     /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another

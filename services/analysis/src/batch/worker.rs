@@ -72,6 +72,9 @@ fn serve_health(
     mut down: watch::Receiver<bool>,
 ) -> Result<HealthTask, String> {
     let (reporter, service) = tonic_health::server::health_reporter();
+    if arbiter_kit::metrics::installed() {
+        arbiter_kit::metrics::follow_serving(&reporter, &["", WORKER_HEALTH_NAME]);
+    }
     // Its own connection, only for the probe: a PING must not queue behind a blocked read.
     let jobs = RedisJobs::open(redis, BatchConfig::default())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;

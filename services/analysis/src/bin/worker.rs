@@ -36,17 +36,22 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         };
         return Ok(probe.run(listen).await);
     }
-    init_tracing(args.worker.log.log_format);
+    let traces = init_tracing(&args.worker.log, "arbiter-worker")?;
     arbiter_kit::tls::install_crypto_provider();
     let (redis, config) = args.worker.load()?;
-    if let Some(addr) = args.worker.metrics.metrics_listen {
-        arbiter_kit::metrics::serve_in_background(addr).await?;
-    }
+    let metrics = match args.worker.metrics.metrics_listen {
+        Some(addr) => Some(arbiter_kit::metrics::start_on(addr).await?),
+        None => None,
+    };
     let health = match args.worker.health_listen {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
         None => None,
     };
     let time: Arc<dyn arbiter_engine::TimeSource> = Arc::new(arbiter_engine::SystemTime::new());
     arbiter_analysis::run_worker_process(&redis, config, time, health, shutdown_signal()).await?;
+    if let Some(metrics) = metrics {
+        metrics.stop().await;
+    }
+    traces.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

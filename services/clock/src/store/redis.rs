@@ -7,10 +7,10 @@ use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
 use crate::record::{ClockRecord, REMEMBERED_REQUESTS, board_letter, side_letter};
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
+use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
-use redis::aio::ConnectionManager;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,7 +90,7 @@ fn keys(id: &str) -> [String; 2] {
 
 /// Standalone clocks in Redis.
 pub struct RedisStore {
-    conn: Arc<std::sync::OnceLock<ConnectionManager>>,
+    conn: Arc<std::sync::OnceLock<Connection>>,
     ttl: Duration,
     create: Script,
     load: Script,
@@ -144,7 +144,7 @@ impl RedisStore {
         }
     }
 
-    fn conn(&self) -> Result<ConnectionManager, StoreError> {
+    fn conn(&self) -> Result<Connection, StoreError> {
         self.conn
             .get()
             .cloned()

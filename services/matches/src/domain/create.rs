@@ -258,6 +258,9 @@ impl<S: MatchStore> Matches<S> {
             last_seq: 0,
         };
         let (stored, created) = self.store_new(&record).await?;
+        if created {
+            crate::metrics::created(variant);
+        }
         Ok(Created {
             seats: self.tokens(&stored),
             record: stored,

@@ -50,6 +50,7 @@ impl<S: MatchStore> Matches<S> {
 
 /// A match's end on time: a flag or a no-show at its earliest deadline.
 impl<S: MatchStore> arbiter_clocked::Timed for Matches<S> {
+    const GAME: &'static str = "match";
     type Record = Arc<Record>;
     type Ending = ClockCommit;
     type Error = MatchError;
@@ -148,7 +149,10 @@ impl<S: MatchStore> arbiter_clocked::Timed for Matches<S> {
         commit: &ClockCommit,
     ) -> Result<Committed<Arc<Record>>, MatchError> {
         Ok(match self.store.commit_clock(id, commit).await? {
-            ChangeResult::Applied(_) => Committed::Applied,
+            ChangeResult::Applied(after) => {
+                crate::metrics::changed(&after);
+                Committed::Applied
+            }
             ChangeResult::Over(_) | ChangeResult::Missing => Committed::Gone,
             ChangeResult::Stale(now) => Committed::Refused(now),
             // Changed meanwhile (a move in time): judge again.

@@ -356,6 +356,23 @@ impl<S: MatchStore> Matches<S> {
     /// Plays `req.text` for the seat `req.seat` if its board is at `req.expected_ply`; see
     /// [`MoveRequest`] for what each field means and how a retry is told.
     pub async fn play(&self, id: &str, req: MoveRequest<'_>) -> Result<MoveAnswer, MatchError> {
+        let answer = self.judge_and_play(id, req).await;
+        match &answer {
+            Ok(a) if !a.duplicate => {
+                crate::metrics::move_applied(a.record.variant);
+                crate::metrics::changed(&a.record);
+            }
+            Ok(_) => {}
+            Err(e) => crate::metrics::move_refused(e),
+        }
+        answer
+    }
+
+    async fn judge_and_play(
+        &self,
+        id: &str,
+        req: MoveRequest<'_>,
+    ) -> Result<MoveAnswer, MatchError> {
         check_move_text(req.text)?;
         check_request_id(req.request_id)?;
         let (mut record, mut seat, mut fresh) = self.authorized(id, req.seat, req.token).await?;

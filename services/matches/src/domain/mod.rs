@@ -181,7 +181,7 @@ impl<S: MatchStore> Matches<S> {
         Matches {
             store,
             key,
-            watchers: Arc::new(Watchers::new(limits.watchers)),
+            watchers: Arc::new(Watchers::new(limits.watchers, "match")),
             max_plies: limits.max_plies,
             first_move_ms: limits.first_move_ms,
         }
@@ -336,6 +336,7 @@ impl<S: MatchStore> Matches<S> {
         match result {
             ChangeResult::Applied(record) => {
                 self.watchers.wake(id);
+                crate::metrics::changed(&record);
                 Ok(Changed {
                     record,
                     duplicate: false,

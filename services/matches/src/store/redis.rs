@@ -23,9 +23,9 @@ use crate::record::{
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
 use arbiter_core::clock::PressPlan;
+use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
 use arbiter_redis_conn::{connect_in_background, wait_connected};
-use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -173,7 +173,7 @@ pub use arbiter_redis_conn::RedisConfig;
 /// Matches in Redis (see the module documentation).
 pub struct RedisStore {
     /// Set once the first connection succeeds; the manager reconnects by itself afterwards.
-    conn: Arc<std::sync::OnceLock<ConnectionManager>>,
+    conn: Arc<std::sync::OnceLock<Connection>>,
     retention: Retention,
     cache: Mutex<HashMap<String, Arc<Record>>>,
     cache_capacity: usize,
@@ -306,7 +306,7 @@ impl RedisStore {
     }
 
     /// The connection, once there is one.
-    fn conn(&self) -> Result<ConnectionManager, StoreError> {
+    fn conn(&self) -> Result<Connection, StoreError> {
         self.conn
             .get()
             .cloned()

@@ -148,6 +148,11 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 .collect();
             match self.store.apply_ratings(&f.match_id, &writes).await? {
                 Applied::Conflict => continue,
+                Applied::Done => {
+                    metrics::counter!("arbiter_ratings_updated_total", "variant" => pool.variant.name())
+                        .increment(writes.len() as u64);
+                    return Ok(Applied::Done);
+                }
                 done => return Ok(done),
             }
         }

@@ -224,14 +224,30 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                     continue;
                 }
             };
+            // Players waiting in the pools whose waves this replica ran, by variant: summed
+            // over replicas, every pool's count (each pool's wave runs on one replica a round).
+            let mut waiting = [0usize; arbiter_core::Variant::ALL.len()];
             for pool in pools {
                 match self.wave(&pool).await {
-                    Ok(report) if report.ran && (report.created > 0 || report.failed > 0) => {
-                        tracing::info!(%pool, ?report, "wave");
+                    Ok(report) => {
+                        if let Some(v) = Pool::from_name(&pool).and_then(|p| {
+                            arbiter_core::Variant::ALL
+                                .iter()
+                                .position(|v| *v == p.variant)
+                        }) {
+                            waiting[v] += report.waiting;
+                        }
+                        if report.ran && (report.created > 0 || report.failed > 0) {
+                            tracing::info!(%pool, ?report, "wave");
+                        }
                     }
-                    Ok(_) => {}
                     Err(e) => tracing::warn!(%pool, error = %e, "wave failed"),
                 }
+            }
+            for (variant, n) in arbiter_core::Variant::ALL.iter().zip(waiting) {
+                #[allow(clippy::cast_precision_loss)]
+                metrics::gauge!("arbiter_matchmaking_players_waiting", "variant" => variant.name())
+                    .set(n as f64);
             }
         }
     }
@@ -243,14 +259,48 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     /// # Errors
     /// A store failure; the lock then runs out and another wave resumes.
     pub async fn wave(&self, pool_name: &str) -> Result<WaveReport, StoreError> {
+        use tracing::Instrument;
+        let span = tracing::info_span!(
+            "matchmaking wave",
+            otel.name = "matchmaking.wave",
+            pool = pool_name
+        );
+        self.traced_wave(pool_name).instrument(span).await
+    }
+
+    async fn traced_wave(&self, pool_name: &str) -> Result<WaveReport, StoreError> {
         let Some(pool) = Pool::from_name(pool_name) else {
             return Err(StoreError::Corrupt(format!("bad pool name {pool_name:?}")));
         };
-        let Some(fence) = self.store.lock(pool_name, self.tuning.wave_lock_ms).await? else {
-            return Ok(WaveReport::default());
+        let variant = pool.variant.name();
+        let began = std::time::Instant::now();
+        let result = match self.store.lock(pool_name, self.tuning.wave_lock_ms).await {
+            Ok(Some(fence)) => {
+                let result = self.locked_wave(&pool, pool_name, fence).await;
+                let _ = self.store.unlock(pool_name, fence).await;
+                result
+            }
+            Ok(None) => Ok(WaveReport::default()),
+            Err(e) => Err(e),
         };
-        let result = self.locked_wave(&pool, pool_name, fence).await;
-        let _ = self.store.unlock(pool_name, fence).await;
+        let outcome = match &result {
+            Ok(report) if report.ran => "ran",
+            Ok(_) => "skipped",
+            Err(_) => "failed",
+        };
+        metrics::counter!("arbiter_matchmaking_waves_total", "variant" => variant, "outcome" => outcome)
+            .increment(1);
+        if outcome != "skipped" {
+            metrics::histogram!("arbiter_matchmaking_wave_duration_seconds", "variant" => variant)
+                .record(began.elapsed().as_secs_f64());
+        }
+        if let Ok(report) = &result {
+            let created = report.created + report.recovered;
+            metrics::counter!("arbiter_matchmaking_matches_created_total", "variant" => variant)
+                .increment(created as u64);
+            metrics::counter!("arbiter_matchmaking_pairings_failed_total", "variant" => variant)
+                .increment(report.failed as u64);
+        }
         result
     }
 
@@ -301,6 +351,23 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             return Ok(report);
         };
         let since = self.store.now().await?;
+        let variant = pool.variant.name();
+        let waited = metrics::histogram!("arbiter_matchmaking_wait_seconds", "variant" => variant);
+        let mut paired = 0;
+        for ((_, members), _) in pairings
+            .iter()
+            .zip(&plan.pairings)
+            .zip(&done)
+            .filter(|(_, ok)| **ok)
+        {
+            for m in members {
+                paired += 1;
+                #[allow(clippy::cast_precision_loss)]
+                waited.record(since.saturating_sub(m.joined_at) as f64 / 1000.0);
+            }
+        }
+        metrics::counter!("arbiter_matchmaking_players_paired_total", "variant" => variant)
+            .increment(paired);
         let committed: Vec<Making> = pairings
             .iter()
             .zip(plan.pairings)

@@ -19,10 +19,10 @@ use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, Sto
 use crate::found::{pack, unpack};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
 use arbiter_kit::retry::{Backoff, RetryPolicy};
+use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
-use redis::aio::ConnectionManager;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -169,7 +169,7 @@ fn waiting_of(
 /// Matchmaking state in Redis (clones share the connection).
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: Arc<OnceLock<ConnectionManager>>,
+    conn: Arc<OnceLock<Connection>>,
     scripts: Arc<Scripts>,
 }
 
@@ -235,7 +235,7 @@ impl RedisStore {
         }
     }
 
-    fn conn(&self) -> Result<ConnectionManager, StoreError> {
+    fn conn(&self) -> Result<Connection, StoreError> {
         self.conn
             .get()
             .cloned()

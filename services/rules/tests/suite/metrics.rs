@@ -6,48 +6,16 @@ use crate::support::{Server, chess};
 use arbiter_kit::ServeConfig;
 use arbiter_proto::rules::v1 as rules;
 use arbiter_rules::Limits;
+use arbiter_testkit::metrics::{scrape, value};
 use std::net::SocketAddr;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 
 const SERVICE: &str = "arbiter.rules.v1.RulesService";
 
 /// One HTTP/1.1 request to the metrics listener: (status line, body).
 async fn http_get(addr: SocketAddr, method: &str, path: &str) -> (String, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status = head.lines().next().unwrap_or("").to_owned();
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: text/plain"),
-        "{head}"
-    );
-    (status, body.to_owned())
-}
-
-/// The value of the series `name` whose labels include every one of `labels` (0 if absent).
-fn value(scrape: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
-        .filter(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
-}
-
-async fn scrape(addr: SocketAddr) -> String {
-    let (status, body) = http_get(addr, "GET", "/metrics").await;
-    assert!(status.contains("200"), "{status}");
-    body
+    let (status, _, body) = arbiter_testkit::metrics::http_get(addr, method, path).await;
+    (status, body)
 }
 
 #[tokio::test]
@@ -69,6 +37,22 @@ async fn calls_move_exactly_their_series() {
         1.0
     );
     assert!(value(&before, "arbiter_process_resident_memory_bytes", &[]) > 0.0);
+    // The health service's statuses, the server's as a whole ("") and the service's, followed
+    // from the health service's own watch streams (so a moment after the start).
+    let mut serving = before.clone();
+    for _ in 0..250 {
+        if value(&serving, "arbiter_serving", &[("service", SERVICE)]) == 1.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        serving = scrape(metrics).await;
+    }
+    assert_eq!(value(&serving, "arbiter_serving", &[("service", "")]), 1.0);
+    assert_eq!(
+        value(&serving, "arbiter_serving", &[("service", SERVICE)]),
+        1.0
+    );
+    let before = scrape(metrics).await;
 
     // 3 answered calls (two legal moves, one illegal: all OK), 2 refused (INVALID_ARGUMENT).
     for mv in ["e4", "Nf3", "e5"] {

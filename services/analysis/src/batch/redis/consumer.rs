@@ -4,17 +4,21 @@
 //! protocol).
 
 use super::super::{Game, GameResult, JobSpec, analyse_game, record};
-use super::{BLOCK_MS, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts, WORK};
+use super::{BLOCK_MS, DEAD, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts, WORK};
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::cpu::RaiseOnDrop;
 use arbiter_kit::retry::{Backoff, RetryPolicy};
+use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::RedisConfig;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
+use redis::streams::{
+    StreamAutoClaimReply, StreamId, StreamInfoGroupsReply, StreamPendingCountReply, StreamReadReply,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 /// How a worker process takes and keeps items.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,8 +101,55 @@ pub async fn run_workers(
             shutdown.clone(),
         ));
     }
+    if arbiter_kit::metrics::installed() {
+        crate::metrics::declare_worker();
+        slots.spawn(sample_stream(Arc::clone(&ctx), shutdown.clone()));
+    }
     while slots.join_next().await.is_some() {}
     Ok(())
+}
+
+/// How often a worker process samples the work stream for its gauges.
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
+/// Samples the work stream every [`SAMPLE_EVERY`] until shutdown, for the gauges of
+/// [`crate::metrics::stream`]: entries not yet delivered to the group (its lag), delivered but
+/// not acknowledged, dead letters, and the jobs stored (not expired).
+async fn sample_stream(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
+    let mut conn: Option<Connection> = None;
+    loop {
+        if conn.is_none() {
+            conn = connect(&ctx.client).await.ok();
+        }
+        if let Some(c) = conn.as_mut() {
+            let sampled: redis::RedisResult<(StreamInfoGroupsReply, usize, usize)> = redis::pipe()
+                .cmd("XINFO")
+                .arg("GROUPS")
+                .arg(WORK)
+                .cmd("XLEN")
+                .arg(DEAD)
+                .cmd("ZCOUNT")
+                .arg("an:jobs")
+                .arg(arbiter_kit::process_now())
+                .arg("+inf")
+                .query_async(c)
+                .await;
+            match sampled {
+                Ok((groups, dead, jobs)) => {
+                    if let Some(g) = groups.groups.iter().find(|g| g.name == GROUP) {
+                        crate::metrics::stream(g.lag, g.pending, dead, jobs);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "analysis worker: sampling the stream failed")
+                }
+            }
+        }
+        pause(SAMPLE_EVERY, &mut shutdown).await;
+        if *shutdown.borrow() {
+            return;
+        }
+    }
 }
 
 /// Sleeps for `d`, or less if shutdown begins.
@@ -109,20 +160,23 @@ async fn pause(d: Duration, shutdown: &mut watch::Receiver<bool>) {
     }
 }
 
-async fn connect(client: &redis::Client) -> redis::RedisResult<ConnectionManager> {
+/// A worker's own connection, measured as the `analysis worker` store (its blocking reads
+/// included: their round trips last up to the block time).
+async fn connect(client: &redis::Client) -> redis::RedisResult<Connection> {
     // Reads block up to BLOCK_MS: the response timeout must outlast them.
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Duration::from_secs(2))
         .set_response_timeout(Duration::from_millis(BLOCK_MS + 2_000))
         .set_number_of_retries(2)
         .set_max_delay(500);
-    let mut c = ConnectionManager::new_with_config(client.clone(), config).await?;
+    let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
+    let mut c = Connection::new(manager, "analysis worker");
     ensure_group(&mut c).await?;
     Ok(c)
 }
 
 /// Creates the stream and its group unless they exist.
-pub(super) async fn ensure_group(c: &mut ConnectionManager) -> redis::RedisResult<()> {
+pub(super) async fn ensure_group(c: &mut Connection) -> redis::RedisResult<()> {
     let made: redis::RedisResult<()> = redis::cmd("XGROUP")
         .arg("CREATE")
         .arg(WORK)
@@ -139,7 +193,7 @@ pub(super) async fn ensure_group(c: &mut ConnectionManager) -> redis::RedisResul
 
 /// One worker: a connection of its own (its reads block), one item at a time.
 async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<bool>) {
-    let mut conn: Option<ConnectionManager> = None;
+    let mut conn: Option<Connection> = None;
     let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
         if *shutdown.borrow() {
@@ -197,11 +251,7 @@ impl Taken {
 }
 
 /// An item abandoned for the claim timeout, else a new one (waiting up to [`BLOCK_MS`]).
-async fn take(
-    ctx: &Ctx,
-    c: &mut ConnectionManager,
-    consumer: &str,
-) -> redis::RedisResult<Option<Taken>> {
+async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResult<Option<Taken>> {
     let idle = u64::try_from(ctx.config.claim_idle.as_millis()).unwrap_or(u64::MAX);
     let claimed: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
         .arg(WORK)
@@ -214,6 +264,7 @@ async fn take(
         .query_async(c)
         .await?;
     if let Some(entry) = claimed.claimed.into_iter().next() {
+        crate::metrics::claimed();
         let pending: StreamPendingCountReply = redis::cmd("XPENDING")
             .arg(WORK)
             .arg(GROUP)
@@ -260,8 +311,9 @@ enum Halt {
 
 /// Records that the item's analysis failed (for its dead-letter entry), leaving it pending: it
 /// is claimed again after the claim timeout.
-async fn failed(c: &mut ConnectionManager, taken: &Taken, error: &str) {
+async fn failed(c: &mut Connection, taken: &Taken, error: &str) {
     tracing::warn!(item = %taken.entry.id, error, "analysis worker: an item failed");
+    crate::metrics::game("failed");
     let _: redis::RedisResult<()> = redis::cmd("SET")
         .arg(format!("an:err:{}", taken.entry.id))
         .arg(error)
@@ -280,7 +332,8 @@ fn failed_result(game: &str, error: &str) -> String {
 }
 
 /// Finishes an item with nothing to record (its job was cancelled or expired).
-async fn drop_item(ctx: &Ctx, c: &mut ConnectionManager, item: &str) {
+async fn drop_item(ctx: &Ctx, c: &mut Connection, item: &str) {
+    crate::metrics::game("dropped");
     let mut args = ctx.scripts.drop.args();
     args.set("item", item);
     let _: redis::RedisResult<i64> = ctx.scripts.drop.call(c, args).await;
@@ -290,7 +343,7 @@ async fn drop_item(ctx: &Ctx, c: &mut ConnectionManager, item: &str) {
 /// records the result.
 async fn work(
     ctx: &Ctx,
-    c: &mut ConnectionManager,
+    c: &mut Connection,
     consumer: &str,
     taken: Taken,
     shutdown: &watch::Receiver<bool>,
@@ -331,17 +384,18 @@ async fn work(
             )
             .set("maxlen", DEAD_MAXLEN);
         let r: redis::RedisResult<i64> = ctx.scripts.dead.call(c, args).await;
-        if let Err(e) = r {
-            tracing::warn!(error = %e, "analysis worker: dead-lettering failed");
+        match r {
+            Ok(_) => crate::metrics::game("dead_letter"),
+            Err(e) => tracing::warn!(error = %e, "analysis worker: dead-lettering failed"),
         }
         return;
     }
     let meta: redis::RedisResult<ItemJob> = redis::cmd("HMGET")
         .arg(format!("an:j:{job}"))
-        .arg(&["cancelled", "depth", "nodes", "hash"])
+        .arg(&["cancelled", "depth", "nodes", "hash", "trace"])
         .query_async(c)
         .await;
-    let (cancelled, depth, nodes, hash) = match meta {
+    let (cancelled, depth, nodes, hash, trace) = match meta {
         Ok(m) => m,
         Err(e) => {
             // Redis failing now: the item stays pending and is claimed again later.
@@ -353,6 +407,35 @@ async fn work(
         // Cancelled, or expired (or never a job): nothing to record.
         return drop_item(ctx, c, &item).await;
     }
+    // The game's span continues the trace of the job's SubmitJob call.
+    let span = tracing::info_span!(
+        "analysis game",
+        otel.name = "analysis.game",
+        job = %job,
+        game = %game,
+        deliveries = taken.deliveries
+    );
+    arbiter_kit::trace::follow(&span, trace.as_deref().unwrap_or_default());
+    analyse_item(ctx, c, consumer, taken, shutdown, (depth, nodes, hash))
+        .instrument(span)
+        .await;
+}
+
+/// Analyses the game of an item whose job wants it, with heartbeats, and records the result
+/// (or gives the item back, or leaves it pending).
+async fn analyse_item(
+    ctx: &Ctx,
+    c: &mut Connection,
+    consumer: &str,
+    taken: Taken,
+    shutdown: &watch::Receiver<bool>,
+    (depth, nodes, hash): (Option<u32>, Option<u64>, Option<usize>),
+) {
+    let (item, job, game) = (
+        taken.entry.id.clone(),
+        taken.text("job"),
+        taken.text("game"),
+    );
     let limits = match (depth.unwrap_or(0), nodes.unwrap_or(0)) {
         (d @ 1.., _) => Limits::depth(d),
         (_, n @ 1..) => Limits::nodes(n),
@@ -439,7 +522,10 @@ async fn work(
                     .set("result", &encoded);
                 let r: redis::RedisResult<i64> = ctx.scripts.record.call(c, args).await;
                 match r {
-                    Ok(_) => break,
+                    Ok(_) => {
+                        crate::metrics::game("analysed");
+                        break;
+                    }
                     Err(e) if tokio::time::Instant::now() < until => {
                         tracing::warn!(error = %e, "analysis worker: recording a result failed; retrying");
                         tokio::time::sleep(Duration::from_millis(500)).await;

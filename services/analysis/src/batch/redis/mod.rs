@@ -34,10 +34,10 @@ use super::{
     status_of,
 };
 use crate::error::AnalysisError;
+use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
-use redis::aio::ConnectionManager;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -75,6 +75,7 @@ static SUBMIT_ARGS: Schema = Schema::new(&[
     ("hash", 1),
     ("owner", 1),
     ("items", 1),
+    ("trace", 1),
 ]);
 
 /// The `CANCEL` script (`lua/cancel.lua`; its header lists its keys and arguments).
@@ -152,7 +153,7 @@ impl Named {
     /// code, never of the input) are a client error, not sent.
     async fn call<T: redis::FromRedisValue>(
         &self,
-        c: &mut ConnectionManager,
+        c: &mut Connection,
         args: Args,
     ) -> redis::RedisResult<T> {
         let slots = args.slots().map_err(|e| {
@@ -229,13 +230,20 @@ type JobFields = (
     Option<String>,
 );
 
-/// What a worker reads of an item's job: `cancelled`, `depth`, `nodes`, `hash`.
-pub(super) type ItemJob = (Option<String>, Option<u32>, Option<u64>, Option<usize>);
+/// What a worker reads of an item's job: `cancelled`, `depth`, `nodes`, `hash`, `trace` (the
+/// `traceparent` of its `SubmitJob` call, empty without traces).
+pub(super) type ItemJob = (
+    Option<String>,
+    Option<u32>,
+    Option<u64>,
+    Option<usize>,
+    Option<String>,
+);
 
 /// The service's side of jobs on Redis: submission, status, results, cancellation. Workers
 /// are [`run_workers`].
 pub struct RedisJobs {
-    conn: Arc<OnceLock<ConnectionManager>>,
+    conn: Arc<OnceLock<Connection>>,
     scripts: Scripts,
     config: BatchConfig,
 }
@@ -281,7 +289,7 @@ impl RedisJobs {
         }
     }
 
-    fn conn(&self) -> Result<ConnectionManager, AnalysisError> {
+    fn conn(&self) -> Result<Connection, AnalysisError> {
         self.conn.get().cloned().ok_or_else(|| {
             AnalysisError::Unavailable("the job store is not connected to Redis yet".into())
         })
@@ -330,7 +338,11 @@ impl RedisJobs {
             .set("nodes", nodes)
             .set("hash", spec.hash_mib)
             .set("owner", caller.hex())
-            .set("items", record::pack(&items));
+            .set("items", record::pack(&items))
+            .set(
+                "trace",
+                arbiter_kit::trace::traceparent().unwrap_or_default(),
+            );
         let (what, detail): (String, String) = self
             .scripts
             .submit

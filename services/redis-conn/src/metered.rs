@@ -1,0 +1,181 @@
+//! A Redis connection that measures its round trips for Prometheus, per store:
+//! `arbiter_redis_round_trips_total{store,kind}`, `arbiter_redis_round_trip_duration_seconds
+//! {store,kind}` (kind: `command`, `script` for `EVALSHA`/`EVAL`, `pipeline`) and
+//! `arbiter_redis_errors_total{store,kind}` (kind: `connection`, `timeout`, `server`). The
+//! handles are resolved once per store, so a round trip costs a few atomic adds more; without a
+//! metrics recorder they record nothing.
+
+use arbiter_kit::metrics::Resolved;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What a round trip was.
+#[derive(Clone, Copy)]
+enum Kind {
+    Command = 0,
+    Script = 1,
+    Pipeline = 2,
+}
+
+const KINDS: [&str; 3] = ["command", "script", "pipeline"];
+const ERRORS: [&str; 3] = ["connection", "timeout", "server"];
+
+/// The metric handles of one store.
+struct Meter {
+    trips: [metrics::Counter; 3],
+    durations: [metrics::Histogram; 3],
+    errors: [metrics::Counter; 3],
+}
+
+impl Meter {
+    fn new(store: &'static str) -> Meter {
+        let errors = ERRORS.map(|kind| {
+            let c =
+                metrics::counter!("arbiter_redis_errors_total", "store" => store, "kind" => kind);
+            // Listed at 0 from the start, so that a rate over them exists before any error.
+            c.increment(0);
+            c
+        });
+        Meter {
+            trips: KINDS.map(|kind| {
+                metrics::counter!("arbiter_redis_round_trips_total", "store" => store, "kind" => kind)
+            }),
+            durations: KINDS.map(|kind| {
+                metrics::histogram!(
+                    "arbiter_redis_round_trip_duration_seconds",
+                    "store" => store,
+                    "kind" => kind
+                )
+            }),
+            errors,
+        }
+    }
+
+    async fn measure<T>(&self, kind: Kind, trip: RedisFuture<'_, T>) -> redis::RedisResult<T> {
+        let began = Instant::now();
+        let result = trip.await;
+        let i = kind as usize;
+        self.trips[i].increment(1);
+        self.durations[i].record(began.elapsed().as_secs_f64());
+        if let Err(e) = &result {
+            let which = if e.is_timeout() {
+                1
+            } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+                0
+            } else {
+                2
+            };
+            self.errors[which].increment(1);
+        }
+        result
+    }
+}
+
+/// A store's meter, resolved once metrics are on.
+struct Store {
+    name: &'static str,
+    meter: Resolved<Meter>,
+}
+
+/// A [`ConnectionManager`] whose round trips are measured under its store's name. Cloning
+/// shares the connection and the meter, as a `ConnectionManager`'s clone does.
+#[derive(Clone)]
+pub struct Connection {
+    inner: ConnectionManager,
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// `inner`, measured as `store` (a fixed name: it is a label value).
+    pub fn new(inner: ConnectionManager, store: &'static str) -> Connection {
+        Connection {
+            inner,
+            store: Arc::new(Store {
+                name: store,
+                meter: Resolved::new(),
+            }),
+        }
+    }
+}
+
+/// Measures `trip` with `store`'s meter, if metrics are on; a script is a span of its own when
+/// traces are on.
+async fn measure<T>(
+    store: Arc<Store>,
+    kind: Kind,
+    trip: RedisFuture<'_, T>,
+) -> redis::RedisResult<T> {
+    use tracing::Instrument;
+    let trip = async {
+        match store.meter.get(|| Meter::new(store.name)) {
+            Some(meter) => meter.measure(kind, trip).await,
+            None => trip.await,
+        }
+    };
+    if matches!(kind, Kind::Script) && arbiter_kit::trace::enabled() {
+        let span = tracing::info_span!(
+            "redis script",
+            otel.name = "redis.script",
+            otel.kind = "client",
+            store = store.name
+        );
+        trip.instrument(span).await
+    } else {
+        trip.await
+    }
+}
+
+/// Whether `cmd` runs a script.
+fn is_script(cmd: &Cmd) -> bool {
+    matches!(
+        cmd.args_iter().next(),
+        Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"EVALSHA") || name.eq_ignore_ascii_case(b"EVAL")
+    )
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let kind = if is_script(cmd) {
+            Kind::Script
+        } else {
+            Kind::Command
+        };
+        let trip = self.inner.req_packed_command(cmd);
+        Box::pin(measure(Arc::clone(&self.store), kind, trip))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let trip = self.inner.req_packed_commands(cmd, offset, count);
+        Box::pin(measure(Arc::clone(&self.store), Kind::Pipeline, trip))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_are_told_from_commands() {
+        assert!(is_script(redis::cmd("EVALSHA").arg("abc").arg(0)));
+        assert!(is_script(redis::cmd("eval").arg("return 1").arg(0)));
+        assert!(!is_script(redis::cmd("GET").arg("k")));
+        assert!(!is_script(&redis::Cmd::new()));
+    }
+}
