@@ -165,6 +165,16 @@ async fn a_wave_and_a_batch_job_are_each_one_trace_across_services() {
         .collect();
     assert_eq!(games.len(), 1, "{:?}", names(&spans));
     assert_eq!(games[0].parent_span_id, submit.span_id);
+    // Its positions' searches are spans under the game's.
+    assert!(
+        spans
+            .iter()
+            .filter(|s| s.name == "analysis.search" && s.parent_span_id == games[0].span_id)
+            .count()
+            >= 3,
+        "{:?}",
+        names(&spans)
+    );
     // Its result was recorded by a script within the game's span.
     assert!(spans.iter().any(|s| s.name == "redis.script"
         && s.trace_id == submit.trace_id

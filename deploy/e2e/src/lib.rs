@@ -52,7 +52,8 @@
 //! 5. **What Prometheus saw.** The topology's Prometheus (scraping every container every 5 s)
 //!    is asked through its HTTP API for the day: chess and bughouse moves applied, the flag
 //!    (`arbiter_flag_delay_seconds`, a match ended by `timeout`), the job submitted and games
-//!    analysed, Redis scripts run, every Arbiter target up; and every metric named by the
+//!    analysed, Redis scripts run, four live searches (`BestMove` through the proxy, made for
+//!    this step) with their queue waits, every Arbiter target up; and every metric named by the
 //!    dashboards and alert rules of `deploy/observability/` is among the names it scraped.
 //!
 //! Calls are retried the way a platform's client would (exponential backoff with jitter on

@@ -1,5 +1,6 @@
-//! Step 5: what the topology's Prometheus saw of the day: the moves played, the flag caused and
-//! the job run, and every metric that a dashboard or an alert names in a live scrape.
+//! Step 5: what the topology's Prometheus saw of the day: the moves played, the flag caused,
+//! the job run and a few live searches, and every metric that a dashboard or an alert names in
+//! a live scrape.
 
 use super::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -125,8 +126,33 @@ fn names_used(root: &std::path::Path) -> Result<std::collections::BTreeSet<Strin
 pub(super) async fn check_metrics(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result<String, String> {
     say(
         d.began,
-        "Prometheus: the day's moves, flag and job; the dashboards' metrics",
+        "Prometheus: the day's moves, flag, job and live searches; the dashboards' metrics",
     );
+    // A few live searches through the proxy (to both analysis replicas, as it balances), so
+    // that the live-analysis series exist too.
+    for _ in 0..4 {
+        let c = d.ctx.analysis();
+        let request = an::BestMoveRequest {
+            position: Some(common::Position {
+                variant: common::Variant::Chess as i32,
+                ..common::Position::default()
+            }),
+            limits: Some(an::SearchLimits {
+                depth: 6,
+                ..an::SearchLimits::default()
+            }),
+            ..an::BestMoveRequest::default()
+        };
+        d.ctx
+            .retries
+            .call(|| {
+                let mut c = c.clone();
+                let r = d.ctx.analysis_request(request.clone());
+                async move { c.best_move(r).await }
+            })
+            .await
+            .map_err(|s| status_text("BestMove", &s))?;
+    }
     // Counters restart with a replica (the day restarts several): the largest value each
     // series reached over the day, summed, is a lower bound of what happened.
     let over_day = |metric: &str| format!("sum(max_over_time({metric}[1h]))");
@@ -165,6 +191,12 @@ pub(super) async fn check_metrics(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result
         1.0,
     )
     .await?;
+    let searches = at_least(
+        &over_day("arbiter_analysis_searches_total{kind=\"live\"}"),
+        4.0,
+    )
+    .await?;
+    at_least(&over_day("arbiter_analysis_queue_wait_seconds_count"), 4.0).await?;
     // Every Arbiter target is up.
     let down = number("count(up{job=~\"arbiter-.*\"} == 0)").await?;
     if down > 0.0 {
@@ -191,7 +223,8 @@ pub(super) async fn check_metrics(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result
     }
     Ok(format!(
         "Prometheus saw at least {moves} of {} moves, {flags} flag(s), {jobs} job(s), {games} \
-         games analysed; the {} metrics of the dashboards and alerts all scraped",
+         games analysed, {searches} live searches; the {} metrics of the dashboards and alerts \
+         all scraped",
         total_moves(hosted),
         used.len()
     ))

@@ -527,7 +527,8 @@ fn verdict_of(j: Option<Judgement>) -> Verdict {
 }
 
 /// The engine's evaluation of one position of a batch job, counted in
-/// `arbiter_analysis_searches_total{kind="batch"}` and `arbiter_analysis_nodes_total`.
+/// `arbiter_analysis_searches_total{kind="batch"}` and `arbiter_analysis_nodes_total`, in a
+/// span of its own (a child of the worker's game span, when there is one).
 fn evaluate_position(
     pos: &AnyPosition,
     history: &[u64],
@@ -535,9 +536,17 @@ fn evaluate_position(
     stop: &AtomicBool,
     time: &dyn TimeSource,
 ) -> PositionEval {
+    let span = tracing::info_span!(
+        "analysis search",
+        otel.name = "analysis.search",
+        variant = %pos.variant(),
+        nodes = tracing::field::Empty
+    );
+    let _entered = span.enter();
     let eval = arbiter_engine::review::evaluate_position(pos, history, settings, stop, time);
     if eval.reported.is_some() {
         crate::metrics::searched("batch", eval.nodes);
+        span.record("nodes", eval.nodes);
     }
     eval
 }

@@ -459,7 +459,10 @@ async fn analyse_item(
     let done = Arc::new(AtomicU64::new(0));
     let mut analysis = {
         let (stop, done, time) = (Arc::clone(&stop), Arc::clone(&done), Arc::clone(&ctx.time));
+        // The game's span, for the searches' own on the blocking thread.
+        let game_span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
+            let _entered = game_span.enter();
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 analyse_game(index, &spec.games[0], &spec, &stop, &*time, &mut || {
                     done.fetch_add(1, Ordering::Relaxed);
