@@ -32,6 +32,18 @@ impl Variant {
         Variant::ByzantineCitadel,
     ];
 
+    /// This variant's place in [`Variant::ALL`] (for tables indexed by variant).
+    pub const fn index(self) -> usize {
+        match self {
+            Variant::Chess => 0,
+            Variant::Crazyhouse => 1,
+            Variant::Bughouse => 2,
+            Variant::Glinski => 3,
+            Variant::Byzantine => 4,
+            Variant::ByzantineCitadel => 5,
+        }
+    }
+
     /// The stable machine name (`chess`, `crazyhouse`, `bughouse`, `glinski`, `byzantine`,
     /// `byzantine-citadel`).
     pub const fn name(self) -> &'static str {
@@ -117,6 +129,13 @@ impl FromStr for Variant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn indices_are_places_in_all() {
+        for (i, v) in Variant::ALL.into_iter().enumerate() {
+            assert_eq!(v.index(), i, "{v}");
+        }
+    }
 
     #[test]
     fn names_round_trip() {

@@ -12,13 +12,6 @@ use arbiter_kit::metrics::Resolved;
 /// the service's hottest path.
 static APPLIED: Resolved<Vec<metrics::Counter>> = Resolved::new();
 
-fn variant_index(variant: Variant) -> usize {
-    Variant::ALL
-        .iter()
-        .position(|v| *v == variant)
-        .unwrap_or_default()
-}
-
 /// A move was applied (not a retry answered from memory) in a match of `variant`.
 pub(crate) fn move_applied(variant: Variant) {
     let counters = APPLIED.get(|| {
@@ -28,7 +21,7 @@ pub(crate) fn move_applied(variant: Variant) {
             .collect()
     });
     if let Some(counters) = counters {
-        counters[variant_index(variant)].increment(1);
+        counters[variant.index()].increment(1);
     }
 }
 

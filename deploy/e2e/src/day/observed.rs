@@ -156,47 +156,27 @@ pub(super) async fn check_metrics(d: &Day<'_>, hosted: &[Arc<Hosted>]) -> Result
     // Counters restart with a replica (the day restarts several): the largest value each
     // series reached over the day, summed, is a lower bound of what happened.
     let over_day = |metric: &str| format!("sum(max_over_time({metric}[1h]))");
-    let moves = at_least(&over_day("arbiter_match_moves_applied_total"), 1.0).await?;
-    for variant in ["chess", "bughouse"] {
-        at_least(
-            &over_day(&format!(
-                "arbiter_match_moves_applied_total{{variant=\"{variant}\"}}"
-            )),
+    // What the day did, and the least Prometheus must have seen of each.
+    let expected: [(&str, f64); 10] = [
+        ("arbiter_match_moves_applied_total", 1.0),
+        ("arbiter_match_moves_applied_total{variant=\"chess\"}", 1.0),
+        (
+            "arbiter_match_moves_applied_total{variant=\"bughouse\"}",
             1.0,
-        )
-        .await?;
+        ),
+        ("arbiter_flag_delay_seconds_count{game=\"match\"}", 1.0),
+        ("arbiter_matches_ended_total{reason=\"timeout\"}", 1.0),
+        ("arbiter_analysis_jobs_total{state=\"submitted\"}", 1.0),
+        ("arbiter_analysis_games_total{outcome=\"analysed\"}", 1.0),
+        ("arbiter_redis_round_trips_total{kind=\"script\"}", 1.0),
+        ("arbiter_analysis_searches_total{kind=\"live\"}", 4.0),
+        ("arbiter_analysis_queue_wait_seconds_count", 4.0),
+    ];
+    let mut seen = [0.0; 10];
+    for (value, (metric, min)) in seen.iter_mut().zip(expected) {
+        *value = at_least(&over_day(metric), min).await?;
     }
-    let flags = at_least(
-        &over_day("arbiter_flag_delay_seconds_count{game=\"match\"}"),
-        1.0,
-    )
-    .await?;
-    at_least(
-        &over_day("arbiter_matches_ended_total{reason=\"timeout\"}"),
-        1.0,
-    )
-    .await?;
-    let jobs = at_least(
-        &over_day("arbiter_analysis_jobs_total{state=\"submitted\"}"),
-        1.0,
-    )
-    .await?;
-    let games = at_least(
-        &over_day("arbiter_analysis_games_total{outcome=\"analysed\"}"),
-        1.0,
-    )
-    .await?;
-    at_least(
-        &over_day("arbiter_redis_round_trips_total{kind=\"script\"}"),
-        1.0,
-    )
-    .await?;
-    let searches = at_least(
-        &over_day("arbiter_analysis_searches_total{kind=\"live\"}"),
-        4.0,
-    )
-    .await?;
-    at_least(&over_day("arbiter_analysis_queue_wait_seconds_count"), 4.0).await?;
+    let [moves, _, _, flags, _, jobs, games, _, searches, _] = seen;
     // Every Arbiter target is up.
     let down = number("count(up{job=~\"arbiter-.*\"} == 0)").await?;
     if down > 0.0 {

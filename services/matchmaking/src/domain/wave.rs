@@ -230,12 +230,8 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             for pool in pools {
                 match self.wave(&pool).await {
                     Ok(report) => {
-                        if let Some(v) = Pool::from_name(&pool).and_then(|p| {
-                            arbiter_core::Variant::ALL
-                                .iter()
-                                .position(|v| *v == p.variant)
-                        }) {
-                            waiting[v] += report.waiting;
+                        if let Some(p) = Pool::from_name(&pool) {
+                            waiting[p.variant.index()] += report.waiting;
                         }
                         if report.ran && (report.created > 0 || report.failed > 0) {
                             tracing::info!(%pool, ?report, "wave");
@@ -351,23 +347,6 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             return Ok(report);
         };
         let since = self.store.now().await?;
-        let variant = pool.variant.name();
-        let waited = metrics::histogram!("arbiter_matchmaking_wait_seconds", "variant" => variant);
-        let mut paired = 0;
-        for ((_, members), _) in pairings
-            .iter()
-            .zip(&plan.pairings)
-            .zip(&done)
-            .filter(|(_, ok)| **ok)
-        {
-            for m in members {
-                paired += 1;
-                #[allow(clippy::cast_precision_loss)]
-                waited.record(since.saturating_sub(m.joined_at) as f64 / 1000.0);
-            }
-        }
-        metrics::counter!("arbiter_matchmaking_players_paired_total", "variant" => variant)
-            .increment(paired);
         let committed: Vec<Making> = pairings
             .iter()
             .zip(plan.pairings)
@@ -379,6 +358,16 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 since,
             })
             .collect();
+        let variant = pool.variant.name();
+        let waited = metrics::histogram!("arbiter_matchmaking_wait_seconds", "variant" => variant);
+        let mut paired = 0;
+        for m in committed.iter().flat_map(|m| &m.members) {
+            paired += 1;
+            #[allow(clippy::cast_precision_loss)]
+            waited.record(since.saturating_sub(m.joined_at) as f64 / 1000.0);
+        }
+        metrics::counter!("arbiter_matchmaking_players_paired_total", "variant" => variant)
+            .increment(paired);
         let results: Vec<Result<Finished, StoreError>> = futures_util::stream::iter(committed)
             .map(|m| async move { self.finish(pool, pool_name, &m).await })
             .buffer_unordered(self.tuning.create_concurrency.max(1))
