@@ -17,7 +17,9 @@ pub mod texel;
 pub mod uci;
 
 use arbiter_core::pgn::read_games;
-use arbiter_core::{AnyPosition, Game, Locale, Notation, Position, RuleOptions, Variant};
+use arbiter_core::{
+    AnyPosition, Game, Locale, Notation, Position, RuleOptions, TextStyle, Variant,
+};
 use std::fmt;
 
 /// Why a command failed; its message says what and where.
@@ -107,6 +109,22 @@ pub fn load_position(
     AnyPosition::with_rules(variant, position, &options).map_err(|e| match e.field() {
         "rules" => CliError::input("--rule", format!("{e}")),
         "variant" => CliError::input("--variant", format!("{e}")),
+        _ => CliError::input("--position", format!("{e}")),
+    })
+}
+
+/// [`load_position`] read leniently (`--lenient`): castling rights that do not fit the board
+/// and impossible en passant squares are dropped, and the corrections returned for the caller
+/// to report. An empty `position` is the variant's start.
+pub fn load_position_lenient(
+    variant: Variant,
+    position: &str,
+    rules: &[String],
+) -> Result<(AnyPosition, Vec<arbiter_core::chess::Correction>), CliError> {
+    let options = RuleOptions::parse(rules.iter().map(String::as_str))
+        .map_err(|e| CliError::input("--rule", format!("{e}")))?;
+    AnyPosition::with_rules_lenient(variant, position, &options).map_err(|e| match e.field() {
+        "rules" => CliError::input("--rule", format!("{e}")),
         _ => CliError::input("--position", format!("{e}")),
     })
 }
@@ -254,20 +272,22 @@ pub fn perft(pos: &AnyPosition, depth: u32, divide: bool) -> String {
     out
 }
 
-/// `arbiter show`: the position after `moves` as a text diagram, or as SVG with the last move
-/// highlighted.
+/// `arbiter show`: the position after `moves` as a text diagram with its pieces written in
+/// `style` (letters, or Unicode symbols for `--symbols`), or as SVG with the last move
+/// highlighted (`svg`; the style does not apply to the picture).
 pub fn show(
     pos: AnyPosition,
     moves: &[String],
     locale: Locale,
     svg: bool,
+    style: TextStyle,
 ) -> Result<String, CliError> {
     let game = replay(pos, moves, locale)?;
     let pos = game.position();
     Ok(if svg {
         pos.render_svg(game.moves().last().copied())
     } else {
-        pos.render_text()
+        pos.render_text_with(style)
     })
 }
 

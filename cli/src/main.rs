@@ -2,7 +2,7 @@
 //! library half of this crate and in `arbiter-core`.
 
 use arbiter_cli::{CliError, load_position};
-use arbiter_core::{Chess, Glinski, Locale, Variant};
+use arbiter_core::{Chess, Glinski, Locale, TextStyle, Variant};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -44,13 +44,19 @@ impl From<LocaleArg> for Locale {
 
 #[derive(clap::Args, Debug)]
 struct PositionArgs {
-    /// Variant name (chess, crazyhouse, bughouse, glinski, byzantine, byzantine-citadel).
+    /// Variant name (chess, crazyhouse, bughouse, glinski, byzantine, byzantine-citadel,
+    /// chess960).
     #[arg(long, default_value = "chess", value_parser = parse_variant)]
     variant: Variant,
-    /// The position string (FEN for chess, the hexchess string for Glinski); the variant's start
-    /// position when absent.
+    /// The position string (FEN for chess; X-FEN, Shredder-FEN or a start position's number
+    /// 0-959 for chess960; the hexchess string for Glinski); the variant's start position when
+    /// absent (chess960: 518, the classical arrangement).
     #[arg(long)]
     position: Option<String>,
+    /// Read the position as python-chess does: castling rights that do not fit the board and
+    /// impossible en passant squares are dropped, each correction reported on stderr.
+    #[arg(long)]
+    lenient: bool,
     /// A rule option NAME=VALUE, repeatable (Byzantine: stalemate=wins|loses,
     /// facing_pawns=on|off).
     #[arg(long = "rule", value_name = "NAME=VALUE")]
@@ -59,7 +65,18 @@ struct PositionArgs {
 
 impl PositionArgs {
     fn load(&self) -> Result<arbiter_core::AnyPosition, CliError> {
-        load_position(self.variant, self.position.as_deref(), &self.rules)
+        if !self.lenient {
+            return load_position(self.variant, self.position.as_deref(), &self.rules);
+        }
+        let (pos, corrections) = arbiter_cli::load_position_lenient(
+            self.variant,
+            self.position.as_deref().unwrap_or_default(),
+            &self.rules,
+        )?;
+        for c in corrections {
+            eprintln!("note: --position {}: {c}", c.field());
+        }
+        Ok(pos)
     }
 }
 
@@ -206,8 +223,8 @@ enum Command {
         #[command(subcommand)]
         step: TexelStep,
     },
-    /// Speak UCI on stdin/stdout (standard chess and crazyhouse, through `UCI_Variant`), for
-    /// chess GUIs and python-chess.
+    /// Speak UCI on stdin/stdout (standard chess, Chess960 through `UCI_Chess960`, crazyhouse
+    /// through `UCI_Variant`), for chess GUIs and python-chess.
     Uci,
     /// Print the board as a text diagram, or as SVG with --svg (pieces as figures).
     Show {
@@ -216,6 +233,11 @@ enum Command {
         /// Print an SVG picture instead of text (the last move highlighted).
         #[arg(long)]
         svg: bool,
+        /// Write the pieces of the text diagram as Unicode chess symbols (White ♔♕♖♗♘♙, Black
+        /// ♚♛♜♝♞♟; Byzantine elephant ♗/♝, counselor ♕/♛) instead of letters. Text only: refused
+        /// together with --svg.
+        #[arg(long, conflicts_with = "svg")]
+        symbols: bool,
         /// SAN piece letters of the moves.
         #[arg(long, value_enum, default_value = "english")]
         locale: LocaleArg,
@@ -847,9 +869,17 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Show {
             pos,
             svg,
+            symbols,
             locale,
             moves,
-        } => arbiter_cli::show(pos.load()?, &moves, locale.into(), svg)?,
+        } => {
+            let style = if symbols {
+                TextStyle::Symbols
+            } else {
+                TextStyle::Letters
+            };
+            arbiter_cli::show(pos.load()?, &moves, locale.into(), svg, style)?
+        }
         Command::Serve { server } => serve(*server)?,
         Command::Worker { worker } => run_worker(&worker)?,
         Command::Keys {

@@ -1,8 +1,9 @@
-//! `arbiter uci`: the engine behind the UCI protocol, for standard chess and crazyhouse
-//! (`UCI_Variant`), so that chess GUIs and python-chess can drive it.
+//! `arbiter uci`: the engine behind the UCI protocol, for standard chess, Chess960
+//! (`UCI_Chess960`: X-FEN or Shredder-FEN positions, castling as the king taking its own rook)
+//! and crazyhouse (`UCI_Variant`), so that chess GUIs and python-chess can drive it.
 //!
 //! Commands: `uci`, `isready`, `setoption` (`Hash`, `Threads`, `MultiPV`, `Move Overhead`,
-//! `UCI_Variant`), `ucinewgame`, `position (startpos | fen FEN) [moves …]`, `go` (`wtime btime
+//! `UCI_Variant`, `UCI_Chess960`), `ucinewgame`, `position (startpos | fen FEN) [moves …]`, `go` (`wtime btime
 //! winc binc movestogo depth nodes movetime mate infinite ponder`), `stop`, `ponderhit`, `quit`.
 //! The search runs on its own thread; the input loop keeps reading, so `stop` and `isready`
 //! are answered during a search. A search under `infinite` or `ponder` reports `bestmove` only
@@ -66,6 +67,9 @@ pub struct Session {
     multipv: usize,
     overhead_ms: u64,
     crazyhouse: bool,
+    /// `UCI_Chess960`: FEN read as Chess960 (X-FEN or Shredder-FEN) and castling written as the
+    /// king taking its own rook.
+    chess960: bool,
     board: Board,
     engines: Arc<Mutex<Engines>>,
     running: Option<Running>,
@@ -79,9 +83,12 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn start_board(crazyhouse: bool) -> Board {
+fn start_board(crazyhouse: bool, chess960: bool) -> Board {
     if crazyhouse {
         Board::Crazyhouse(Crazyhouse::new(HouseRules::Crazyhouse), Vec::new())
+    } else if chess960 {
+        let classical = Chess::chess960_start(arbiter_core::chess::chess960::CLASSICAL);
+        Board::Chess(classical.expect("in range"), Vec::new())
     } else {
         Board::Chess(Chess::new(), Vec::new())
     }
@@ -97,7 +104,8 @@ impl Session {
             multipv: 1,
             overhead_ms: 30,
             crazyhouse: false,
-            board: start_board(false),
+            chess960: false,
+            board: start_board(false, false),
             engines: Arc::new(Mutex::new(Engines {
                 chess: Engine::new(hash_mib),
                 crazyhouse: Engine::new(hash_mib),
@@ -142,6 +150,10 @@ impl Session {
                     &self.out,
                     "option name UCI_Variant type combo default chess var chess var crazyhouse",
                 );
+                say(
+                    &self.out,
+                    "option name UCI_Chess960 type check default false",
+                );
                 say(&self.out, "uciok");
             }
             "isready" => say(&self.out, "readyok"),
@@ -152,7 +164,7 @@ impl Session {
                 e.chess.clear();
                 e.crazyhouse.clear();
                 drop(e);
-                self.board = start_board(self.crazyhouse);
+                self.board = start_board(self.crazyhouse, self.chess960);
             }
             "position" => {
                 self.finish();
@@ -230,7 +242,15 @@ impl Session {
             "uci_variant" => match value {
                 "chess" | "crazyhouse" => {
                     self.crazyhouse = value == "crazyhouse";
-                    self.board = start_board(self.crazyhouse);
+                    self.board = start_board(self.crazyhouse, self.chess960);
+                    Some(())
+                }
+                _ => None,
+            },
+            "uci_chess960" => match value {
+                "true" | "false" => {
+                    self.chess960 = value == "true";
+                    self.board = start_board(self.crazyhouse, self.chess960);
                     Some(())
                 }
                 _ => None,
@@ -255,7 +275,7 @@ impl Session {
             .unwrap_or(args.len());
         let (setup, moves) = (&args[..moves_at], args.get(moves_at + 1..).unwrap_or(&[]));
         let board = match setup.split_first() {
-            Some((&"startpos", [])) => start_board(self.crazyhouse),
+            Some((&"startpos", [])) => start_board(self.crazyhouse, self.chess960),
             Some((&"fen", fen)) if !fen.is_empty() => {
                 let fen = fen.join(" ");
                 if self.crazyhouse {
@@ -264,7 +284,7 @@ impl Session {
                     Board::Crazyhouse(zh, Vec::new())
                 } else {
                     Board::Chess(
-                        Chess::from_fen(&fen).map_err(|e| format!("fen: {e}"))?,
+                        Chess::from_fen_as(&fen, self.chess960).map_err(|e| format!("fen: {e}"))?,
                         Vec::new(),
                     )
                 }
@@ -535,6 +555,34 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("score mate 1"), "{text}");
+    }
+
+    #[test]
+    fn chess960_positions_and_castling() {
+        // King b1 with its rook on a1: castling long is written b1a1 (the king lands on c1, the
+        // rook on d1), and the search goes on from there.
+        let fen = "1r2k1r1/pppppppp/8/8/8/8/8/RK6 w A - 0 1";
+        let text = session(&format!(
+            "uci\nsetoption name UCI_Chess960 value true\nposition fen {fen} moves b1a1 b8a8\ngo depth 2\n"
+        ));
+        assert!(text.contains("option name UCI_Chess960 type check default false"));
+        assert!(!text.contains("error"), "{text}");
+        assert!(text.contains("bestmove "), "{text}");
+        // Without UCI_Chess960 the right on a king off the e file is refused, pointing at
+        // Chess960; `startpos` under UCI_Chess960 is the classical arrangement.
+        let text = session(&format!("position fen {fen}\nisready\n"));
+        assert!(
+            text.contains("info string error") && text.contains("chess960"),
+            "{text}"
+        );
+        let text = session(
+            "setoption name UCI_Chess960 value true\nposition startpos moves e1h1\nisready\n",
+        );
+        assert!(text.contains("error"), "castling through pieces: {text}");
+        let text = session(
+            "setoption name UCI_Chess960 value true\nposition startpos moves g1f3 g8f6 g2g3 g7g6 f1g2 f8g7 e1h1 e8h8\nisready\n",
+        );
+        assert!(!text.contains("error"), "{text}");
     }
 
     #[test]

@@ -512,6 +512,79 @@ fn glinski_through_the_cli() {
     );
 }
 
+/// Each line's length in characters.
+fn widths(text: &str) -> Vec<usize> {
+    text.lines().map(|l| l.chars().count()).collect()
+}
+
+#[test]
+fn show_with_symbols_in_every_variant() {
+    let out = arbiter(&["show", "--symbols", "e4", "e5", "Nf3"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "8 ♜ ♞ ♝ ♛ ♚ ♝ ♞ ♜\n7 ♟ ♟ ♟ ♟ . ♟ ♟ ♟\n6 . . . . . . . .\n5 . . . . ♟ . . .\n\
+         4 . . . . ♙ . . .\n3 . . . . . ♘ . .\n2 ♙ ♙ ♙ ♙ . ♙ ♙ ♙\n1 ♖ ♘ ♗ ♕ ♔ ♗ . ♖\n\
+         \x20 a b c d e f g h\nblack to move\n"
+    );
+    // Without the flag, letters as before.
+    let letters = stdout(&arbiter(&["show", "e4", "e5", "Nf3"], None));
+    assert!(letters.starts_with("8 r n b q k b n r\n"), "{letters}");
+    // Crazyhouse: the pieces in hand as symbols too, White's then Black's.
+    let out = arbiter(
+        &[
+            "show",
+            "--variant",
+            "crazyhouse",
+            "--symbols",
+            "e4",
+            "d5",
+            "exd5",
+        ],
+        None,
+    );
+    let text = stdout(&out);
+    assert!(
+        text.ends_with("  a b c d e f g h\nin hand: ♙ | -\nblack to move\n"),
+        "{text}"
+    );
+    // Glinski: the hex grid keeps its shape, a symbol in each letter's place.
+    let out = arbiter(&["show", "--variant", "glinski", "--symbols"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let symbols = stdout(&out);
+    let letters = stdout(&arbiter(&["show", "--variant", "glinski"], None));
+    assert_eq!(symbols.lines().count(), 23);
+    assert_eq!(widths(&symbols), widths(&letters));
+    assert_eq!(
+        symbols.lines().next(),
+        Some(&*format!("{}♝", " ".repeat(22)))
+    );
+    assert_eq!(
+        symbols.lines().nth(19),
+        Some(&*format!("{}♕{}♔", " ".repeat(18), " ".repeat(7)))
+    );
+    assert_eq!(symbols.matches(['♙', '♟']).count(), 18);
+    // Byzantine: elephants as bishops, counselors as queens, pawns with their direction.
+    for variant in ["byzantine", "byzantine-citadel"] {
+        let symbols = stdout(&arbiter(&["show", "--variant", variant, "--symbols"], None));
+        let letters = stdout(&arbiter(&["show", "--variant", variant], None));
+        assert_eq!(widths(&symbols), widths(&letters), "{symbols}");
+        assert_eq!(symbols.matches(['♗', '♝']).count(), 4, "{symbols}");
+        assert_eq!(symbols.matches(['♕', '♛']).count(), 2, "{symbols}");
+        assert_eq!(
+            symbols.matches("♙+").count() + symbols.matches("♟+").count(),
+            8
+        );
+    }
+    // Text only: refused with --svg.
+    assert_fails(&["show", "--svg", "--symbols"], None, "--symbols");
+    assert_fails(
+        &["show", "--variant", "glinski", "--symbols", "--svg"],
+        None,
+        "cannot be used with",
+    );
+}
+
 #[test]
 fn play_status_and_pgn_happy_paths() {
     let out = arbiter(&["play", "e4", "e7e5", "Nf3"], None);
@@ -1066,4 +1139,108 @@ fn analyze_pgn_annotates_games_and_reports_progress() {
     let out = arbiter(&["analyze-pgn", "-"], Some("1. e4 e5 2. Ke3 *\n"));
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("game 1:"), "{}", stderr(&out));
+}
+
+/// Chess960 through the binary: perft of the published suite's first positions (Shredder-FEN),
+/// a start position by number, castling in both UCI forms, PGN with its variant tag.
+#[test]
+fn chess960_perft_moves_and_pgn() {
+    let cases = suite("chess960.perft");
+    let mut ran = 0;
+    for (fen, depth, nodes) in cases.iter().take(60) {
+        if *depth > 3 {
+            continue;
+        }
+        let d = depth.to_string();
+        let out = arbiter(
+            &[
+                "perft",
+                "--variant",
+                "chess960",
+                "--position",
+                fen,
+                "--depth",
+                &d,
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            stdout(&out).lines().last(),
+            Some(nodes.to_string().as_str()),
+            "{fen}"
+        );
+        ran += 1;
+    }
+    assert!(ran >= 30);
+    // Start position 0 by number: python-chess counts 400 at depth 2.
+    let out = arbiter(
+        &[
+            "perft",
+            "--variant",
+            "chess960",
+            "--position",
+            "0",
+            "--depth",
+            "2",
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out).lines().last(), Some("400"), "{}", stderr(&out));
+    // Castling listed as the king taking its rook.
+    let out = arbiter(
+        &[
+            "moves",
+            "--variant",
+            "chess960",
+            "--position",
+            "1r4k1/8/8/8/8/8/8/R5KR w HA - 0 1",
+        ],
+        None,
+    );
+    let moves = stdout(&out);
+    assert!(
+        moves.lines().any(|l| l == "g1h1") && moves.lines().any(|l| l == "g1a1"),
+        "{moves}"
+    );
+    // Out of range numbers name the flag.
+    let out = arbiter(
+        &["moves", "--variant", "chess960", "--position", "960"],
+        None,
+    );
+    assert!(
+        !out.status.success() && stderr(&out).contains("--position"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `--lenient`: strict reading refuses what does not fit; lenient reading drops it and says so
+/// on stderr, one line per correction.
+#[test]
+fn lenient_position_reading() {
+    let fen = "4k3/8/8/8/8/8/8/1R2K3 w KQ e6 0 1";
+    let strict = arbiter(&["moves", "--position", fen], None);
+    assert!(!strict.status.success());
+    assert!(stderr(&strict).contains("castling"), "{}", stderr(&strict));
+    let lenient = arbiter(&["moves", "--lenient", "--position", fen], None);
+    assert!(lenient.status.success(), "{}", stderr(&lenient));
+    let notes = stderr(&lenient);
+    assert_eq!(
+        notes
+            .lines()
+            .filter(|l| l.starts_with("note: --position"))
+            .count(),
+        3,
+        "{notes}"
+    );
+    assert!(
+        notes.contains("en_passant") && notes.contains("e6"),
+        "{notes}"
+    );
+    assert!(stdout(&lenient).lines().any(|l| l == "e1d1"));
+    // Nothing to correct: nothing said.
+    let clean = arbiter(&["perft", "--lenient", "--depth", "1"], None);
+    assert_eq!(stderr(&clean), "");
+    assert_eq!(stdout(&clean).lines().last(), Some("20"));
 }

@@ -6,7 +6,7 @@
 //! `dispatch!` macro below; callers do not change.
 
 use crate::byzantine::{ByzMove, Byzantine, ByzantineRules, ByzantineVariant};
-use crate::chess::{self, Chess};
+use crate::chess::{self, Chess, Correction};
 use crate::crazyhouse::{Crazyhouse, HouseRules};
 use crate::glinski::{Glinski, HexMove};
 use crate::outcome::Outcome;
@@ -161,7 +161,9 @@ impl AnyPosition {
         AnyPosition::from_optional_text(variant, Some(text))
     }
 
-    /// The position `text` (the variant's start when `None`) under the rule `options`.
+    /// The position `text` (the variant's start when `None`) under the rule `options`. For
+    /// Chess960, `text` may also be a start position's number (`0` to `959`), and `None` is
+    /// the classical arrangement (518).
     pub fn with_rules(
         variant: Variant,
         text: Option<&str>,
@@ -178,6 +180,17 @@ impl AnyPosition {
                     None => Chess::new(),
                     Some(t) => Chess::from_fen(t)?,
                 }))
+            }
+            Variant::Chess960 => {
+                options.none_for(variant).map_err(bad_option)?;
+                match text.map(str::trim) {
+                    None => AnyPosition::chess960_start(chess::chess960::CLASSICAL),
+                    // A start position by its number.
+                    Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+                        AnyPosition::chess960_start(t.parse().unwrap_or(u32::MAX))
+                    }
+                    Some(t) => Ok(AnyPosition::Chess(Chess::from_fen_as(t, true)?)),
+                }
             }
             Variant::Byzantine | Variant::ByzantineCitadel => {
                 let rules = options.byzantine().map_err(bad_option)?;
@@ -213,6 +226,66 @@ impl AnyPosition {
         }
     }
 
+    /// Chess960 start position `n` (0–959 in the standard numbering; 518 is the classical
+    /// arrangement, which is also what [`AnyPosition::start`] gives for `chess960`).
+    pub fn chess960_start(n: u32) -> Result<AnyPosition, PositionTextError> {
+        Chess::chess960_start(n)
+            .map(AnyPosition::Chess)
+            .ok_or_else(|| PositionTextError::Syntax {
+                field: "start_position",
+                message: format!(
+                    "Chess960 start positions are numbered 0 to {}, not {n}",
+                    chess::chess960::COUNT - 1
+                ),
+            })
+    }
+
+    /// [`AnyPosition::with_rules`] read leniently, as python-chess reads FEN: castling rights
+    /// that do not fit the board and en passant squares that cannot follow a double step are
+    /// dropped, and each change is returned (an empty list means the text was read as
+    /// written). An empty `text` is the variant's start, as for [`AnyPosition::with_rules`]. Only FEN-based variants (chess, Chess960, crazyhouse, bughouse) have such
+    /// fields; the others read as strictly as ever.
+    pub fn with_rules_lenient(
+        variant: Variant,
+        text: &str,
+        options: &RuleOptions,
+    ) -> Result<(AnyPosition, Vec<Correction>), PositionTextError> {
+        let bad_option = |e: RuleOptionError| PositionTextError::Syntax {
+            field: "rules",
+            message: e.0,
+        };
+        let trimmed = text.trim();
+        let start_number =
+            variant == Variant::Chess960 && trimmed.bytes().all(|b| b.is_ascii_digit());
+        if trimmed.is_empty() || start_number {
+            // A start position, by default or by number: nothing to correct.
+            let text = (!trimmed.is_empty()).then_some(trimmed);
+            return Ok((AnyPosition::with_rules(variant, text, options)?, Vec::new()));
+        }
+        match variant {
+            Variant::Chess | Variant::Chess960 => {
+                options.none_for(variant).map_err(bad_option)?;
+                let setup: chess::Setup = text.parse()?;
+                let (pos, fixes) = Chess::from_setup_lenient(setup, variant == Variant::Chess960)?;
+                Ok((AnyPosition::Chess(pos), fixes))
+            }
+            Variant::Crazyhouse | Variant::Bughouse => {
+                options.none_for(variant).map_err(bad_option)?;
+                let rules = if variant == Variant::Bughouse {
+                    HouseRules::Bughouse
+                } else {
+                    HouseRules::Crazyhouse
+                };
+                let (pos, fixes) = Crazyhouse::from_fen_lenient(text, rules)?;
+                Ok((AnyPosition::Crazyhouse(pos), fixes))
+            }
+            _ => Ok((
+                AnyPosition::with_rules(variant, Some(text), options)?,
+                Vec::new(),
+            )),
+        }
+    }
+
     /// The variant's start position when `text` is `None`, else the parsed text.
     pub fn from_optional_text(
         variant: Variant,
@@ -229,6 +302,21 @@ impl AnyPosition {
             AnyPosition::Crazyhouse(p) => to_text(p.chess().board(), p.turn(), Some(p.reserves())),
             AnyPosition::Byzantine(p) => crate::byzantine::render::to_text(p),
             AnyPosition::Glinski(p) => crate::glinski::render::to_text(p),
+        }
+    }
+
+    /// The board as text for humans, as [`render_text`](Self::render_text), with the pieces
+    /// written in `style` (FEN letters, or Unicode chess symbols; see
+    /// [`TextStyle`](crate::TextStyle)). The diagrams' geometry is the same in both styles.
+    pub fn render_text_with(&self, style: crate::text_style::TextStyle) -> String {
+        use crate::chess::render::to_text_with;
+        match self {
+            AnyPosition::Chess(p) => to_text_with(p.board(), p.turn(), None, style),
+            AnyPosition::Crazyhouse(p) => {
+                to_text_with(p.chess().board(), p.turn(), Some(p.reserves()), style)
+            }
+            AnyPosition::Byzantine(p) => crate::byzantine::render::to_text_with(p, style),
+            AnyPosition::Glinski(p) => crate::glinski::render::to_text_with(p, style),
         }
     }
 

@@ -633,6 +633,8 @@ mod state_tests {
             (Variant::Glinski, 15_921_280_074_988_302_477),
             (Variant::Byzantine, 8_833_276_265_196_659_556),
             (Variant::ByzantineCitadel, 14_557_679_208_456_325_988),
+            // Chess960's default start is the classical arrangement: the same key as chess.
+            (Variant::Chess960, 0x8351_7133_94a4_ddd5),
         ];
         assert_eq!(keys, expected, "{keys:#x?}");
     }

@@ -10,6 +10,7 @@
 //!   [`bughouse`]: the two-board match, BFEN and BPGN.
 //! - [`Glinski`]: Glinski's hexagonal chess; [`Byzantine`]: Byzantine (circular) chess.
 //! - [`AnyPosition`]: one dynamic type over every implemented variant, for services and the CLI.
+//! - [`TextStyle`]: letters or Unicode chess symbols in the text diagrams of every variant.
 //! - [`Game`]: a position plus its history, knowing every ending (automatic and claimable).
 //! - [`pgn`]: PGN reading and writing for any variant.
 //! - [`clock`]: time controls and the clock state machine (lag compensation, delays, stages).
@@ -33,6 +34,7 @@ pub mod pgn;
 pub mod position;
 pub mod position_text;
 pub mod rating;
+pub mod text_style;
 pub mod types;
 pub mod variant;
 
@@ -48,5 +50,6 @@ pub use position::{
     PerftLimits, Position, perft, perft_bounded, perft_divide, perft_divide_bounded,
 };
 pub use position_text::PositionTextError;
+pub use text_style::TextStyle;
 pub use types::{Color, Piece, Role, Square};
 pub use variant::{UnknownVariant, Variant};

@@ -19,17 +19,21 @@ pub enum Variant {
     Byzantine,
     /// Byzantine chess with citadels (`byzantine-citadel`).
     ByzantineCitadel,
+    /// Chess960 (Fischer random chess): standard chess from one of 960 start positions, with
+    /// castling generalised (`chess960`).
+    Chess960,
 }
 
 impl Variant {
     /// Every variant, in a fixed order.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 7] = [
         Variant::Chess,
         Variant::Crazyhouse,
         Variant::Bughouse,
         Variant::Glinski,
         Variant::Byzantine,
         Variant::ByzantineCitadel,
+        Variant::Chess960,
     ];
 
     /// This variant's place in [`Variant::ALL`] (for tables indexed by variant).
@@ -41,11 +45,12 @@ impl Variant {
             Variant::Glinski => 3,
             Variant::Byzantine => 4,
             Variant::ByzantineCitadel => 5,
+            Variant::Chess960 => 6,
         }
     }
 
     /// The stable machine name (`chess`, `crazyhouse`, `bughouse`, `glinski`, `byzantine`,
-    /// `byzantine-citadel`).
+    /// `byzantine-citadel`, `chess960`).
     pub const fn name(self) -> &'static str {
         match self {
             Variant::Chess => "chess",
@@ -54,6 +59,7 @@ impl Variant {
             Variant::Glinski => "glinski",
             Variant::Byzantine => "byzantine",
             Variant::ByzantineCitadel => "byzantine-citadel",
+            Variant::Chess960 => "chess960",
         }
     }
 
@@ -66,6 +72,7 @@ impl Variant {
             Variant::Glinski => "Glinski",
             Variant::Byzantine => "Byzantine",
             Variant::ByzantineCitadel => "Byzantine Citadel",
+            Variant::Chess960 => "Chess960",
         }
     }
 
@@ -84,6 +91,7 @@ impl Variant {
             "glinski" | "hexagonal" | "glinskihexagonal" => Variant::Glinski,
             "byzantine" | "circular" | "byzantinechess" => Variant::Byzantine,
             "byzantinecitadel" | "citadel" => Variant::ByzantineCitadel,
+            "chess960" | "960" | "fischerandom" | "fischerrandom" | "frc" => Variant::Chess960,
             _ => return None,
         })
     }
@@ -148,6 +156,10 @@ mod tests {
             Variant::from_pgn_name("From Position"),
             Some(Variant::Chess)
         );
-        assert_eq!(Variant::from_pgn_name("chess960"), None);
+        assert_eq!(
+            Variant::from_pgn_name("Fischerandom"),
+            Some(Variant::Chess960)
+        );
+        assert_eq!(Variant::from_pgn_name("chess 961"), None);
     }
 }

@@ -112,6 +112,13 @@ def main(addr):
     r = stub.Perft(rules.PerftRequest(position=START, depth=3))
     check(r.nodes == 8902, "Perft")
 
+    pasted = common.Position(variant=common.VARIANT_CHESS, text="4k3/8/8/8/8/8/8/1R2K3 w KQ e6 0 1")
+    r = stub.ReadPosition(rules.ReadPositionRequest(position=pasted, lenient=True))
+    check(r.position.text == "4k3/8/8/8/8/8/8/1R2K3 w - - 0 1", "ReadPosition lenient")
+    check([c.field for c in r.corrections] == ["castling", "castling", "en_passant"], "ReadPosition corrections")
+    r = stub.ReadPosition(rules.ReadPositionRequest(position=common.Position(variant=common.VARIANT_CHESS960, text="518")))
+    check(r.chess960_start == 518 and r.shredder_fen.endswith("w HAha - 0 1"), "ReadPosition chess960")
+
     stub.Ping(rules.PingRequest())
     check(len(list(stub.PingStream(iter([rules.PingStreamRequest()] * 3)))) == 3, "PingStream")
 

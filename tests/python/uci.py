@@ -81,6 +81,31 @@ def main(binary: str) -> None:
             assert result.move in board.legal_moves, result.move
             board.push(result.move)
         print(f"crazyhouse: {board.ply()} plies, final {board.fen()}")
+
+    # Chess960: python-chess sets UCI_Chess960 for a Chess960 board and reads castling as the
+    # king taking its own rook. Games from several start positions and MultiPV lines, every move
+    # legal.
+    with chess.engine.SimpleEngine.popen_uci([binary, "uci"], timeout=30) as engine:
+        assert "UCI_Chess960" in engine.options
+        castled = 0
+        for number in (0, 518, 959, 123, 777):
+            board = chess.Board.from_chess960_pos(number)
+            while not board.is_game_over() and board.ply() < 40:
+                result = engine.play(board, chess.engine.Limit(nodes=3000))
+                assert result.move in board.legal_moves, (number, board.fen(), result.move)
+                castled += board.is_castling(result.move)
+                board.push(result.move)
+        # Principal variations from a position where both sides may castle at once (king b1,
+        # rooks a1 and g1): every move of every line parses as a legal move in sequence.
+        board = chess.Board("rk4r1/pppppppp/8/8/8/8/PPPPPPPP/RK4R1 w KQkq - 0 1", chess960=True)
+        infos = engine.analyse(board, chess.engine.Limit(depth=5), multipv=4)
+        for info in infos:
+            line = board.copy()
+            for move in info["pv"]:
+                assert move in line.legal_moves, (line.fen(), move)
+                castled += line.is_castling(move)
+                line.push(move)
+        print(f"chess960: 5 games of 40 plies and 4 lines, {castled} castlings, all legal")
     print("UCI conformance through python-chess: ok")
 
 

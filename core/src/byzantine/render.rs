@@ -3,17 +3,54 @@
 
 use super::{ByzMove, ByzRole, Byzantine, CITADEL_BASE, Cell, piece_label};
 use crate::figures::{Figure, LAST_MOVE_FILL, check_glow, piece_svg};
-use crate::types::Color;
+use crate::text_style::TextStyle;
+use crate::types::{Color, Piece, Role};
 use std::f64::consts::PI;
 use std::fmt::Write as _;
 
-fn label(piece: Option<(Color, ByzRole, bool)>) -> String {
-    piece.map_or_else(|| ".".to_owned(), |(c, r, up)| piece_label(c, r, up))
+/// The Unicode chess symbol of a Byzantine piece: the symbol of the chess piece with the same
+/// role or descended from it. The elephant (alfil) takes the bishop's ♗ / ♝, the counselor
+/// (fers) the queen's ♕ / ♛; king, rook, knight and pawn their own.
+pub const fn symbol(color: Color, role: ByzRole) -> char {
+    let role = match role {
+        ByzRole::Pawn => Role::Pawn,
+        ByzRole::Knight => Role::Knight,
+        ByzRole::Elephant => Role::Bishop,
+        ByzRole::Rook => Role::Rook,
+        ByzRole::Counselor => Role::Queen,
+        ByzRole::King => Role::King,
+    };
+    TextStyle::symbol(Piece { color, role })
+}
+
+/// A cell's text in `style`: `.` when empty, else the piece's letter or symbol, pawns followed
+/// by their direction (`+` or `-`).
+fn label(piece: Option<(Color, ByzRole, bool)>, style: TextStyle) -> String {
+    match (piece, style) {
+        (None, _) => ".".to_owned(),
+        (Some((c, r, up)), TextStyle::Letters) => piece_label(c, r, up),
+        (Some((c, r, up)), TextStyle::Symbols) => {
+            let mut s = String::from(symbol(c, r));
+            if r == ByzRole::Pawn {
+                s.push(if up { '+' } else { '-' });
+            }
+            s
+        }
+    }
 }
 
 /// The rings as rows (`a` outermost first), cells 1 to 16 as columns; numbers wrap from 16 back
-/// to 1, and the centre (with the citadels of the Citadel variant) lies below ring `d`.
+/// to 1, and the centre (with the citadels of the Citadel variant) lies below ring `d`. The same
+/// as [`to_text_with`] in the [`TextStyle::Letters`] style.
 pub fn to_text(pos: &Byzantine) -> String {
+    to_text_with(pos, TextStyle::Letters)
+}
+
+/// The rings as [`to_text`], with the pieces written in `style`. [`TextStyle::Symbols`] uses
+/// [`symbol`] (♔ ♖ ♘ ♙, elephant ♗, counselor ♕ for White; ♚ ♜ ♞ ♟, ♝, ♛ for Black), pawns
+/// still followed by their direction; columns are counted in characters, so each symbol stands
+/// where its letter would.
+pub fn to_text_with(pos: &Byzantine, style: TextStyle) -> String {
     let mut out = String::from("   ");
     for n in 1..=16 {
         let _ = write!(out, "{n:>3}");
@@ -22,7 +59,8 @@ pub fn to_text(pos: &Byzantine) -> String {
     for ring in 0..4u8 {
         let _ = write!(out, " {} ", (b'a' + ring) as char);
         for n in 0..16 {
-            let _ = write!(out, "{:>3}", label(pos.piece_at(ring * 16 + n)));
+            // Width pads by characters, not bytes.
+            let _ = write!(out, "{:>3}", label(pos.piece_at(ring * 16 + n), style));
         }
         out.push('\n');
     }
@@ -33,7 +71,11 @@ pub fn to_text(pos: &Byzantine) -> String {
             let _ = write!(
                 out,
                 "{:>12}",
-                format!("e{}:{}", k + 1, label(pos.piece_at(CITADEL_BASE + k)))
+                format!(
+                    "e{}:{}",
+                    k + 1,
+                    label(pos.piece_at(CITADEL_BASE + k), style)
+                )
             );
         }
         out.push('\n');
@@ -310,6 +352,7 @@ pub fn to_svg_with(pos: &Byzantine, options: &SvgOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::byzantine::{ByzantineRules, ByzantineVariant};
     use crate::{AnyPosition, Variant};
 
     fn start(variant: Variant) -> Byzantine {
@@ -352,6 +395,92 @@ mod tests {
         well_formed(&plain);
         assert_eq!(plain.matches(r#"class="piece""#).count(), 32);
         assert_eq!(plain.matches("<text").count(), 16 + 4);
+    }
+
+    /// Each line of `letters` and `symbols` as characters: the same count, the same character
+    /// wherever the letters diagram has no piece letter.
+    fn same_geometry(letters: &str, symbols: &str) {
+        assert_eq!(letters.lines().count(), symbols.lines().count());
+        let last = letters.lines().count() - 1;
+        for (i, (l, s)) in letters.lines().zip(symbols.lines()).enumerate() {
+            if i == last {
+                // The side to move.
+                assert_eq!(l, s);
+                continue;
+            }
+            let (l, s): (Vec<char>, Vec<char>) = (l.chars().collect(), s.chars().collect());
+            assert_eq!(l.len(), s.len(), "{l:?} / {s:?}");
+            for (j, (&a, &b)) in l.iter().zip(&s).enumerate() {
+                // A piece letter: the ring letters and citadel names (`e1:`) are followed by a
+                // space or a digit.
+                let piece = a.is_ascii_alphabetic()
+                    && i > 0
+                    && j > 1
+                    && !(a == 'e' && l.get(j + 1).is_some_and(char::is_ascii_digit));
+                if piece {
+                    let role = ByzRole::from_letter(a).expect("a piece letter");
+                    let color = if a.is_ascii_uppercase() {
+                        Color::White
+                    } else {
+                        Color::Black
+                    };
+                    assert_eq!(b, symbol(color, role), "{l:?} / {s:?}");
+                } else {
+                    assert_eq!(a, b, "{l:?} / {s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn symbol_text_keeps_the_geometry() {
+        for variant in [Variant::Byzantine, Variant::ByzantineCitadel] {
+            let pos = start(variant);
+            let letters = to_text(&pos);
+            assert_eq!(letters, to_text_with(&pos, TextStyle::Letters));
+            let symbols = to_text_with(&pos, TextStyle::Symbols);
+            same_geometry(&letters, &symbols);
+            let board: String = symbols.lines().skip(1).take(4).collect();
+            assert!(
+                !board.contains(|c: char| c.is_ascii_uppercase()),
+                "{symbols}"
+            );
+            assert_eq!(board.matches(['♙', '♟']).count(), 16, "{symbols}");
+            assert_eq!(board.matches(['♗', '♝']).count(), 4, "{symbols}");
+            assert_eq!(board.matches(['♕', '♛']).count(), 2, "{symbols}");
+            assert_eq!(board.matches(['♔', '♚']).count(), 2, "{symbols}");
+            assert_eq!(board.matches("♙+").count() + board.matches("♟+").count(), 8);
+            assert_eq!(board.matches("♙-").count() + board.matches("♟-").count(), 8);
+        }
+        let citadel = to_text_with(&start(Variant::ByzantineCitadel), TextStyle::Symbols);
+        assert!(
+            citadel.lines().nth(1).unwrap().starts_with(" a   ♔ "),
+            "{citadel}"
+        );
+        let citadels: String = (1..=4).map(|k| format!("        e{k}:.")).collect();
+        assert_eq!(citadel.lines().nth(5).unwrap(), format!(" e {citadels}"));
+    }
+
+    #[test]
+    fn symbol_text_of_an_occupied_citadel() {
+        // The white king in citadel e3: its symbol where its letter was, the citadel row as
+        // wide as before.
+        let pos = Byzantine::from_text(
+            "k15/4R6r4/16/16/2K1 b 1 1",
+            ByzantineVariant::Citadel,
+            ByzantineRules::default(),
+        )
+        .expect("position");
+        let letters = to_text(&pos);
+        assert!(letters.contains("e3:K"), "{letters}");
+        let symbols = to_text_with(&pos, TextStyle::Symbols);
+        same_geometry(&letters, &symbols);
+        assert!(symbols.contains("        e3:♔"), "{symbols}");
+        assert!(
+            symbols.lines().nth(1).unwrap().starts_with(" a   ♚  .  ."),
+            "{symbols}"
+        );
+        assert!(symbols.contains("♖") && symbols.contains("♜"), "{symbols}");
     }
 
     /// How many `<path d="M` the piece figures hold.

@@ -1,6 +1,13 @@
 //! FEN: reading (lenient about counters, strict about everything that defines the position),
 //! writing, and the checked step from an unvalidated [`Setup`] to a [`Chess`] position.
 //!
+//! Castling rights are read as X-FEN (`KQkq` name the outermost rook on each side of the king,
+//! a file letter names another: `Gkq`) or Shredder-FEN (the rooks' files: `HAha`), and written
+//! as X-FEN, which is plain `KQkq` for every standard chess position;
+//! [`Setup::to_fen_with`] writes Shredder-FEN. A lenient reading ([`Chess::from_setup_lenient`])
+//! drops castling rights and en passant squares that do not fit the board and reports each
+//! [`Correction`].
+//!
 //! Errors are split like shakmaty's: [`FenError`] means the text cannot be parsed;
 //! [`PositionError`] means it parses but describes a position that cannot occur.
 
@@ -81,8 +88,8 @@ pub enum FenError {
         /// The field.
         found: String,
     },
-    /// The castling field is not `-` or a set of `KQkq` (Shredder letters for the a/h files
-    /// are accepted too).
+    /// The castling field is not `-` or up to four rights, each `K`, `Q`, `k`, `q` or a file
+    /// letter (`A`–`H` White, `a`–`h` Black), at most one per side and wing.
     BadCastling {
         /// The field.
         found: String,
@@ -180,8 +187,15 @@ pub enum PositionError {
     OppositeCheck,
     /// The side to move is attacked by more pieces than any legal move can produce.
     ImpossibleCheck,
-    /// A castling right whose king or rook is not on its start square.
+    /// A castling right whose king or rook is not on the back rank where it needs to be (the
+    /// rook on the named file, on that side of the king).
     InvalidCastlingRight {
+        /// The right, as its FEN letter.
+        right: char,
+    },
+    /// A castling right that is valid only in Chess960 (standard chess needs the king on the e
+    /// file and the rook on the a or h file).
+    CastlingRookNotStandard {
         /// The right, as its FEN letter.
         right: char,
     },
@@ -193,7 +207,8 @@ impl PositionError {
     /// The FEN field the error is about.
     pub fn field(&self) -> &'static str {
         match self {
-            PositionError::InvalidCastlingRight { .. } => "castling",
+            PositionError::InvalidCastlingRight { .. }
+            | PositionError::CastlingRookNotStandard { .. } => "castling",
             PositionError::InvalidEnPassant(_) => "en_passant",
             _ => "placement",
         }
@@ -215,6 +230,11 @@ impl fmt::Display for PositionError {
             PositionError::InvalidCastlingRight { right } => write!(
                 f,
                 "castling right '{right}' needs the king and that rook on their start squares"
+            ),
+            PositionError::CastlingRookNotStandard { right } => write!(
+                f,
+                "castling right '{right}' names a rook off the a and h files or a king off the \
+                 e file: that is a Chess960 position (variant chess960)"
             ),
             PositionError::InvalidEnPassant(sq) => write!(
                 f,
@@ -282,7 +302,26 @@ pub(crate) fn parse_placement(text: &str) -> Result<(Board, Bitboard), FenError>
     Ok((board, promoted))
 }
 
-pub(crate) fn parse_castling(text: &str) -> Result<CastlingRights, FenError> {
+/// The file of `color`'s king when it stands on its back rank.
+fn king_file_on_back_rank(board: &Board, color: Color) -> Option<u32> {
+    let king = board.king_of(color)?;
+    (king.rank() == color.fold(0, 7)).then(|| king.file())
+}
+
+/// `color`'s rooks on its back rank, as a bit set of files.
+fn back_rank_rook_files(board: &Board, color: Color) -> u8 {
+    let rank = color.fold(0, 7);
+    let rooks = board.by_piece(Piece {
+        color,
+        role: Role::Rook,
+    }) & Bitboard::rank(rank);
+    rooks.fold(0, |files, sq| files | 1 << sq.file())
+}
+
+/// Reads the castling field against the placement: `K`/`Q` take the outermost rook on that side
+/// of the king (the a or h file when there is none, which validation then refuses), a file
+/// letter takes the rook on that file.
+pub(crate) fn parse_castling(text: &str, board: &Board) -> Result<CastlingRights, FenError> {
     let bad = || FenError::BadCastling {
         found: text.to_owned(),
     };
@@ -299,17 +338,27 @@ pub(crate) fn parse_castling(text: &str) -> Result<CastlingRights, FenError> {
         } else {
             Color::Black
         };
-        // Shredder-FEN names the rook's file; only the a and h files exist in standard chess.
-        // X-FEN's K/Q are the usual letters.
-        let king_side = match c.to_ascii_lowercase() {
-            'k' | 'h' => true,
-            'q' | 'a' => false,
+        let king_file = king_file_on_back_rank(board, color);
+        let rooks = back_rank_rook_files(board, color);
+        let (king_side, file) = match c.to_ascii_lowercase() {
+            'k' => {
+                let outer = king_file.and_then(|k| (k + 1..8).rev().find(|f| rooks & 1 << f != 0));
+                (true, outer.unwrap_or(7))
+            }
+            'q' => {
+                let outer = king_file.and_then(|k| (0..k).find(|f| rooks & 1 << f != 0));
+                (false, outer.unwrap_or(0))
+            }
+            l @ 'a'..='h' => {
+                let file = u32::from(l) - u32::from('a');
+                (file > king_file.unwrap_or(3), file)
+            }
             _ => return Err(bad()),
         };
         if rights.has(color, king_side) {
             return Err(bad());
         }
-        rights.add(color, king_side);
+        rights.add_with_rook(color, king_side, file);
     }
     Ok(rights)
 }
@@ -348,7 +397,7 @@ impl Setup {
                 });
             }
         };
-        let castling = parse_castling(fields[2])?;
+        let castling = parse_castling(fields[2], &board)?;
         let ep_square = match fields[3] {
             "-" => None,
             s => Some(Square::parse(s).ok_or_else(|| FenError::BadEnPassant {
@@ -381,19 +430,56 @@ impl Setup {
     }
 }
 
-impl fmt::Display for Setup {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Setup {
+    /// The castling field: X-FEN (`KQkq` for the outermost rook on each side, the file letter
+    /// for a rook with another rook further out), or Shredder-FEN with `shredder` (always the
+    /// file letters, `HAha`).
+    pub fn castling_field(&self, shredder: bool) -> String {
+        let mut out = String::new();
+        for (color, king_side, rook) in self.castling.iter() {
+            let others = back_rank_rook_files(&self.board, color) & !(1u8 << rook.file());
+            let outermost = if king_side {
+                others >> rook.file() == 0
+            } else {
+                others & ((1u8 << rook.file()) - 1) == 0
+            };
+            let letter = if shredder || !outermost {
+                char::from(b'a' + rook.file() as u8)
+            } else if king_side {
+                'k'
+            } else {
+                'q'
+            };
+            out.push(match color {
+                Color::White => letter.to_ascii_uppercase(),
+                Color::Black => letter,
+            });
+        }
+        if out.is_empty() {
+            out.push('-');
+        }
+        out
+    }
+
+    /// The FEN, with X-FEN castling rights or (with `shredder`) Shredder-FEN ones.
+    pub fn to_fen_with(&self, shredder: bool) -> String {
         let mut s = String::with_capacity(90);
         self.board.write_placement(Bitboard::EMPTY, &mut s);
-        write!(
-            f,
+        format!(
             "{s} {} {} {} {} {}",
             self.turn.char(),
-            self.castling.to_fen(),
+            self.castling_field(shredder),
             self.ep_square.map_or("-".to_owned(), |sq| sq.to_string()),
             self.halfmoves,
             self.fullmoves
         )
+    }
+}
+
+/// The FEN with X-FEN castling rights (plain `KQkq` in standard chess).
+impl fmt::Display for Setup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_fen_with(false))
     }
 }
 
@@ -434,38 +520,68 @@ pub(crate) fn validate_board(board: &Board, check_counts: bool) -> Result<(), Po
     Ok(())
 }
 
-/// Checks castling rights against the placement.
-pub(crate) fn validate_castling(
+/// Checks one castling right against the placement: the king on its back rank, the rook on the
+/// named square on that side of it, and (unless `chess960`) the standard files.
+fn check_castling_right(
     board: &Board,
-    rights: CastlingRights,
+    color: Color,
+    king_side: bool,
+    rook: Square,
+    chess960: bool,
 ) -> Result<(), PositionError> {
-    for (color, king_side, letter) in [
-        (Color::White, true, 'K'),
-        (Color::White, false, 'Q'),
-        (Color::Black, true, 'k'),
-        (Color::Black, false, 'q'),
-    ] {
-        if !rights.has(color, king_side) {
-            continue;
-        }
-        let rank = color.fold(0, 7);
-        let king_sq = Square::from_coords(4, rank).expect("on board");
-        let rook_sq = Square::from_coords(if king_side { 7 } else { 0 }, rank).expect("on board");
-        if board.piece_at(king_sq)
-            != Some(Piece {
+    let letter = match (color, king_side) {
+        (Color::White, true) => 'K',
+        (Color::White, false) => 'Q',
+        (Color::Black, true) => 'k',
+        (Color::Black, false) => 'q',
+    };
+    let king_file = king_file_on_back_rank(board, color);
+    let fits = king_file.is_some_and(|k| (rook.file() > k) == king_side)
+        && board.piece_at(rook)
+            == Some(Piece {
                 color,
-                role: Role::King,
-            })
-            || board.piece_at(rook_sq)
-                != Some(Piece {
-                    color,
-                    role: Role::Rook,
-                })
-        {
-            return Err(PositionError::InvalidCastlingRight { right: letter });
-        }
+                role: Role::Rook,
+            });
+    if !fits {
+        return Err(PositionError::InvalidCastlingRight { right: letter });
+    }
+    if !chess960 && (king_file != Some(4) || rook.file() != if king_side { 7 } else { 0 }) {
+        return Err(PositionError::CastlingRookNotStandard { right: letter });
     }
     Ok(())
+}
+
+/// A change a lenient reading made to the text it was given (strict reading refuses instead).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Correction {
+    /// A castling right that does not fit the board was dropped (the error strict reading
+    /// gives says why).
+    DroppedCastlingRight(PositionError),
+    /// An en passant square that cannot follow a double pawn step was dropped.
+    DroppedEnPassant(Square),
+}
+
+impl Correction {
+    /// The FEN field corrected (`castling` or `en_passant`).
+    pub fn field(&self) -> &'static str {
+        match self {
+            Correction::DroppedCastlingRight(_) => "castling",
+            Correction::DroppedEnPassant(_) => "en_passant",
+        }
+    }
+}
+
+impl fmt::Display for Correction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Correction::DroppedCastlingRight(e) => write!(f, "dropped: {e}"),
+            Correction::DroppedEnPassant(sq) => write!(
+                f,
+                "dropped en passant square {sq}: it does not follow a double pawn step of the \
+                 side that just moved"
+            ),
+        }
+    }
 }
 
 /// Checks an en passant square: on the right rank, empty with the square behind it empty, and
@@ -491,24 +607,62 @@ pub(crate) fn validate_ep(board: &Board, turn: Color, ep: Square) -> Result<(), 
 }
 
 impl Chess {
-    /// Validates a setup. The en passant square is dropped (normalised away) when no pawn of the
-    /// side to move stands ready to capture on it.
+    /// Validates a setup as standard chess. The en passant square is dropped (normalised away)
+    /// when no pawn of the side to move stands ready to capture on it.
     pub fn from_setup(setup: Setup) -> Result<Chess, PositionError> {
-        Chess::from_setup_counting(setup, true)
+        Chess::from_setup_as(setup, false)
     }
 
-    /// [`Chess::from_setup`], with the piece-count checks (at most 16 pieces and 8 pawns a
-    /// side) only when `check_counts`: crazyhouse and bughouse boards skip them, because drops
-    /// and pieces from the other board change the arithmetic.
-    pub(crate) fn from_setup_counting(
+    /// Validates a setup as standard chess or (with `chess960`) as a Chess960 position, where
+    /// castling rooks may stand on any file with the king between them.
+    pub fn from_setup_as(setup: Setup, chess960: bool) -> Result<Chess, PositionError> {
+        Chess::checked(setup, true, chess960, None)
+    }
+
+    /// Validates a setup leniently, as python-chess reads FEN: castling rights that do not fit
+    /// the board and en passant squares that cannot follow a double step are dropped, each
+    /// reported as a [`Correction`]. Everything else is checked as strictly as
+    /// [`Chess::from_setup_as`] checks it.
+    pub fn from_setup_lenient(
         setup: Setup,
+        chess960: bool,
+    ) -> Result<(Chess, Vec<Correction>), PositionError> {
+        let mut corrections = Vec::new();
+        let pos = Chess::checked(setup, true, chess960, Some(&mut corrections))?;
+        Ok((pos, corrections))
+    }
+
+    /// The one validation path; with `corrections`, unfit castling rights and en passant
+    /// squares are dropped and reported instead of refused.
+    pub(crate) fn checked(
+        mut setup: Setup,
         check_counts: bool,
+        chess960: bool,
+        mut corrections: Option<&mut Vec<Correction>>,
     ) -> Result<Chess, PositionError> {
         let board = setup.board;
         validate_board(&board, check_counts)?;
-        validate_castling(&board, setup.castling)?;
-        if let Some(ep) = setup.ep_square {
-            validate_ep(&board, setup.turn, ep)?;
+        for (color, king_side, rook) in setup.castling.iter() {
+            if let Err(e) = check_castling_right(&board, color, king_side, rook, chess960) {
+                match corrections.as_deref_mut() {
+                    Some(list) => {
+                        setup.castling.remove(color, king_side);
+                        list.push(Correction::DroppedCastlingRight(e));
+                    }
+                    None => return Err(e),
+                }
+            }
+        }
+        if let Some(ep) = setup.ep_square
+            && let Err(e) = validate_ep(&board, setup.turn, ep)
+        {
+            match corrections {
+                Some(list) => {
+                    setup.ep_square = None;
+                    list.push(Correction::DroppedEnPassant(ep));
+                }
+                None => return Err(e),
+            }
         }
         let them_king = board.king_of(!setup.turn).expect("validated");
         if board
@@ -538,6 +692,7 @@ impl Chess {
             halfmoves: setup.halfmoves,
             fullmoves: setup.fullmoves.max(1),
             hash: 0,
+            chess960,
         };
         if let Some(ep) = setup.ep_square {
             let capturers = attacks::pawn(!setup.turn, ep)

@@ -5,6 +5,7 @@
 //! [`crate::pgn`] because it is shared by every variant.
 
 mod board;
+pub mod chess960;
 pub mod fen;
 mod movegen;
 pub mod render;
@@ -13,7 +14,7 @@ pub mod uci;
 pub(crate) mod zobrist;
 
 pub use board::Board;
-pub use fen::{FenError, PositionError, Setup};
+pub use fen::{Correction, FenError, PositionError, Setup};
 
 use crate::bitboard::{Bitboard, attacks};
 use crate::outcome::{EndReason, Outcome};
@@ -34,7 +35,10 @@ pub enum MoveKind {
     Normal,
     /// An en passant capture; the captured pawn is beside the origin square.
     EnPassant,
-    /// Castling, written as the king's move (`e1g1`); the rook moves too.
+    /// Castling, stored as the king "taking" its own rook (`e1h1`): the origin is the king's
+    /// square, the destination the castling rook's. The king ends on the g or c file and the
+    /// rook beside it, in standard chess and Chess960 alike; UCI writes the standard form
+    /// (`e1g1`) unless the position is a Chess960 one.
     Castle,
     /// A pawn promotes to the given role.
     Promotion(Role),
@@ -51,6 +55,7 @@ const KIND_EP: u16 = 1;
 const KIND_CASTLE: u16 = 2;
 const KIND_PROMO: u16 = 3; // + role index - 1 (knight = 3 … queen = 6)
 const KIND_DROP: u16 = 8; // + role index (pawn = 8 … queen = 12)
+const KIND_CASTLE_960: u16 = 13; // castling in a Chess960 position (written king-takes-rook)
 
 impl Move {
     #[inline]
@@ -70,10 +75,51 @@ impl Move {
         Move::pack(from, to, KIND_EP)
     }
 
-    /// Castling, as the king's move (`e1` → `g1` or `c1`).
+    /// Castling with the king on `king` and the castling rook on `rook` (same rank; the rook's
+    /// side of the king says which castling it is).
     #[inline]
-    pub const fn castle(king_from: Square, king_to: Square) -> Move {
-        Move::pack(king_from, king_to, KIND_CASTLE)
+    pub const fn castle(king: Square, rook: Square) -> Move {
+        Move::pack(king, rook, KIND_CASTLE)
+    }
+
+    /// Castling as [`Move::castle`], in a Chess960 position when `chess960` (the move then
+    /// displays in the king-takes-rook form, `e1h1`).
+    #[inline]
+    pub const fn castle_in(king: Square, rook: Square, chess960: bool) -> Move {
+        Move::pack(
+            king,
+            rook,
+            if chess960 {
+                KIND_CASTLE_960
+            } else {
+                KIND_CASTLE
+            },
+        )
+    }
+
+    /// Whether this is castling in a Chess960 position.
+    #[inline]
+    pub const fn is_chess960_castle(self) -> bool {
+        self.0 >> 12 == KIND_CASTLE_960
+    }
+
+    /// For a castling move: whether it is the king-side one (the rook on the h side of the
+    /// king). Meaningless for other moves.
+    #[inline]
+    pub const fn is_king_side(self) -> bool {
+        self.to().file() > self.from().file()
+    }
+
+    /// For a castling move: where the king and the rook end (g and f files king side, c and d
+    /// queen side, on the king's rank).
+    #[inline]
+    pub const fn castling_targets(self) -> (Square, Square) {
+        let rank = self.from().rank();
+        let (king_file, rook_file) = if self.is_king_side() { (6, 5) } else { (2, 3) };
+        (
+            Square::from_index_unchecked(rank * 8 + king_file),
+            Square::from_index_unchecked(rank * 8 + rook_file),
+        )
     }
 
     /// A promotion to `role` (knight, bishop, rook or queen; anything else is clamped to queen).
@@ -114,7 +160,7 @@ impl Move {
         match self.0 >> 12 {
             KIND_NORMAL => MoveKind::Normal,
             KIND_EP => MoveKind::EnPassant,
-            KIND_CASTLE => MoveKind::Castle,
+            KIND_CASTLE | KIND_CASTLE_960 => MoveKind::Castle,
             k @ 3..=6 => MoveKind::Promotion(Role::from_index(usize::from(k - 2)).expect("role")),
             k => MoveKind::Drop(Role::from_index(usize::from(k - KIND_DROP).min(4)).expect("role")),
         }
@@ -132,11 +178,13 @@ impl Move {
     /// Whether this is a drop.
     #[inline]
     pub const fn is_drop(self) -> bool {
-        self.0 >> 12 >= KIND_DROP
+        let kind = self.0 >> 12;
+        kind >= KIND_DROP && kind < KIND_CASTLE_960
     }
 }
 
-/// The move in coordinate notation (what `move_to_uci` returns).
+/// The move in coordinate notation (what `move_to_uci` returns): castling as the king's move
+/// (`e1g1`), or as the king taking its own rook (`e1h1`) in Chess960.
 impl fmt::Display for Move {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&uci::Uci::from_move(*self).to_string())
@@ -149,44 +197,126 @@ impl fmt::Debug for Move {
     }
 }
 
-/// Castling rights as four flags: white king side, white queen side, black king side, black
-/// queen side (standard chess: king on e1/e8, rooks on the a and h files).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CastlingRights(u8);
+/// Castling rights: for each side and wing, whether castling is still allowed and with the
+/// rook on which file. Standard chess uses the a and h files; Chess960 whichever files its
+/// rooks started on (the king is wherever it stands on its back rank: a right implies it has
+/// not moved).
+///
+/// The file of a right that is not held is kept at its default (h king side, a queen side), so
+/// equal rights compare equal.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CastlingRights {
+    bits: u8,
+    /// Rook files by right index (white king side, white queen side, black king side, black
+    /// queen side).
+    files: [u8; 4],
+}
+
+impl Default for CastlingRights {
+    fn default() -> CastlingRights {
+        CastlingRights::NONE
+    }
+}
+
+const DEFAULT_FILES: [u8; 4] = [7, 0, 7, 0];
 
 impl CastlingRights {
     /// No rights.
-    pub const NONE: CastlingRights = CastlingRights(0);
-    /// All four rights.
-    pub const ALL: CastlingRights = CastlingRights(15);
+    pub const NONE: CastlingRights = CastlingRights {
+        bits: 0,
+        files: DEFAULT_FILES,
+    };
+    /// All four rights with the rooks on the a and h files (standard chess).
+    pub const ALL: CastlingRights = CastlingRights {
+        bits: 15,
+        files: DEFAULT_FILES,
+    };
 
     #[inline]
-    const fn bit(color: Color, king_side: bool) -> u8 {
-        1 << (color as u8 * 2 + if king_side { 0 } else { 1 })
+    const fn index(color: Color, king_side: bool) -> usize {
+        color as usize * 2 + if king_side { 0 } else { 1 }
     }
 
     /// Whether `color` may still castle on that side.
     #[inline]
     pub const fn has(self, color: Color, king_side: bool) -> bool {
-        self.0 & CastlingRights::bit(color, king_side) != 0
+        self.bits & 1 << CastlingRights::index(color, king_side) != 0
     }
 
-    /// Adds a right.
+    /// Adds a right with the rook on its standard file (h king side, a queen side).
     pub fn add(&mut self, color: Color, king_side: bool) {
-        self.0 |= CastlingRights::bit(color, king_side);
+        self.add_with_rook(color, king_side, if king_side { 7 } else { 0 });
+    }
+
+    /// Adds a right whose castling rook stands on `file` (0 = a … 7 = h) of `color`'s back rank.
+    pub fn add_with_rook(&mut self, color: Color, king_side: bool, file: u32) {
+        let i = CastlingRights::index(color, king_side);
+        self.bits |= 1 << i;
+        self.files[i] = (file & 7) as u8;
+    }
+
+    /// Removes a right.
+    pub fn remove(&mut self, color: Color, king_side: bool) {
+        let i = CastlingRights::index(color, king_side);
+        self.bits &= !(1 << i);
+        self.files[i] = DEFAULT_FILES[i];
+    }
+
+    /// The castling rook's square for a right that is held.
+    #[inline]
+    pub fn rook(self, color: Color, king_side: bool) -> Option<Square> {
+        let i = CastlingRights::index(color, king_side);
+        (self.bits & 1 << i != 0)
+            .then(|| Square::from_index_unchecked(u32::from(self.files[i]) + color.fold(0, 56)))
+    }
+
+    /// Every right held, as (colour, king side, rook square).
+    pub fn iter(self) -> impl Iterator<Item = (Color, bool, Square)> {
+        [
+            (Color::White, true),
+            (Color::White, false),
+            (Color::Black, true),
+            (Color::Black, false),
+        ]
+        .into_iter()
+        .filter_map(move |(c, k)| self.rook(c, k).map(|sq| (c, k, sq)))
     }
 
     /// Whether no right is left.
     pub const fn is_empty(self) -> bool {
-        self.0 == 0
+        self.bits == 0
+    }
+
+    /// Whether every right held uses the standard rook file (h king side, a queen side).
+    pub fn is_standard_files(self) -> bool {
+        (0..4).all(|i| self.bits & 1 << i == 0 || self.files[i] == DEFAULT_FILES[i])
     }
 
     /// The raw 4-bit set.
     pub(crate) const fn bits(self) -> u8 {
-        self.0
+        self.bits
     }
 
-    /// The FEN field: `KQkq`, a subset, or `-`.
+    /// The rights left after a move from `from` to `to` by a piece of `role` of `color`: a king
+    /// move drops both of its side's rights, a move from or to a castling rook's square drops
+    /// that right (the rook moved or was captured).
+    #[inline]
+    pub(crate) fn after_move(self, color: Color, role: Role, from: Square, to: Square) -> Self {
+        let mut out = self;
+        if role == Role::King {
+            out.remove(color, true);
+            out.remove(color, false);
+        }
+        for (c, k, rook) in self.iter() {
+            if rook == from || rook == to {
+                out.remove(c, k);
+            }
+        }
+        out
+    }
+
+    /// The standard-chess FEN field: `KQkq`, a subset, or `-` (the rooks' files are not
+    /// written; positions write [X-FEN](Setup) through [`Chess::to_fen`]).
     pub fn to_fen(self) -> String {
         if self.is_empty() {
             return "-".into();
@@ -204,22 +334,11 @@ impl CastlingRights {
     }
 }
 
-/// For each square, the rights that survive a move from or to it.
-const fn castling_masks() -> [u8; 64] {
-    let mut m = [15u8; 64];
-    m[0] = 15 & !2; // a1: white queen side
-    m[7] = 15 & !1; // h1: white king side
-    m[4] = 15 & !3; // e1: both white rights
-    m[56] = 15 & !8; // a8
-    m[63] = 15 & !4; // h8
-    m[60] = 15 & !12; // e8
-    m
-}
-
-static CASTLING_MASKS: [u8; 64] = castling_masks();
-
-/// A standard chess position: placement, side to move, castling rights, en passant square,
-/// move counters and the incremental Zobrist hash.
+/// A standard chess or Chess960 position: placement, side to move, castling rights (with their
+/// rooks' files), en passant square, move counters and the incremental Zobrist hash.
+///
+/// Chess960 positions differ only in where castling rooks may start and in notation: FEN
+/// writes X-FEN castling rights and UCI writes castling as the king taking its own rook.
 ///
 /// Built from a [`Setup`] (checked: impossible positions are rejected with a
 /// [`PositionError`]) or from FEN with [`Chess::from_fen`]. The en passant square is kept only
@@ -234,6 +353,7 @@ pub struct Chess {
     pub(crate) halfmoves: u32,
     pub(crate) fullmoves: u32,
     pub(crate) hash: u64,
+    pub(crate) chess960: bool,
 }
 
 impl Default for Chess {
@@ -244,7 +364,8 @@ impl Default for Chess {
 
 impl fmt::Debug for Chess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Chess({})", self.to_fen())
+        let name = if self.chess960 { "Chess960" } else { "Chess" };
+        write!(f, "{name}({})", self.to_fen())
     }
 }
 
@@ -265,15 +386,33 @@ impl Chess {
             halfmoves: 0,
             fullmoves: 1,
             hash: 0,
+            chess960: false,
         };
         pos.hash = pos.compute_hash();
         pos
     }
 
-    /// Parses and validates a FEN.
+    /// Parses and validates a FEN (standard chess: castling rooks on the a and h files).
     pub fn from_fen(fen: &str) -> Result<Chess, PositionTextError> {
+        Chess::from_fen_as(fen, false)
+    }
+
+    /// Parses and validates a FEN as standard chess or (with `chess960`) as a Chess960
+    /// position, whose castling field may be X-FEN (`KQkq` for the outermost rooks, file
+    /// letters for others) or Shredder-FEN (`HAha`).
+    pub fn from_fen_as(fen: &str, chess960: bool) -> Result<Chess, PositionTextError> {
         let setup: Setup = fen.parse()?;
-        Ok(Chess::from_setup(setup)?)
+        Ok(Chess::from_setup_as(setup, chess960)?)
+    }
+
+    /// Whether this is a Chess960 position (X-FEN output, king-takes-rook castling in UCI).
+    pub fn is_chess960(&self) -> bool {
+        self.chess960
+    }
+
+    /// The FEN with Shredder-FEN castling rights (the rooks' files: `HAha`).
+    pub fn to_shredder_fen(&self) -> String {
+        Setup::from(*self).to_fen_with(true)
     }
 
     /// The FEN of this position.
@@ -477,8 +616,9 @@ impl Chess {
                         self.set_ep_if_capturable(ep);
                     }
                 }
-                let cleared = CASTLING_MASKS[from.index()] & CASTLING_MASKS[to.index()];
-                self.castling = CastlingRights(old_rights & cleared);
+                if old_rights != 0 {
+                    self.castling = self.castling.after_move(us, role, from, to);
+                }
             }
             MoveKind::EnPassant => {
                 let captured = Square::from_coords(to.file(), from.rank()).expect("on board");
@@ -506,40 +646,23 @@ impl Chess {
                 self.halfmoves = 0;
             }
             MoveKind::Castle => {
-                let king_side = to.file() > from.file();
-                let rank = from.rank();
-                let rook_from =
-                    Square::from_coords(if king_side { 7 } else { 0 }, rank).expect("sq");
-                let rook_to = Square::from_coords(if king_side { 5 } else { 3 }, rank).expect("sq");
-                self.put(
-                    Piece {
-                        color: us,
-                        role: Role::King,
-                    },
-                    from,
-                );
-                self.put(
-                    Piece {
-                        color: us,
-                        role: Role::King,
-                    },
-                    to,
-                );
-                self.put(
-                    Piece {
-                        color: us,
-                        role: Role::Rook,
-                    },
-                    rook_from,
-                );
-                self.put(
-                    Piece {
-                        color: us,
-                        role: Role::Rook,
-                    },
-                    rook_to,
-                );
-                self.castling = CastlingRights(old_rights & CASTLING_MASKS[from.index()]);
+                // `to` holds the rook; lift both pieces before placing them, since the king
+                // may land where the rook stood (or stay where it is) in Chess960.
+                let (king_to, rook_to) = m.castling_targets();
+                let king = Piece {
+                    color: us,
+                    role: Role::King,
+                };
+                let rook = Piece {
+                    color: us,
+                    role: Role::Rook,
+                };
+                self.put(king, from);
+                self.put(rook, to);
+                self.put(king, king_to);
+                self.put(rook, rook_to);
+                self.castling.remove(us, true);
+                self.castling.remove(us, false);
             }
             MoveKind::Drop(role) => {
                 self.put(Piece { color: us, role }, to);
@@ -633,7 +756,11 @@ impl Position for Chess {
     type MoveList = MoveList;
 
     fn variant(&self) -> Variant {
-        Variant::Chess
+        if self.chess960 {
+            Variant::Chess960
+        } else {
+            Variant::Chess
+        }
     }
 
     #[inline]

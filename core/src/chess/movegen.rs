@@ -108,30 +108,40 @@ impl Chess {
         }
     }
 
+    /// Castling moves (the side to move is not in check). One rule covers standard chess and
+    /// Chess960: every square the king and the rook cross or land on is empty but for those two
+    /// pieces, no square the king crosses is attacked (tested with the king lifted), and the
+    /// king's landing square is not attacked once both pieces have moved.
     fn gen_castling(&self, king: Square, moves: &mut MoveList) {
         let us = self.turn;
-        let rank = us.fold(0, 7);
         let b = &self.board;
         let occupied = b.occupied();
-        let sq = |file| Square::from_coords(file, rank).expect("on board");
-        let safe = |file| b.attackers_to(sq(file), !us, occupied).is_empty();
-        if self.castling.has(us, true)
-            && (occupied & (Bitboard::from_square(sq(5)) | Bitboard::from_square(sq(6)))).is_empty()
-            && safe(5)
-            && safe(6)
-        {
-            moves.push(Move::castle(king, sq(6)));
-        }
-        if self.castling.has(us, false)
-            && (occupied
-                & (Bitboard::from_square(sq(1))
-                    | Bitboard::from_square(sq(2))
-                    | Bitboard::from_square(sq(3))))
-            .is_empty()
-            && safe(3)
-            && safe(2)
-        {
-            moves.push(Move::castle(king, sq(2)));
+        for king_side in [true, false] {
+            let Some(rook) = self.castling.rook(us, king_side) else {
+                continue;
+            };
+            let m = Move::castle_in(king, rook, self.chess960);
+            let (king_to, rook_to) = m.castling_targets();
+            let king_path = attacks::between(king, king_to) | Bitboard::from_square(king_to);
+            let rook_path = attacks::between(rook, rook_to) | Bitboard::from_square(rook_to);
+            let movers = Bitboard::from_square(king) | Bitboard::from_square(rook);
+            if (occupied & !movers & (king_path | rook_path)).any() {
+                continue;
+            }
+            let without_king = occupied ^ Bitboard::from_square(king);
+            let mut crossed = attacks::between(king, king_to);
+            if Iterator::any(&mut crossed, |sq| {
+                b.attackers_to(sq, !us, without_king).any()
+            }) {
+                continue;
+            }
+            let after = (occupied & !movers)
+                | Bitboard::from_square(king_to)
+                | Bitboard::from_square(rook_to);
+            if b.attackers_to(king_to, !us, after).any() {
+                continue;
+            }
+            moves.push(m);
         }
     }
 

@@ -4,13 +4,27 @@
 use super::{Board, Chess, Move};
 use crate::crazyhouse::{Crazyhouse, Reserves};
 use crate::figures::{Figure, LAST_MOVE_FILL, check_glow, piece_svg};
-use crate::types::{Color, Role, Square};
+use crate::text_style::TextStyle;
+use crate::types::{Color, Piece, Role, Square};
 use std::fmt::Write as _;
 
 /// A text diagram: ranks 8 to 1 as lines of piece letters (upper case White) or `.`, the rank
 /// number first, file letters underneath, then the pieces in hand (when `reserves` is given)
-/// and the side to move.
+/// and the side to move. The same as [`to_text_with`] in the [`TextStyle::Letters`] style.
 pub fn to_text(board: &Board, turn: Color, reserves: Option<&Reserves>) -> String {
+    to_text_with(board, turn, reserves, TextStyle::Letters)
+}
+
+/// A text diagram as [`to_text`], with the pieces written in `style`. In the
+/// [`TextStyle::Symbols`] style the board shows ♔♕♖♗♘♙ for White and ♚♛♜♝♞♟ for Black, and the
+/// pieces in hand are White's symbols, ` | `, then Black's (`in hand: ♕♙♙ | ♞`; `-` for an empty
+/// side) instead of the FEN letters in brackets (`in hand: [QPPn]`).
+pub fn to_text_with(
+    board: &Board,
+    turn: Color,
+    reserves: Option<&Reserves>,
+    style: TextStyle,
+) -> String {
     let mailbox = board.mailbox();
     let mut out = String::new();
     for rank in (0..8).rev() {
@@ -18,16 +32,44 @@ pub fn to_text(board: &Board, turn: Color, reserves: Option<&Reserves>) -> Strin
         for file in 0..8 {
             let sq = Square::from_coords(file, rank).expect("on board");
             out.push(' ');
-            out.push(mailbox[sq.index()].map_or('.', |pc| pc.char()));
+            out.push(mailbox[sq.index()].map_or('.', |pc| style.piece_char(pc)));
         }
         out.push('\n');
     }
     out.push_str("  a b c d e f g h\n");
     if let Some(r) = reserves {
-        out.push_str(&format!("in hand: [{}]\n", r.to_fen()));
+        match style {
+            TextStyle::Letters => {
+                let _ = writeln!(out, "in hand: [{}]", r.to_fen());
+            }
+            TextStyle::Symbols => {
+                let _ = writeln!(
+                    out,
+                    "in hand: {} | {}",
+                    reserve_symbols(r, Color::White),
+                    reserve_symbols(r, Color::Black)
+                );
+            }
+        }
     }
-    out.push_str(&format!("{turn} to move\n"));
+    let _ = writeln!(out, "{turn} to move");
     out
+}
+
+/// `color`'s pieces in hand as symbols, strongest first (`QRBNP` order), or `-` when none.
+fn reserve_symbols(reserves: &Reserves, color: Color) -> String {
+    let held: String = RESERVE_ROLES
+        .iter()
+        .flat_map(|&role| {
+            let symbol = TextStyle::symbol(Piece { color, role });
+            std::iter::repeat_n(symbol, usize::from(reserves.count(color, role)))
+        })
+        .collect();
+    if held.is_empty() {
+        "-".to_owned()
+    } else {
+        held
+    }
 }
 
 /// Highlights for [`to_svg_with`] and [`crazyhouse_to_svg_with`]; the default has none.
@@ -302,6 +344,105 @@ mod tests {
                 other => panic!("not an 8×8 board: {other:?}"),
             };
             assert_eq!(text, pos.render_text());
+        }
+    }
+
+    #[test]
+    fn symbol_diagram_of_the_start() {
+        let pos = chess_start();
+        let text = to_text_with(pos.board(), pos.turn(), None, TextStyle::Symbols);
+        assert_eq!(
+            text,
+            "8 ♜ ♞ ♝ ♛ ♚ ♝ ♞ ♜\n7 ♟ ♟ ♟ ♟ ♟ ♟ ♟ ♟\n6 . . . . . . . .\n5 . . . . . . . .\n\
+             4 . . . . . . . .\n3 . . . . . . . .\n2 ♙ ♙ ♙ ♙ ♙ ♙ ♙ ♙\n1 ♖ ♘ ♗ ♕ ♔ ♗ ♘ ♖\n\
+             \x20 a b c d e f g h\nwhite to move\n"
+        );
+        // The letters style is the plain diagram, and both have the same shape.
+        let letters = to_text_with(pos.board(), pos.turn(), None, TextStyle::Letters);
+        assert_eq!(letters, to_text(pos.board(), pos.turn(), None));
+        same_shape(&letters, &text);
+    }
+
+    /// Each line of `a` and `b` has the same length in characters, with `.` and spaces at the
+    /// same places.
+    fn same_shape(a: &str, b: &str) {
+        assert_eq!(a.lines().count(), b.lines().count(), "{a}\n{b}");
+        for (la, lb) in a.lines().zip(b.lines()) {
+            assert_eq!(la.chars().count(), lb.chars().count(), "{la:?} / {lb:?}");
+            for (ca, cb) in la.chars().zip(lb.chars()) {
+                assert_eq!(
+                    ca == ' ' || ca == '.',
+                    cb == ' ' || cb == '.',
+                    "{la:?} / {lb:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn symbol_diagram_shows_the_reserves_as_symbols() {
+        let mut zh = crazyhouse_start();
+        let empty = to_text_with(
+            zh.chess().board(),
+            zh.chess().turn(),
+            Some(zh.reserves()),
+            TextStyle::Symbols,
+        );
+        assert!(
+            empty.ends_with("  a b c d e f g h\nin hand: - | -\nwhite to move\n"),
+            "{empty}"
+        );
+        zh.add_to_reserve(Color::White, Role::Pawn).expect("room");
+        zh.add_to_reserve(Color::White, Role::Queen).expect("room");
+        zh.add_to_reserve(Color::White, Role::Pawn).expect("room");
+        zh.add_to_reserve(Color::Black, Role::Knight).expect("room");
+        let board = zh.chess().board();
+        let text = to_text_with(
+            board,
+            zh.chess().turn(),
+            Some(zh.reserves()),
+            TextStyle::Symbols,
+        );
+        assert!(text.contains("\nin hand: ♕♙♙ | ♞\n"), "{text}");
+        assert!(text.starts_with("8 ♜ ♞ ♝ ♛ ♚ ♝ ♞ ♜\n"), "{text}");
+        let letters = to_text(board, zh.chess().turn(), Some(zh.reserves()));
+        assert!(letters.contains("\nin hand: [QPPn]\n"), "{letters}");
+        // Only a Black reserve.
+        let mut black = crazyhouse_start();
+        black
+            .add_to_reserve(Color::Black, Role::Rook)
+            .expect("room");
+        let text = to_text_with(
+            black.chess().board(),
+            black.chess().turn(),
+            Some(black.reserves()),
+            TextStyle::Symbols,
+        );
+        assert!(text.contains("\nin hand: - | ♜\n"), "{text}");
+    }
+
+    #[test]
+    fn symbol_diagram_matches_the_position_diagram() {
+        let mut zh = crazyhouse_start();
+        zh.add_to_reserve(Color::White, Role::Bishop).expect("room");
+        for pos in [
+            AnyPosition::Chess(chess_start()),
+            AnyPosition::Crazyhouse(zh),
+        ] {
+            for style in TextStyle::ALL {
+                let text = match &pos {
+                    AnyPosition::Chess(p) => to_text_with(p.board(), p.turn(), None, style),
+                    AnyPosition::Crazyhouse(p) => to_text_with(
+                        p.chess().board(),
+                        p.chess().turn(),
+                        Some(p.reserves()),
+                        style,
+                    ),
+                    other => panic!("not an 8×8 board: {other:?}"),
+                };
+                assert_eq!(text, pos.render_text_with(style));
+            }
+            assert_eq!(pos.render_text(), pos.render_text_with(TextStyle::Letters));
         }
     }
 

@@ -44,7 +44,7 @@ pub fn write_san(pos: &Chess, m: Move, locale: Locale, suffix: bool) -> String {
     let mut s = String::with_capacity(8);
     let to = m.to();
     match m.kind() {
-        MoveKind::Castle => s.push_str(if to.file() == 6 { "O-O" } else { "O-O-O" }),
+        MoveKind::Castle => s.push_str(if m.is_king_side() { "O-O" } else { "O-O-O" }),
         MoveKind::Drop(role) => {
             s.push(role_letter(role, locale).unwrap_or('P'));
             s.push('@');
@@ -218,7 +218,7 @@ pub fn parse_san(pos: &Chess, text: &str, locale: Locale) -> Result<Move, MoveEr
         return legal
             .iter()
             .copied()
-            .find(|m| m.kind() == MoveKind::Castle && (m.to().file() == 6) == king_side)
+            .find(|m| m.kind() == MoveKind::Castle && m.is_king_side() == king_side)
             .ok_or_else(|| MoveError::illegal(text, IllegalReason::CastlingNotAllowed));
     }
     let to = parts.to.expect("set unless castling");
@@ -229,17 +229,26 @@ pub fn parse_san(pos: &Chess, text: &str, locale: Locale) -> Result<Move, MoveEr
     // Without a file, a pawn move is a push: `d5` never means `exd5`.
     let pawn_push_ok =
         |from: Square| role != Role::Pawn || parts.file.is_some() || from.file() == to.file();
+    // Castling read as a king move (`Kg1`) lands on the king's square, not the rook's.
+    let lands = |m: &Move| match m.kind() {
+        MoveKind::Castle => m.castling_targets().0,
+        _ => m.to(),
+    };
     let shape_ok = |m: &Move| {
-        m.to() == to
+        lands(m) == to
             && pos.board.role_at(m.from()) == Some(role)
             && from_ok(m.from())
             && pawn_push_ok(m.from())
     };
-    let matching: Vec<Move> = legal
+    let mut matching: Vec<Move> = legal
         .iter()
         .copied()
         .filter(|m| shape_ok(m) && m.promotion_role() == parts.promotion)
         .collect();
+    // In Chess960 `Kb1` may name both a king step and castling that lands there: the step.
+    if matching.len() > 1 && matching.iter().any(|m| m.kind() != MoveKind::Castle) {
+        matching.retain(|m| m.kind() != MoveKind::Castle);
+    }
     match matching.as_slice() {
         [m] => Ok(*m),
         [] => {

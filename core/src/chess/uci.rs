@@ -1,5 +1,9 @@
-//! UCI (coordinate) move notation: `e2e4`, `e7e8q`, castling as the king's move `e1g1`, drops
-//! `N@f3`, and the null move `0000`.
+//! UCI (coordinate) move notation: `e2e4`, `e7e8q`, drops `N@f3`, the null move `0000`, and
+//! castling as the king's move `e1g1` in standard chess or as the king taking its own rook
+//! (`e1h1`, `b1a1`) in Chess960, as engines with `UCI_Chess960` write it. Reading accepts
+//! both forms in both variants where they are unambiguous: a king-takes-own-rook text is always
+//! castling, and a king's move to the g or c file is castling when no ordinary king move
+//! matches it.
 
 use super::{Chess, Move, MoveKind};
 use crate::bitboard::{Bitboard, attacks};
@@ -115,10 +119,22 @@ impl fmt::Display for Uci {
 }
 
 impl Uci {
-    /// The UCI form of a move (castling as the king's two-square move).
+    /// The UCI form of a move: castling as the king's move to the g or c file, or (for
+    /// castling in a Chess960 position) as the king taking its own rook.
     pub fn from_move(m: Move) -> Uci {
+        Uci::from_move_as(m, m.is_chess960_castle())
+    }
+
+    /// The UCI form of a move; with `chess960`, castling is written as the king taking its own
+    /// rook (`UCI_Chess960`).
+    pub fn from_move_as(m: Move, chess960: bool) -> Uci {
         match m.kind() {
             MoveKind::Drop(role) => Uci::Drop { role, to: m.to() },
+            MoveKind::Castle if !chess960 => Uci::Normal {
+                from: m.from(),
+                to: m.castling_targets().0,
+                promotion: None,
+            },
             kind => Uci::Normal {
                 from: m.from(),
                 to: m.to(),
@@ -132,7 +148,7 @@ impl Uci {
 
     /// The legal move this UCI names in `pos`, or why there is none.
     pub fn to_move(self, pos: &Chess) -> Result<Move, IllegalReason> {
-        let (from, mut to, promotion) = match self {
+        let (from, to, promotion) = match self {
             Uci::Normal {
                 from,
                 to,
@@ -141,28 +157,44 @@ impl Uci {
             Uci::Drop { .. } => return Err(IllegalReason::CannotReach),
             Uci::Null => return Err(IllegalReason::CannotReach),
         };
-        // King-takes-own-rook castling notation (e1h1) means the same as e1g1.
-        let mover = pos.board.piece_at(from);
-        if mover.is_some_and(|p| p.role == Role::King && p.color == pos.turn)
-            && pos.board.piece_at(to)
-                == Some(Piece {
-                    color: pos.turn,
-                    role: Role::Rook,
-                })
-            && from.rank() == to.rank()
-            && from == Square::from_coords(4, pos.turn.fold(0, 7)).expect("sq")
-            && (to.file() == 0 || to.file() == 7)
-        {
-            to = Square::from_coords(if to.file() == 7 { 6 } else { 2 }, to.rank()).expect("sq");
+        let legal = pos.legal_moves();
+        let king_moves = pos.board.piece_at(from)
+            == Some(Piece {
+                color: pos.turn,
+                role: Role::King,
+            });
+        let own_rook = Some(Piece {
+            color: pos.turn,
+            role: Role::Rook,
+        });
+        let castles = || {
+            legal
+                .iter()
+                .copied()
+                .filter(|m| m.kind() == MoveKind::Castle)
+        };
+        if king_moves && pos.board.piece_at(to) == own_rook {
+            // King takes own rook: castling with that rook, in either variant.
+            return castles()
+                .find(|m| m.from() == from && m.to() == to)
+                .ok_or(IllegalReason::CastlingNotAllowed);
         }
-        let found = pos
-            .legal_moves()
-            .into_iter()
-            .find(|m| m.from() == from && m.to() == to && m.promotion_role() == promotion);
-        match found {
-            Some(m) => Ok(m),
-            None => Err(diagnose(pos, from, to, promotion)),
+        let found = legal.iter().copied().find(|m| {
+            m.kind() != MoveKind::Castle
+                && m.from() == from
+                && m.to() == to
+                && m.promotion_role() == promotion
+        });
+        if let Some(m) = found {
+            return Ok(m);
         }
+        if king_moves && promotion.is_none() {
+            // The king's move to its castling square (e1g1), when no ordinary move matches.
+            if let Some(m) = castles().find(|m| m.from() == from && m.castling_targets().0 == to) {
+                return Ok(m);
+            }
+        }
+        Err(diagnose(pos, from, to, promotion))
     }
 }
 
@@ -188,7 +220,11 @@ pub(crate) fn diagnose(
     let occupied = b.occupied();
     let ours = b.by_color(us);
     let last_rank = to.rank() == us.fold(7, 0);
-    if piece.role == Role::King && from.rank() == to.rank() && from.file().abs_diff(to.file()) == 2
+    if piece.role == Role::King
+        && from.rank() == to.rank()
+        && from.rank() == us.fold(0, 7)
+        && (from.file().abs_diff(to.file()) == 2
+            || (matches!(to.file(), 2 | 6) && !attacks::king(from).contains(to)))
     {
         return IllegalReason::CastlingNotAllowed;
     }
@@ -279,6 +315,7 @@ pub fn parse_legal(pos: &Chess, text: &str) -> Result<Move, MoveError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::position::Position;
 
     fn reason(fen: &str, uci: &str) -> IllegalReason {
         let pos = Chess::from_fen(fen).unwrap();
@@ -340,5 +377,29 @@ mod tests {
         let m = parse_legal(&pos, "e1h1").unwrap();
         assert_eq!(m.kind(), MoveKind::Castle);
         assert_eq!(Uci::from_move(m).to_string(), "e1g1");
+        assert_eq!(parse_legal(&pos, "e1g1").unwrap(), m);
+        assert_eq!(Uci::from_move_as(m, true).to_string(), "e1h1");
+    }
+
+    #[test]
+    fn chess960_castling_forms() {
+        let sq = |s: &str| Square::parse(s).unwrap();
+        // King b1, rooks a1 and g1: the king lands on the g1 rook's square.
+        let pos = Chess::from_fen_as("1k6/8/8/8/8/8/8/RK4R1 w GA - 0 1", true).unwrap();
+        let short = parse_legal(&pos, "b1g1").unwrap();
+        assert_eq!(short.kind(), MoveKind::Castle);
+        assert_eq!(short.castling_targets(), (sq("g1"), sq("f1")));
+        let long = parse_legal(&pos, "b1a1").unwrap();
+        assert_eq!(long.castling_targets(), (sq("c1"), sq("d1")));
+        assert_eq!(pos.move_to_uci(long), "b1a1");
+        // b1c1 is an ordinary king move here, so the standard form cannot mean castling.
+        assert_eq!(parse_legal(&pos, "b1c1").unwrap().kind(), MoveKind::Normal);
+        // The king already on g1: it stays, the rook jumps to f1.
+        let pos = Chess::from_fen_as("6k1/8/8/8/8/8/8/6KR w H - 0 1", true).unwrap();
+        let m = parse_legal(&pos, "g1h1").unwrap();
+        assert_eq!(m.kind(), MoveKind::Castle);
+        let mut after = pos;
+        after.play_unchecked(m);
+        assert_eq!(after.to_fen(), "6k1/8/8/8/8/8/8/5RK1 b - - 1 1");
     }
 }

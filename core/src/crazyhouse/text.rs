@@ -4,7 +4,7 @@
 
 use super::{Crazyhouse, HouseRules, Reserves};
 use crate::chess::Chess;
-use crate::chess::fen::Setup;
+use crate::chess::fen::{Correction, Setup};
 use crate::chess::san::role_from_letter;
 use crate::position::Locale;
 use crate::position_text::PositionTextError;
@@ -55,6 +55,26 @@ impl Crazyhouse {
     /// passant and the side not to move being in check are checked as in chess, and `~` may mark
     /// only pieces other than pawns and kings.
     pub fn from_fen(fen: &str, rules: HouseRules) -> Result<Crazyhouse, PositionTextError> {
+        Crazyhouse::read(fen, rules, None)
+    }
+
+    /// [`Crazyhouse::from_fen`], read leniently: castling rights that do not fit the board and
+    /// impossible en passant squares are dropped and reported (see
+    /// [`Chess::from_setup_lenient`]).
+    pub fn from_fen_lenient(
+        fen: &str,
+        rules: HouseRules,
+    ) -> Result<(Crazyhouse, Vec<Correction>), PositionTextError> {
+        let mut corrections = Vec::new();
+        let pos = Crazyhouse::read(fen, rules, Some(&mut corrections))?;
+        Ok((pos, corrections))
+    }
+
+    fn read(
+        fen: &str,
+        rules: HouseRules,
+        corrections: Option<&mut Vec<Correction>>,
+    ) -> Result<Crazyhouse, PositionTextError> {
         let fen = fen.trim();
         let (first, rest) = fen.split_once(char::is_whitespace).unwrap_or((fen, ""));
         let (placement, reserve) = if let Some(open) = first.find('[') {
@@ -70,7 +90,8 @@ impl Crazyhouse {
         let reserves = Reserves::parse(reserve).map_err(|e| syntax("reserve", e.0))?;
         let (setup, promoted) = Setup::parse_with_promoted(&format!("{placement} {rest}"))
             .map_err(PositionTextError::from)?;
-        let chess = Chess::from_setup_counting(setup, false).map_err(PositionTextError::from)?;
+        let chess =
+            Chess::checked(setup, false, false, corrections).map_err(PositionTextError::from)?;
         let board = chess.board();
         let bad = promoted & (board.by_role(Role::Pawn) | board.by_role(Role::King));
         if let Some(sq) = bad.first() {

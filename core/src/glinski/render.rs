@@ -8,15 +8,26 @@
 use super::geometry::{Cell, Cells, FILES, VALID, at, cell_name, colour_class, coords};
 use super::{Glinski, HexMove};
 use crate::figures::{Figure, LAST_MOVE_FILL, check_glow, piece_svg};
+use crate::text_style::TextStyle;
 use crate::types::{Color, Role};
 use std::fmt::Write as _;
 
 /// A text diagram: one line per half-cell of height (21 lines), each cell as its piece letter
-/// (upper case White) or `.`, files four columns apart, file letters underneath.
+/// (upper case White) or `.`, files four columns apart, file letters underneath. The same as
+/// [`to_text_with`] in the [`TextStyle::Letters`] style.
 pub fn to_text(pos: &Glinski) -> String {
+    to_text_with(pos, TextStyle::Letters)
+}
+
+/// A text diagram as [`to_text`], with the pieces written in `style` ([`TextStyle::Symbols`]:
+/// ♔♕♖♗♘♙ for White, ♚♛♜♝♞♟ for Black). Every cell is one character in either style, so each
+/// symbol stands in the column its letter would.
+pub fn to_text_with(pos: &Glinski, style: TextStyle) -> String {
     let mut out = String::new();
     for y in (-10..=10).rev() {
         let mut line = String::from("  ");
+        // The line's width in characters (a symbol is one character but several bytes).
+        let mut width = 2;
         // Cells of this height have q of the same parity as y, r = (y - q) / 2.
         for q in -5..=5i32 {
             if (y - q) % 2 != 0 {
@@ -26,10 +37,12 @@ pub fn to_text(pos: &Glinski) -> String {
                 continue;
             };
             let col = 2 + 4 * (q + 5) as usize;
-            while line.len() < col {
+            while width < col {
                 line.push(' ');
+                width += 1;
             }
-            line.push(pos.piece_at(c).map_or('.', |p| p.char()));
+            line.push(pos.piece_at(c).map_or('.', |p| style.piece_char(p)));
+            width += 1;
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -185,6 +198,7 @@ pub fn to_svg_with(pos: &Glinski, options: &SvgOptions) -> String {
 mod tests {
     use super::*;
     use crate::glinski::parse_cell;
+    use crate::types::Piece;
 
     #[test]
     fn text_diagram_of_the_start() {
@@ -205,6 +219,59 @@ mod tests {
         assert_eq!(board.chars().filter(char::is_ascii_alphabetic).count(), 36);
         assert_eq!(board.matches('.').count(), 55);
         assert_eq!(lines[22], "white to move");
+    }
+
+    #[test]
+    fn symbol_diagram_keeps_the_geometry() {
+        let pos = start();
+        let letters = to_text(&pos);
+        assert_eq!(letters, to_text_with(&pos, TextStyle::Letters));
+        let symbols = to_text_with(&pos, TextStyle::Symbols);
+        let lines: Vec<&str> = symbols.lines().collect();
+        assert_eq!(lines.len(), 23);
+        assert_eq!(lines[0], format!("{}♝", " ".repeat(22)));
+        assert_eq!(lines[1], format!("{}♛{}♚", " ".repeat(18), " ".repeat(7)));
+        assert_eq!(lines[14], "      .       ♙       .       ♙       .");
+        assert_eq!(lines[19], format!("{}♕{}♔", " ".repeat(18), " ".repeat(7)));
+        assert_eq!(lines[20], format!("{}♗", " ".repeat(22)));
+        assert_eq!(symbols.matches(['♙', '♟']).count(), 18);
+        assert_eq!(symbols.matches(['♘', '♞']).count(), 4);
+        assert_eq!(symbols.matches(['♖', '♜']).count(), 4);
+        assert_eq!(symbols.matches(['♗', '♝']).count(), 6);
+        assert!(!lines[..21].concat().contains(char::is_alphabetic));
+        // Line by line, the same characters at the same character positions, a symbol where
+        // a letter was; the file letters and the side to move unchanged.
+        let letter_lines: Vec<&str> = letters.lines().collect();
+        for (l, s) in letter_lines[..21].iter().zip(&lines[..21]) {
+            let (l, s): (Vec<char>, Vec<char>) = (l.chars().collect(), s.chars().collect());
+            assert_eq!(l.len(), s.len(), "{l:?} / {s:?}");
+            for (&a, &b) in l.iter().zip(&s) {
+                let expected = Piece::from_char(a).map_or(a, TextStyle::symbol);
+                assert_eq!(b, expected, "{l:?} / {s:?}");
+            }
+        }
+        assert_eq!(letter_lines[21..], lines[21..]);
+    }
+
+    #[test]
+    fn symbol_diagram_after_moves() {
+        // After f5f6 e7e6 Qe1-c3.
+        let pos = Glinski::from_text(
+            "b/qbk/n1b1n/r5r/ppp1ppppp/4pP5/11/4P1P4/2QP1B1P3/2P2B2P2/1PRN1BKNRP1 b - 1 2",
+        )
+        .expect("position");
+        let (letters, symbols) = (to_text(&pos), to_text_with(&pos, TextStyle::Symbols));
+        assert_eq!(
+            letters
+                .lines()
+                .map(|l| l.chars().count())
+                .collect::<Vec<_>>(),
+            symbols
+                .lines()
+                .map(|l| l.chars().count())
+                .collect::<Vec<_>>()
+        );
+        assert!(symbols.ends_with("black to move\n"), "{symbols}");
     }
 
     fn start() -> Glinski {

@@ -408,10 +408,12 @@ impl PgnGame {
         if start.variant() != Variant::Chess {
             pgn.set_tag("Variant", start.variant().pgn_name());
         }
-        if start.to_text()
-            != AnyPosition::start(start.variant())
-                .map(|p| p.to_text())
-                .unwrap_or_default()
+        // A Chess960 game always names its start position (readers cannot guess it).
+        if start.variant() == Variant::Chess960
+            || start.to_text()
+                != AnyPosition::start(start.variant())
+                    .map(|p| p.to_text())
+                    .unwrap_or_default()
         {
             pgn.set_tag("SetUp", "1");
             pgn.set_tag("FEN", start.to_text());

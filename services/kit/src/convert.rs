@@ -25,6 +25,7 @@ pub fn variant(value: i32, field: &str) -> Result<Variant, ApiError> {
         common::Variant::Glinski => Variant::Glinski,
         common::Variant::Byzantine => Variant::Byzantine,
         common::Variant::ByzantineCitadel => Variant::ByzantineCitadel,
+        common::Variant::Chess960 => Variant::Chess960,
     })
 }
 
@@ -37,6 +38,7 @@ pub fn variant_to_proto(v: Variant) -> i32 {
         Variant::Glinski => common::Variant::Glinski,
         Variant::Byzantine => common::Variant::Byzantine,
         Variant::ByzantineCitadel => common::Variant::ByzantineCitadel,
+        Variant::Chess960 => common::Variant::Chess960,
     }) as i32
 }
 

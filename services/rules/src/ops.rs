@@ -110,6 +110,50 @@ pub fn validate_move_in_stream(
     }
 }
 
+/// ReadPosition: the position in canonical form, read strictly or leniently (with the
+/// corrections).
+pub fn read_position(
+    req: &rules::ReadPositionRequest,
+) -> Result<rules::ReadPositionResponse, ApiError> {
+    let (pos, corrections) = if req.lenient {
+        let p = req
+            .position
+            .as_ref()
+            .ok_or_else(|| ApiError::invalid("position", "position is required"))?;
+        let variant = arbiter_kit::convert::variant(p.variant, "position.variant")?;
+        let options = arbiter_kit::convert::rule_options(&p.rules);
+        AnyPosition::with_rules_lenient(variant, &p.text, &options).map_err(|e| {
+            let sub = if e.field() == "rules" {
+                "rules"
+            } else {
+                "text"
+            };
+            ApiError::invalid(format!("position.{sub}"), e.to_string())
+        })?
+    } else {
+        (position(req.position.as_ref(), "position")?, Vec::new())
+    };
+    let (shredder_fen, chess960_start) = match &pos {
+        AnyPosition::Chess(c) => (
+            c.to_shredder_fen(),
+            c.is_chess960().then(|| c.chess960_number()).flatten(),
+        ),
+        _ => (String::new(), None),
+    };
+    Ok(rules::ReadPositionResponse {
+        position: Some(position_to_proto(&pos)),
+        corrections: corrections
+            .iter()
+            .map(|c| rules::PositionCorrection {
+                field: c.field().to_owned(),
+                message: c.to_string(),
+            })
+            .collect(),
+        shredder_fen,
+        chess960_start,
+    })
+}
+
 /// ListLegalMoves.
 pub fn list_legal_moves(
     req: &rules::ListLegalMovesRequest,

@@ -120,6 +120,13 @@ impl RulesService for Rules {
         reply(result)
     }
 
+    async fn read_position(
+        &self,
+        req: Request<rules::ReadPositionRequest>,
+    ) -> Reply<rules::ReadPositionResponse> {
+        reply(ops::read_position(req.get_ref()))
+    }
+
     async fn ping(&self, _req: Request<rules::PingRequest>) -> Reply<rules::PingResponse> {
         Ok(Response::new(rules::PingResponse {}))
     }

@@ -8,7 +8,7 @@ use super::checks::{
 use super::corrupt;
 use crate::error::MatchError;
 use crate::record::{BoardRecord, Record, pack};
-use crate::seats::random_hex;
+use crate::seats::{random_bytes, random_hex};
 use crate::store::{CreateResult, MatchStore};
 use arbiter_core::bughouse::{BoardId, Match, Seat};
 use arbiter_core::clock::{Clock, TimeControl};
@@ -50,6 +50,9 @@ pub struct Created {
 struct Start {
     /// The start position string as stored (canonical; BFEN for bughouse).
     text: String,
+    /// What the creation asked for, for the retry digest: `text`, except for a Chess960 start
+    /// drawn at random, where a retry must not depend on the draw.
+    asked: String,
     boards: Vec<BoardRecord>,
     rules: RuleOptions,
     /// The side to move on each board.
@@ -150,15 +153,27 @@ fn bughouse_start(c: &Creation) -> Result<Start, MatchError> {
     };
     Ok(Start {
         text: m.to_bfen(),
+        asked: m.to_bfen(),
         boards: vec![board(BoardId::A), board(BoardId::B)],
         rules: RuleOptions::default(),
         turns: vec![m.board(BoardId::A).turn(), m.board(BoardId::B).turn()],
     })
 }
 
-/// The one board of a `variant` game from its position string and rule options, not over.
+/// The Chess960 start positions a creation without a start draws from, uniformly.
+const RANDOM_CHESS960: &str = "random";
+
+/// The one board of a `variant` game from its position string and rule options, not over. A
+/// Chess960 game without a start position begins from one drawn at random from the 960.
 fn single_start(variant: Variant, c: &Creation) -> Result<Start, MatchError> {
-    let pos = arbiter_kit::convert::position_from_parts(variant, &c.start, &c.rules, "start")
+    let drawn = variant == Variant::Chess960 && c.start.trim().is_empty();
+    let text = if drawn {
+        let n = u32::from_le_bytes(random_bytes::<4>()) % arbiter_core::chess::chess960::COUNT;
+        n.to_string()
+    } else {
+        c.start.clone()
+    };
+    let pos = arbiter_kit::convert::position_from_parts(variant, &text, &c.rules, "start")
         .map_err(|e| match e.field() {
             Some("start.rules") => MatchError::invalid("start.rules", e.description()),
             _ => MatchError::invalid("start.text", e.description()),
@@ -173,6 +188,11 @@ fn single_start(variant: Variant, c: &Creation) -> Result<Start, MatchError> {
     let pos = state.position();
     Ok(Start {
         text: pos.to_text(),
+        asked: if drawn {
+            RANDOM_CHESS960.to_owned()
+        } else {
+            pos.to_text()
+        },
         boards: vec![BoardRecord::new(
             pos.to_text(),
             Default::default(),
@@ -194,7 +214,7 @@ fn spec_digest(variant: Variant, start: &Start, players: &[String], time_control
         .collect();
     let canonical = pack(&[
         variant.name(),
-        &start.text,
+        &start.asked,
         &pack(&rule_items),
         &pack(players),
         time_control,

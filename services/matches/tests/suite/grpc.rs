@@ -1095,3 +1095,155 @@ async fn bad_requests_name_the_field() {
     assert_eq!(field(&status), "match_id");
     s.stop().await;
 }
+
+/// A small deterministic generator for the random games below (no seeding from the clock: a
+/// failure replays).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) as usize) % n
+    }
+}
+
+/// Chess960 matches through gRPC, each played to its automatic end: castling whenever it is
+/// legal (written as the king taking its rook), else a capture, else any move, chosen by the
+/// client from the position the service reports. Start positions: drawn at random by the
+/// service (a retry finds the same match and start), and given by number.
+async fn chess960_matches(s: &Server) -> usize {
+    use arbiter_core::{AnyPosition, Locale, Notation, Position, Variant as V};
+    let mut c = s.client();
+    // The store connects in the background: wait until it answers.
+    for _ in 0..200 {
+        let probe = c
+            .get_match(pb::GetMatchRequest {
+                match_id: "none".into(),
+            })
+            .await;
+        match probe {
+            Err(e) if e.code() == Code::Unavailable => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            _ => break,
+        }
+    }
+    let mut castled = 0;
+    let mut rng = Lcg(960);
+    // Two drawn starts, three by number, and two with nothing between kings and rooks (each side
+    // castles at once there, so castling is certain to be played through the service).
+    let starts = [
+        "",
+        "",
+        "0",
+        "959",
+        "518",
+        "rk4r1/pppppppp/8/8/8/8/PPPPPPPP/RK4R1 w KQkq - 0 1",
+        "1r4kr/pppppppp/8/8/8/8/PPPPPPPP/1R4KR w HBhb - 0 1",
+    ];
+    for (i, start) in starts.into_iter().enumerate() {
+        let mut req = creation(Variant::Chess960, start, &[]);
+        req.request_id = format!("chess960-{i}");
+        let t = create_from(&mut c, req.clone()).await;
+        let again = c.create_match(req).await.unwrap().into_inner();
+        assert!(!again.created);
+        let mut state = get(&mut c, &t.id).await;
+        assert_eq!(state.variant, Variant::Chess960 as i32);
+        assert_eq!(
+            again.state.unwrap().start,
+            state.start,
+            "a retry keeps the drawn start"
+        );
+        let first = AnyPosition::from_text(V::Chess960, &state.start).unwrap();
+        let number = match &first {
+            AnyPosition::Chess(p) => p.chess960_number(),
+            other => panic!("{other:?}"),
+        };
+        if start.len() <= 3 {
+            let n = number.expect("a start position");
+            assert!(start.is_empty() || n.to_string() == start, "{start}: {n}");
+        }
+        let mut game = arbiter_core::Game::new(first);
+        while state.outcome.is_none() {
+            let pos = game.position().clone();
+            let b = &state.boards[0];
+            assert_eq!(b.position, pos.to_text(), "the service's position");
+            let moves = pos.legal_moves();
+            let pick = |f: &dyn Fn(&arbiter_core::AnyMove) -> bool| {
+                moves.iter().copied().filter(|m| f(m)).collect::<Vec<_>>()
+            };
+            let castles = pick(&|m| pos.move_to_san(*m, Default::default()).starts_with("O-O"));
+            // Clear the back rank first (pieces other than king and rooks leave it), so that
+            // castling comes often; then captures, to end the game.
+            let back_rank = if pos.turn() == arbiter_core::Color::White {
+                "1"
+            } else {
+                "8"
+            };
+            let develop = pick(&|m| {
+                let uci = pos.move_to_uci(*m);
+                let san = pos.move_to_san(*m, Default::default());
+                uci[1..2] == *back_rank && !san.starts_with(['K', 'R', 'O'])
+            });
+            let captures = pick(&|m| pos.is_capture(*m));
+            let options = [castles.clone(), develop, captures, moves.clone()]
+                .into_iter()
+                .find(|o| !o.is_empty())
+                .expect("the game goes on, so there is a move");
+            let m = options[rng.below(options.len())];
+            let uci = pos.move_to_uci(m);
+            state = timeless(
+                make_move(&mut c, &t, A, b.side_to_move, &uci, b.ply)
+                    .await
+                    .unwrap_or_else(|e| panic!("{uci} in {}: {e:?}", pos.to_text()))
+                    .state
+                    .unwrap(),
+            );
+            let last = state.boards[0].last_move.clone().unwrap();
+            assert_eq!(last.uci, uci);
+            if !castles.is_empty() {
+                assert!(last.san.starts_with("O-O"), "{last:?}");
+                castled += 1;
+            }
+            game.play_text(&uci, Notation::Uci, Locale::English)
+                .unwrap();
+            assert!(state.boards[0].ply < 2000, "runaway game");
+        }
+        // The service ended the game where the rules do, with the same result.
+        let (score, _) = outcome(&state);
+        let core = game.outcome().expect("the core sees the end too");
+        assert_eq!(score, core.score.to_string());
+    }
+    castled
+}
+
+#[tokio::test]
+async fn chess960_matches_play_to_the_end_in_process() {
+    let s = start().await;
+    let castled = chess960_matches(&s).await;
+    assert!(castled >= 4, "castled {castled} times");
+}
+
+#[tokio::test]
+async fn chess960_matches_play_to_the_end_on_redis() {
+    let redis = arbiter_testkit::redis().await;
+    let store = arbiter_matches::StoreConfig::Redis(redis.secure("arbiter-matches"));
+    let s = TestServer::start(move |listener, shutdown| {
+        arbiter_matches::serve(
+            listener,
+            ServeConfig::default(),
+            MatchesConfig {
+                store,
+                ..MatchesConfig::default()
+            },
+            AccessPolicy::development(),
+            shutdown,
+        )
+    })
+    .await;
+    let castled = chess960_matches(&s).await;
+    assert!(castled >= 4, "castled {castled} times");
+}

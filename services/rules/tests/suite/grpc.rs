@@ -992,3 +992,175 @@ async fn crazyhouse_and_bughouse_boards() {
     assert_field_error(status, Code::InvalidArgument, "position.text");
     s.stop().await;
 }
+
+/// Chess960 through the service: a start position by number, castling in both UCI forms and in
+/// SAN, PGN with its variant and start, perft, and ReadPosition (Shredder-FEN, the start's
+/// number, lenient reading with its corrections).
+#[tokio::test]
+async fn chess960_and_position_import() {
+    let mut s = start().await;
+    let c960 = |text: &str| position_of(Variant::Chess960, text, &[]);
+    // King g1 with rooks a1 and h1: castling short leaves the king where it is; UCI writes it
+    // as the king taking its rook, SAN as O-O, and the standard form g1g1 cannot name it.
+    let fen = "1r4k1/8/8/8/8/8/8/R5KR w HA - 0 1";
+    let r = s
+        .client
+        .validate_move(validate(c960(fen), "g1h1"))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(rules::validate_move_response::Result::Legal(legal)) = r.result else {
+        panic!("{r:?}")
+    };
+    let m = legal.r#move.unwrap();
+    assert_eq!((m.uci.as_str(), m.san.as_str()), ("g1h1", "O-O"));
+    let after = legal.position_after.unwrap();
+    assert_eq!(after.variant, Variant::Chess960 as i32);
+    assert_eq!(after.text, "1r4k1/8/8/8/8/8/8/R4RK1 b - - 1 1");
+    // Castling long: the king goes to c1, the rook to d1; both forms are read.
+    for text in ["g1a1", "g1c1", "O-O-O"] {
+        let r = s
+            .client
+            .convert_move(rules::ConvertMoveRequest {
+                position: c960(fen),
+                r#move: text.into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let m = r.r#move.unwrap();
+        assert_eq!(
+            (m.uci.as_str(), m.san.as_str()),
+            ("g1a1", "O-O-O"),
+            "{text}"
+        );
+    }
+    // Standard chess refuses the Chess960 rights, naming the field and the variant to use.
+    let err = s
+        .client
+        .list_legal_moves(rules::ListLegalMovesRequest {
+            position: chess(fen),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("chess960"), "{err:?}");
+    assert_field_error(err, Code::InvalidArgument, "position.text");
+
+    // A start position by its number; ReadPosition names it and writes Shredder-FEN.
+    let r = s
+        .client
+        .read_position(rules::ReadPositionRequest {
+            position: c960("518"),
+            lenient: false,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.position.unwrap().text,
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+    );
+    assert_eq!(
+        r.shredder_fen,
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAha - 0 1"
+    );
+    assert_eq!(r.chess960_start, Some(518));
+    for bad in ["960", "99999999999999999999"] {
+        let err = s
+            .client
+            .read_position(rules::ReadPositionRequest {
+                position: c960(bad),
+                lenient: true,
+            })
+            .await
+            .unwrap_err();
+        assert_field_error(err, Code::InvalidArgument, "position.text");
+    }
+
+    // Perft of start position 0 (python-chess: 20, 400, 9006).
+    let r = s
+        .client
+        .perft(rules::PerftRequest {
+            position: c960("0"),
+            depth: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.nodes, 9006);
+
+    // Lenient import: strict refuses, lenient drops and says what it dropped.
+    let pasted = "4k3/8/8/8/8/8/8/1R2K3 w KQ e6 0 1";
+    let err = s
+        .client
+        .read_position(rules::ReadPositionRequest {
+            position: chess(pasted),
+            lenient: false,
+        })
+        .await
+        .unwrap_err();
+    assert_field_error(err, Code::InvalidArgument, "position.text");
+    let r = s
+        .client
+        .read_position(rules::ReadPositionRequest {
+            position: chess(pasted),
+            lenient: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.position.unwrap().text, "4k3/8/8/8/8/8/8/1R2K3 w - - 0 1");
+    let fields: Vec<&str> = r.corrections.iter().map(|c| c.field.as_str()).collect();
+    assert_eq!(fields, ["castling", "castling", "en_passant"]);
+    assert!(
+        r.corrections[2].message.contains("e6"),
+        "{:?}",
+        r.corrections
+    );
+    // The same text as Chess960 keeps the b1 rook's right.
+    let r = s
+        .client
+        .read_position(rules::ReadPositionRequest {
+            position: c960(pasted),
+            lenient: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.position.unwrap().text, "4k3/8/8/8/8/8/8/1R2K3 w Q - 0 1");
+    assert_eq!(r.shredder_fen, "4k3/8/8/8/8/8/8/1R2K3 w B - 0 1");
+    assert_eq!(r.chess960_start, None);
+
+    // PGN export of a Chess960 game names the variant and its start; import reads it back.
+    let pgn = s
+        .client
+        .export_pgn(rules::ExportPgnRequest {
+            start: c960("0"),
+            moves: vec!["g2g3".into(), "g7g6".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .pgn;
+    assert!(pgn.contains("[Variant \"Chess960\"]"), "{pgn}");
+    assert!(pgn.contains("[SetUp \"1\"]"), "{pgn}");
+    assert!(
+        pgn.contains("[FEN \"bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1\"]"),
+        "{pgn}"
+    );
+    let games = s
+        .client
+        .import_pgn(rules::ImportPgnRequest {
+            pgn,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .games;
+    assert_eq!(games.len(), 1, "{games:?}");
+}
