@@ -1203,6 +1203,34 @@ fn chess960_perft_moves_and_pgn() {
         moves.lines().any(|l| l == "g1h1") && moves.lines().any(|l| l == "g1a1"),
         "{moves}"
     );
+    // X-FEN too, and the engine analyses Chess960 (its moves in the king-takes-rook form).
+    let xfen = "rk4r1/pppppppp/8/8/8/8/PPPPPPPP/RK4R1 w KQkq - 0 1";
+    let out = arbiter(
+        &[
+            "perft",
+            "--variant",
+            "chess960",
+            "--position",
+            xfen,
+            "--depth",
+            "1",
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out).lines().last(), Some("24"), "{}", stderr(&out));
+    let out = arbiter(
+        &[
+            "analyze",
+            "--variant",
+            "chess960",
+            "--position",
+            xfen,
+            "--depth",
+            "3",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
     // Out of range numbers name the flag.
     let out = arbiter(
         &["moves", "--variant", "chess960", "--position", "960"],

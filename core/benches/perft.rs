@@ -1,6 +1,7 @@
 //! Perft throughput of `arbiter-core` next to the `shakmaty` crate, measured in the same run.
 //!
-//! `cargo bench -p arbiter-core --bench perft` — start position depth 6 and Kiwipete depth 5,
+//! `cargo bench -p arbiter-core --bench perft` — start position depth 6, Kiwipete depth 5 and
+//! the first position of the Chess960 perft suite at depth 5 (both libraries in Chess960 mode),
 //! bulk counting (the last ply is counted, not played) in both libraries. Each measurement is
 //! repeated (`ARBITER_BENCH_RUNS`, default 3) alternating the two libraries; the best time of
 //! each is reported with nodes/s and the ratio. `ARBITER_BENCH_QUICK=1` lowers the depths by one
@@ -28,29 +29,43 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    // (name, FEN, depth, Chess960): the last is position 0 of the Chess960 perft suite.
     let cases = [
         (
             "startpos",
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
             6,
+            false,
         ),
         (
             "kiwipete",
             "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
             5,
+            false,
+        ),
+        (
+            "960 #0",
+            "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 0 1",
+            5,
+            true,
         ),
     ];
     println!(
         "{:<10} {:>5} {:>12} {:>14} {:>14} {:>7}",
         "position", "depth", "nodes", "arbiter n/s", "shakmaty n/s", "ratio"
     );
-    for (name, fen, depth) in cases {
+    for (name, fen, depth, chess960) in cases {
         let depth = if quick { depth - 1 } else { depth };
-        let ours = Chess::from_fen(fen).expect("valid FEN");
+        let ours = Chess::from_fen_as(fen, chess960).expect("valid FEN");
+        let mode = if chess960 {
+            CastlingMode::Chess960
+        } else {
+            CastlingMode::Standard
+        };
         let theirs: shakmaty::Chess = fen
             .parse::<Fen>()
             .expect("valid FEN")
-            .into_position(CastlingMode::Standard)
+            .into_position(mode)
             .expect("legal position");
         let (mut best_ours, mut best_theirs) = (Duration::MAX, Duration::MAX);
         let mut nodes = 0;

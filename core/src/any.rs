@@ -104,6 +104,23 @@ fn chess_svg_options(m: Option<AnyMove>, check: bool) -> crate::chess::render::S
     }
 }
 
+/// A rule option error as a position error on the field `rules`.
+fn bad_option(e: RuleOptionError) -> PositionTextError {
+    PositionTextError::Syntax {
+        field: "rules",
+        message: e.0,
+    }
+}
+
+/// The rules of a crazyhouse-family board.
+fn house_rules(variant: Variant) -> HouseRules {
+    if variant == Variant::Bughouse {
+        HouseRules::Bughouse
+    } else {
+        HouseRules::Crazyhouse
+    }
+}
+
 /// Perft split by first move.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerftDivide {
@@ -169,10 +186,6 @@ impl AnyPosition {
         text: Option<&str>,
         options: &RuleOptions,
     ) -> Result<AnyPosition, PositionTextError> {
-        let bad_option = |e: RuleOptionError| PositionTextError::Syntax {
-            field: "rules",
-            message: e.0,
-        };
         match variant {
             Variant::Chess => {
                 options.none_for(variant).map_err(bad_option)?;
@@ -206,11 +219,7 @@ impl AnyPosition {
             }
             Variant::Crazyhouse | Variant::Bughouse => {
                 options.none_for(variant).map_err(bad_option)?;
-                let rules = if variant == Variant::Bughouse {
-                    HouseRules::Bughouse
-                } else {
-                    HouseRules::Crazyhouse
-                };
+                let rules = house_rules(variant);
                 Ok(AnyPosition::Crazyhouse(match text {
                     None => Crazyhouse::new(rules),
                     Some(t) => Crazyhouse::from_fen(t, rules)?,
@@ -250,10 +259,6 @@ impl AnyPosition {
         text: &str,
         options: &RuleOptions,
     ) -> Result<(AnyPosition, Vec<Correction>), PositionTextError> {
-        let bad_option = |e: RuleOptionError| PositionTextError::Syntax {
-            field: "rules",
-            message: e.0,
-        };
         let trimmed = text.trim();
         let start_number =
             variant == Variant::Chess960 && trimmed.bytes().all(|b| b.is_ascii_digit());
@@ -271,11 +276,7 @@ impl AnyPosition {
             }
             Variant::Crazyhouse | Variant::Bughouse => {
                 options.none_for(variant).map_err(bad_option)?;
-                let rules = if variant == Variant::Bughouse {
-                    HouseRules::Bughouse
-                } else {
-                    HouseRules::Crazyhouse
-                };
+                let rules = house_rules(variant);
                 let (pos, fixes) = Crazyhouse::from_fen_lenient(text, rules)?;
                 Ok((AnyPosition::Crazyhouse(pos), fixes))
             }
@@ -296,13 +297,7 @@ impl AnyPosition {
 
     /// The board as text for humans (a diagram; not a position string).
     pub fn render_text(&self) -> String {
-        use crate::chess::render::to_text;
-        match self {
-            AnyPosition::Chess(p) => to_text(p.board(), p.turn(), None),
-            AnyPosition::Crazyhouse(p) => to_text(p.chess().board(), p.turn(), Some(p.reserves())),
-            AnyPosition::Byzantine(p) => crate::byzantine::render::to_text(p),
-            AnyPosition::Glinski(p) => crate::glinski::render::to_text(p),
-        }
+        self.render_text_with(crate::text_style::TextStyle::Letters)
     }
 
     /// The board as text for humans, as [`render_text`](Self::render_text), with the pieces

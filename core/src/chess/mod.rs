@@ -520,6 +520,8 @@ impl Chess {
                 }
             }
         }
+        // Which rights are held, not their rooks' files: a game's castling rooks never change,
+        // so two positions of one game differ in rights only by the rights held.
         h ^= zobrist::castling(self.castling.bits());
         if let Some(ep) = self.ep_square {
             h ^= zobrist::ep_file(ep.file());
@@ -616,7 +618,10 @@ impl Chess {
                         self.set_ep_if_capturable(ep);
                     }
                 }
-                if old_rights != 0 {
+                // Rights are lost only by king moves and moves from or to a castling rook's
+                // square, which is on a back rank.
+                let back_rank = |sq: Square| sq.rank() == 0 || sq.rank() == 7;
+                if old_rights != 0 && (role == Role::King || back_rank(from) || back_rank(to)) {
                     self.castling = self.castling.after_move(us, role, from, to);
                 }
             }

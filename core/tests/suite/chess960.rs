@@ -330,3 +330,34 @@ fn python_chess_suites_read_leniently_as_standard_chess() {
         "{blocks} positions, {counted} counts"
     );
 }
+
+/// A Chess960 game with castling on both wings written as PGN and read back: the variant tag,
+/// the start FEN, `O-O`/`O-O-O`, and the same moves.
+#[test]
+fn pgn_round_trip_with_castling() {
+    use arbiter_core::Game;
+    use arbiter_core::pgn::{PgnGame, read_games};
+    let start = AnyPosition::from_text(
+        Variant::Chess960,
+        "rk4r1/pppppppp/8/8/8/8/PPPPPPPP/RK4R1 w KQkq - 0 1",
+    )
+    .unwrap();
+    let mut game = Game::new(start);
+    for m in ["b1g1", "b8a8", "a2a4", "a7a5"] {
+        game.play_text(m, Notation::Auto, Locale::English).unwrap();
+    }
+    let pgn = PgnGame::from_game(&game, Vec::new(), Locale::English).to_string();
+    assert!(pgn.contains("[Variant \"Chess960\"]"), "{pgn}");
+    assert!(pgn.contains("[SetUp \"1\"]"), "{pgn}");
+    assert!(pgn.contains("1. O-O O-O-O 2. a4 a5"), "{pgn}");
+    let mut read = read_games(&pgn).unwrap().remove(0);
+    let replayed = read.validate(Locale::English, Locale::English).unwrap();
+    assert_eq!(replayed.moves(), game.moves());
+    assert_eq!(replayed.position(), game.position());
+    // White castled with the g1 rook (king g1, rook f1), Black with the a8 rook (king c8, rook
+    // d8); no right is left.
+    assert_eq!(
+        game.position().to_text(),
+        "2kr2r1/1ppppppp/8/p7/P7/8/1PPPPPPP/R4RK1 w - - 0 3"
+    );
+}

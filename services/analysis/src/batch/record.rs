@@ -317,6 +317,13 @@ mod tests {
                 &["O-O", "O-O-O"],
             ),
             line(Variant::Crazyhouse, None, &["e4", "d5", "exd5", "Qxd5"]),
+            // Chess960: castling stored king-takes-rook.
+            line(Variant::Chess960, Some("959"), &["e4", "e5"]),
+            line(
+                Variant::Chess960,
+                Some("rk4r1/pppppppp/8/8/8/8/PPPPPPPP/RK4R1 w KQkq - 0 1"),
+                &["O-O", "O-O-O"],
+            ),
             line(Variant::Glinski, None, &[]),
             line(Variant::Byzantine, None, &[]),
         ];
