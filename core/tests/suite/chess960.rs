@@ -267,6 +267,17 @@ fn lenient_reading_reports_each_correction() {
         AnyPosition::with_rules_lenient(Variant::Chess, &start.to_text(), &RuleOptions::default())
             .unwrap();
     assert_eq!((pos, fixes.len()), (start, 0));
+    // Crazyhouse and bughouse boards are read the same way, reserves kept.
+    for variant in [Variant::Crazyhouse, Variant::Bughouse] {
+        let (pos, fixes) = AnyPosition::with_rules_lenient(
+            variant,
+            "4k3/8/8/8/8/8/8/4K3[Qp] w KQ d6 0 1",
+            &RuleOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(pos.to_text(), "4k3/8/8/8/8/8/8/4K3[Qp] w - - 0 1");
+        assert_eq!(fixes.len(), 3, "{fixes:?}");
+    }
     // Errors other than castling and en passant stay errors.
     assert!(
         AnyPosition::with_rules_lenient(

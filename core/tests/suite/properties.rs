@@ -1,7 +1,8 @@
 //! Property tests over random legal games: FEN round trips, incremental state equal to state
 //! rebuilt from scratch, no legal move leaves the mover's king attacked, SAN and UCI round
 //! trips for every legal move, and agreement with an independent move generator (`shakmaty`);
-//! the same properties for Byzantine and Glinski positions.
+//! the same properties for Chess960 (and its agreement with shakmaty's Chess960 mode), Byzantine
+//! and Glinski positions.
 
 use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant, StalemateRule};
 use arbiter_core::chess::san::{parse_san, write_san};
@@ -284,4 +285,106 @@ fn agrees_with_an_independent_generator() {
     }
     assert!(positions >= 3000, "only {positions} positions");
     assert!(checks >= 3000, "only {checks} checking moves");
+}
+
+/// The positions of a random Chess960 game from start position `number`.
+fn random_chess960_game(number: u32, selectors: &[u16]) -> Vec<Chess> {
+    playout(Chess::chess960_start(number).unwrap(), selectors)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Chess960: X-FEN and Shredder-FEN round trips, the incremental hash, no legal move
+    /// leaves the king attacked, `gives_check` is what playing the move shows, and SAN and UCI
+    /// (the king-takes-rook form) read back as the same move.
+    #[test]
+    fn chess960_properties(number in 0u32..960, sel in prop::collection::vec(any::<u16>(), 0..160)) {
+        for pos in random_chess960_game(number, &sel) {
+            let fen = pos.to_fen();
+            prop_assert_eq!(Chess::from_fen_as(&fen, true).unwrap(), pos, "{}", fen);
+            let shredder = pos.to_shredder_fen();
+            prop_assert_eq!(Chess::from_fen_as(&shredder, true).unwrap(), pos, "{}", shredder);
+            prop_assert_eq!(pos.zobrist(), pos.compute_hash(), "{}", fen);
+            let mover = pos.turn();
+            for m in pos.legal_moves() {
+                let mut after = pos;
+                after.play_unchecked(m);
+                let board = after.board();
+                let king = board.king_of(mover).unwrap();
+                prop_assert!(board.attackers_to(king, !mover, board.occupied()).is_empty());
+                prop_assert_eq!(pos.gives_check(m), after.is_check(), "{} in {}", m, fen);
+                let san = write_san(&pos, m, Locale::English, true);
+                prop_assert_eq!(parse_san(&pos, &san, Locale::English), Ok(m), "{} in {}", san, fen);
+                prop_assert_eq!(parse_legal(&pos, &pos.move_to_uci(m)), Ok(m), "{} in {}", m, fen);
+            }
+        }
+    }
+}
+
+/// Random Chess960 games from every 16th start position against shakmaty in Chess960 mode: the
+/// legal moves (castling as king-takes-rook) and which of them give check agree.
+#[test]
+fn chess960_agrees_with_an_independent_generator() {
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut positions, mut castles) = (0, 0);
+    for number in (0..960).step_by(16) {
+        let mut pos = Chess::chess960_start(number).unwrap();
+        for _ in 0..80 {
+            let fen = pos.to_shredder_fen();
+            let theirs: shakmaty::Chess = fen
+                .parse::<Fen>()
+                .unwrap()
+                .into_position(CastlingMode::Chess960)
+                .unwrap();
+            let mut expected: Vec<(String, bool)> = theirs
+                .legal_moves()
+                .iter()
+                .map(|m| {
+                    let mut after = theirs.clone();
+                    after.play_unchecked(*m);
+                    (
+                        m.to_uci(CastlingMode::Chess960).to_string(),
+                        after.is_check(),
+                    )
+                })
+                .collect();
+            expected.sort();
+            let moves = pos.legal_moves();
+            let mut ours: Vec<(String, bool)> = moves
+                .iter()
+                .map(|&m| (pos.move_to_uci(m), pos.gives_check(m)))
+                .collect();
+            ours.sort();
+            assert_eq!(ours, expected, "{fen}");
+            castles += moves
+                .iter()
+                .filter(|m| m.kind() == arbiter_core::chess::MoveKind::Castle)
+                .count();
+            positions += 1;
+            if moves.is_empty() {
+                break;
+            }
+            // Castle whenever possible, so that castling is compared often.
+            let castling: Vec<_> = moves
+                .iter()
+                .copied()
+                .filter(|m| m.kind() == arbiter_core::chess::MoveKind::Castle)
+                .collect();
+            let m = if castling.is_empty() {
+                moves[(next() % moves.len() as u64) as usize]
+            } else {
+                castling[(next() % castling.len() as u64) as usize]
+            };
+            pos.play_unchecked(m);
+        }
+    }
+    assert!(positions >= 4000, "only {positions} positions");
+    assert!(castles >= 50, "only {castles} castling moves");
 }
