@@ -112,6 +112,11 @@ fn bad_option(e: RuleOptionError) -> PositionTextError {
     }
 }
 
+/// Whether a (trimmed) Chess960 position text is a start position's number.
+fn is_start_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// The rules of a crazyhouse-family board.
 fn house_rules(variant: Variant) -> HouseRules {
     if variant == Variant::Bughouse {
@@ -199,7 +204,7 @@ impl AnyPosition {
                 match text.map(str::trim) {
                     None => AnyPosition::chess960_start(chess::chess960::CLASSICAL),
                     // A start position by its number.
-                    Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+                    Some(t) if is_start_number(t) => {
                         AnyPosition::chess960_start(t.parse().unwrap_or(u32::MAX))
                     }
                     Some(t) => Ok(AnyPosition::Chess(Chess::from_fen_as(t, true)?)),
@@ -260,9 +265,7 @@ impl AnyPosition {
         options: &RuleOptions,
     ) -> Result<(AnyPosition, Vec<Correction>), PositionTextError> {
         let trimmed = text.trim();
-        let start_number =
-            variant == Variant::Chess960 && trimmed.bytes().all(|b| b.is_ascii_digit());
-        if trimmed.is_empty() || start_number {
+        if trimmed.is_empty() || variant == Variant::Chess960 && is_start_number(trimmed) {
             // A start position, by default or by number: nothing to correct.
             let text = (!trimmed.is_empty()).then_some(trimmed);
             return Ok((AnyPosition::with_rules(variant, text, options)?, Vec::new()));

@@ -287,11 +287,6 @@ impl CastlingRights {
         self.bits == 0
     }
 
-    /// Whether every right held uses the standard rook file (h king side, a queen side).
-    pub fn is_standard_files(self) -> bool {
-        (0..4).all(|i| self.bits & 1 << i == 0 || self.files[i] == DEFAULT_FILES[i])
-    }
-
     /// The raw 4-bit set.
     pub(crate) const fn bits(self) -> u8 {
         self.bits

@@ -215,24 +215,17 @@ proptest! {
     }
 }
 
-/// shakmaty's legal moves in coordinate notation, each with whether it gives check (found by
-/// playing it), sorted.
-fn shakmaty_moves(fen: &str) -> Vec<(String, bool)> {
-    let pos: shakmaty::Chess = fen
-        .parse::<Fen>()
-        .unwrap()
-        .into_position(CastlingMode::Standard)
-        .unwrap();
+/// shakmaty's legal moves in coordinate notation (`mode` decides how castling is written), each
+/// with whether it gives check (found by playing it), sorted.
+fn shakmaty_moves(fen: &str, mode: CastlingMode) -> Vec<(String, bool)> {
+    let pos: shakmaty::Chess = fen.parse::<Fen>().unwrap().into_position(mode).unwrap();
     let mut v: Vec<(String, bool)> = pos
         .legal_moves()
         .iter()
         .map(|m| {
             let mut after = pos.clone();
             after.play_unchecked(*m);
-            (
-                m.to_uci(CastlingMode::Standard).to_string(),
-                after.is_check(),
-            )
+            (m.to_uci(mode).to_string(), after.is_check())
         })
         .collect();
     v.sort();
@@ -248,18 +241,22 @@ fn shakmaty_fen(fen: &str) -> String {
     Fen::from_position(&pos, EnPassantMode::PseudoLegal).to_string()
 }
 
+/// A seeded xorshift generator (a failure replays).
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// Thousands of random positions (random games from the perft suite's starts, with a seeded
 /// generator): the legal move sets, which of them give check, and the FEN agree with
 /// shakmaty's.
 #[test]
 fn agrees_with_an_independent_generator() {
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let mut positions = 0;
     let mut checks = 0;
     for game in 0..60 {
@@ -273,7 +270,7 @@ fn agrees_with_an_independent_generator() {
                 .collect();
             ours.sort();
             checks += ours.iter().filter(|(_, check)| *check).count();
-            assert_eq!(ours, shakmaty_moves(&fen), "{fen}");
+            assert_eq!(ours, shakmaty_moves(&fen, CastlingMode::Standard), "{fen}");
             assert_eq!(fen, shakmaty_fen(&fen), "{fen}");
             positions += 1;
             let moves = pos.legal_moves();
@@ -326,36 +323,13 @@ proptest! {
 /// legal moves (castling as king-takes-rook) and which of them give check agree.
 #[test]
 fn chess960_agrees_with_an_independent_generator() {
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     let (mut positions, mut castles) = (0, 0);
     for number in (0..960).step_by(16) {
         let mut pos = Chess::chess960_start(number).unwrap();
         for _ in 0..80 {
             let fen = pos.to_shredder_fen();
-            let theirs: shakmaty::Chess = fen
-                .parse::<Fen>()
-                .unwrap()
-                .into_position(CastlingMode::Chess960)
-                .unwrap();
-            let mut expected: Vec<(String, bool)> = theirs
-                .legal_moves()
-                .iter()
-                .map(|m| {
-                    let mut after = theirs.clone();
-                    after.play_unchecked(*m);
-                    (
-                        m.to_uci(CastlingMode::Chess960).to_string(),
-                        after.is_check(),
-                    )
-                })
-                .collect();
-            expected.sort();
+            let expected = shakmaty_moves(&fen, CastlingMode::Chess960);
             let moves = pos.legal_moves();
             let mut ours: Vec<(String, bool)> = moves
                 .iter()
