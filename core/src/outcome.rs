@@ -162,8 +162,9 @@ pub enum EndReason {
     BareKing,
     /// Byzantine Citadel: a king entered its far citadel (a draw).
     CitadelEntry,
-    /// The game was called off with no result: a side did not make its first move in time. The
-    /// score that goes with it is meaningless (stored as ½–½); nothing is rated.
+    /// The game was called off with no result: a side did not make its first move in time, or a
+    /// player aborted it before both sides had moved. The score that goes with it is meaningless
+    /// (stored as ½–½); nothing is rated.
     Aborted,
 }
 

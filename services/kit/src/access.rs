@@ -159,9 +159,12 @@ pub const METHODS: &[(&str, Rule)] = {
         ),
         ("/arbiter.matches.v1.MatchService/GetMatch", Spectating),
         ("/arbiter.matches.v1.MatchService/WatchMatch", Spectating),
+        ("/arbiter.matches.v1.MatchService/ExportMatch", Spectating),
         ("/arbiter.matches.v1.MatchService/MakeMove", Seated),
         ("/arbiter.matches.v1.MatchService/Resign", Seated),
         ("/arbiter.matches.v1.MatchService/OfferDraw", Seated),
+        ("/arbiter.matches.v1.MatchService/DeclineDraw", Seated),
+        ("/arbiter.matches.v1.MatchService/AbortMatch", Seated),
         ("/arbiter.matches.v1.MatchService/ClaimDraw", Seated),
         (
             "/arbiter.matches.v1.MatchService/PauseClocks",

@@ -21,6 +21,11 @@ pub const NOT_CLAIMABLE: &str = "NOT_CLAIMABLE";
 pub const CLOCK_PAUSED: &str = "CLOCK_PAUSED";
 /// `FAILED_PRECONDITION` reason: the match has no clocks.
 pub const NO_CLOCK: &str = "NO_CLOCK";
+/// `FAILED_PRECONDITION` reason: both sides have moved (on some board), so the match can no
+/// longer be aborted; resign instead.
+pub const NOT_ABORTABLE: &str = "NOT_ABORTABLE";
+/// `FAILED_PRECONDITION` reason: the other side has no standing draw offer to decline.
+pub const NO_DRAW_OFFER: &str = "NO_DRAW_OFFER";
 
 /// A match request was refused; nothing changed.
 #[derive(Clone, Debug, PartialEq, Eq)]

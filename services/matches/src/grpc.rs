@@ -477,6 +477,67 @@ impl MatchService for MatchGrpc {
         }))
     }
 
+    async fn decline_draw(
+        &self,
+        request: Request<pb::DeclineDrawRequest>,
+    ) -> Reply<pb::DeclineDrawResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let done = self
+            .inner
+            .decline_draw(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                request_id(&r.request_id),
+            )
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::DeclineDrawResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn abort_match(
+        &self,
+        request: Request<pb::AbortMatchRequest>,
+    ) -> Reply<pb::AbortMatchResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let done = self
+            .inner
+            .abort(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                request_id(&r.request_id),
+            )
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::AbortMatchResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn export_match(
+        &self,
+        request: Request<pb::ExportMatchRequest>,
+    ) -> Reply<pb::ExportMatchResponse> {
+        let r = request.into_inner();
+        let exported = self.inner.export(&r.match_id).await.map_err(fail)?;
+        reply(Ok::<_, ApiError>(pb::ExportMatchResponse {
+            pgn: exported.text,
+            bpgn: exported.bughouse,
+            last_seq: exported.last_seq,
+        }))
+    }
+
     async fn claim_draw(
         &self,
         request: Request<pb::ClaimDrawRequest>,

@@ -294,6 +294,24 @@ impl MatchService for FakeMatches {
     async fn add_time(&self, _: Request<pb::AddTimeRequest>) -> Reply<pb::AddTimeResponse> {
         unused()
     }
+    async fn decline_draw(
+        &self,
+        _: Request<pb::DeclineDrawRequest>,
+    ) -> Reply<pb::DeclineDrawResponse> {
+        unused()
+    }
+    async fn abort_match(
+        &self,
+        _: Request<pb::AbortMatchRequest>,
+    ) -> Reply<pb::AbortMatchResponse> {
+        unused()
+    }
+    async fn export_match(
+        &self,
+        _: Request<pb::ExportMatchRequest>,
+    ) -> Reply<pb::ExportMatchResponse> {
+        unused()
+    }
 }
 
 /// Serves `service` on `listener` (until the test ends).

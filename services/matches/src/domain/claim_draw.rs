@@ -63,7 +63,7 @@ impl<S: MatchStore> Matches<S> {
             };
             let commit = EndCommit {
                 nonce: record.nonce.clone(),
-                guard: Some((BoardId::A, record.boards[0].ply)),
+                guard: vec![(BoardId::A, record.boards[0].ply)],
                 outcome: single_outcome(outcome),
                 request: request.clone(),
                 delays: delays_of(&record),

@@ -8,8 +8,9 @@ use crate::store::{ChangeResult, ClockChange, ClockCommit, MatchStore, Timing};
 use arbiter_core::bughouse::BoardId;
 use arbiter_core::clock::{Clock, ClockError};
 
-/// Pauses, resumes and time added each add an event; past this many events in a match they are
-/// refused (`RESOURCE_EXHAUSTED`). Moves alone stay below it: at most 12,000 plies per board
+/// Pauses, resumes, time added, draw offers and declines each add an event; past this many
+/// events in a match they are refused (`RESOURCE_EXHAUSTED`), so that no client can grow a
+/// match's event list without bound. Moves alone stay below it: at most 12,000 plies per board
 /// and 5 events per move.
 pub const MAX_EVENTS_FOR_CLOCK_ACTIONS: u64 = 200_000;
 
@@ -104,13 +105,7 @@ impl<S: MatchStore> Matches<S> {
                     .refused_change(id, MatchError::over(), record, request.as_ref())
                     .await;
             }
-            if record.last_seq >= MAX_EVENTS_FOR_CLOCK_ACTIONS {
-                let full = MatchError::Exhausted {
-                    field: "",
-                    description: format!(
-                        "this match holds {MAX_EVENTS_FOR_CLOCK_ACTIONS} events: no more clock actions"
-                    ),
-                };
+            if let Some(full) = super::events_full(&record) {
                 return self
                     .refused_change(id, full, record, request.as_ref())
                     .await;

@@ -17,7 +17,8 @@
 //!
 //! One module per RPC, each an `impl` block of [`Matches`]: `create` (CreateMatch),
 //! `make_move` (MakeMove: plan on a snapshot, commit, answer retries),
-//! `resign`, `offer_draw`, `claim_draw`,
+//! `resign`, `abort` (AbortMatch), `offer_draw`, `decline_draw`, `claim_draw`, `export`
+//! (ExportMatch: PGN or BPGN from the events),
 //! `clocks` (PauseClocks, ResumeClocks, AddTime), and `flag` (ending a
 //! match on time, the step of the flag worker). GetMatch and WatchMatch read through
 //! [`Matches::get`] and [`Matches::events`] here, with [`board_status`] (`status`);
@@ -25,10 +26,13 @@
 //! every change shares (authorizing a seat, judging again on fresh data, answering a
 //! remembered request id) is in this module.
 
+mod abort;
 mod checks;
 mod claim_draw;
 mod clocks;
 mod create;
+mod decline_draw;
+mod export;
 mod flag;
 mod make_move;
 mod offer_draw;
@@ -41,6 +45,7 @@ pub use checks::{
 };
 pub use clocks::MAX_EVENTS_FOR_CLOCK_ACTIONS;
 pub use create::{Created, Creation};
+pub use export::Exported;
 pub use make_move::{MoveAnswer, MoveRequest, PlayedMove};
 pub use status::{BoardStatus, board_status};
 
@@ -153,6 +158,17 @@ fn match_side(record: &Record, seat: Seat) -> Color {
     } else {
         seat.color
     }
+}
+
+/// `RESOURCE_EXHAUSTED` once `record` holds [`MAX_EVENTS_FOR_CLOCK_ACTIONS`] events: no more
+/// clock actions, draw offers or declines.
+fn events_full(record: &Record) -> Option<MatchError> {
+    (record.last_seq >= MAX_EVENTS_FOR_CLOCK_ACTIONS).then(|| MatchError::Exhausted {
+        field: "",
+        description: format!(
+            "this match holds {MAX_EVENTS_FOR_CLOCK_ACTIONS} events: no more clock actions, draw offers or declines"
+        ),
+    })
 }
 
 fn game_error(e: GameError) -> MatchError {

@@ -1,6 +1,6 @@
 //! OfferDraw.
 
-use super::{Changed, Matches, SeatRef, delays_of, match_side};
+use super::{Changed, Matches, SeatRef, delays_of, events_full, match_side};
 use crate::error::MatchError;
 use crate::record::RequestKind;
 use crate::store::{MatchStore, OfferCommit};
@@ -19,6 +19,11 @@ impl<S: MatchStore> Matches<S> {
         let (record, seat, request) = self
             .seat_action(id, seat_ref, token, request_id, RequestKind::OfferDraw)
             .await?;
+        if let Some(full) = events_full(&record) {
+            return self
+                .refused_change(id, full, record, request.as_ref())
+                .await;
+        }
         let commit = OfferCommit {
             nonce: record.nonce.clone(),
             side: match_side(&record, seat),

@@ -27,7 +27,7 @@ impl<S: MatchStore> Matches<S> {
         };
         let commit = EndCommit {
             nonce: record.nonce.clone(),
-            guard: None,
+            guard: Vec::new(),
             outcome,
             request: request.clone(),
             delays: delays_of(&record),

@@ -46,8 +46,8 @@
 //! A third key, `…:done` (a hash), remembers the requests applied under a request id, per
 //! scope: each seat (`A/w`, `A/b`, `B/w`, `B/b`) and the platform (`platform`). The field
 //! `<scope>/<request id>` holds a packed `what, fingerprint` ([`Remembered`]): what the request
-//! did ([`Done`]: `M<seq>` for a move, its event's sequence number; `E` for a resignation or a
-//! claim; `D` for a draw offer; `K` for a clock action) and the fingerprint of the request (its
+//! did ([`Done`]: `M<seq>` for a move, its event's sequence number; `E` for a resignation, a
+//! claim or an abort; `D` for a draw offer; `X` for a declined offer; `K` for a clock action) and the fingerprint of the request (its
 //! kind and content, [`RequestId`]). A retry with the same id and fingerprint is answered from
 //! it; the same id with another fingerprint is refused. Only the latest [`REQUEST_WINDOW`]
 //! requests of each scope are kept, in a ring: `<scope>#` counts the scope's requests and
@@ -58,7 +58,8 @@
 //! ## Events
 //! The event list holds packed lines: `M, board, ply, side, uci, san, position` (a move),
 //! `R, board, side, pieces` (a reserve after a drop or a capture on the partner's board),
-//! `D, side` (a draw offer), `X, side` (that side's offer lapsed: the other side moved),
+//! `D, side` (a draw offer), `X, side` (that side's offer lapsed: the other side moved or
+//! declined it),
 //! `E, white quarters, board, reason` (the end), `C, board, white ms, black ms, running side
 //! (w/b/-), Unix ms` (a clock snapshot, after every timed move, flag, pause, resume and time
 //! added). The sequence number of

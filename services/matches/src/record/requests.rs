@@ -30,17 +30,20 @@ pub enum Done {
     Ended,
     /// A draw offer.
     Offered,
+    /// A draw offer declined.
+    Declined,
     /// A platform's clock action (pause, resume, time added).
     Clock,
 }
 
 impl Done {
-    /// The stored value (`M17`, `E`, `D`, `K`).
+    /// The stored value (`M17`, `E`, `D`, `X`, `K`).
     pub fn encode(&self) -> String {
         match self {
             Done::Move { seq } => format!("M{seq}"),
             Done::Ended => "E".into(),
             Done::Offered => "D".into(),
+            Done::Declined => "X".into(),
             Done::Clock => "K".into(),
         }
     }
@@ -50,6 +53,7 @@ impl Done {
         match text {
             "E" => Ok(Done::Ended),
             "D" => Ok(Done::Offered),
+            "X" => Ok(Done::Declined),
             "K" => Ok(Done::Clock),
             _ => text
                 .strip_prefix('M')
@@ -77,6 +81,10 @@ pub enum RequestKind {
     ResumeClocks,
     /// `AddTime`.
     AddTime,
+    /// `AbortMatch`.
+    Abort,
+    /// `DeclineDraw`.
+    DeclineDraw,
 }
 
 impl RequestKind {
@@ -90,6 +98,8 @@ impl RequestKind {
             RequestKind::PauseClocks => "pause-clocks",
             RequestKind::ResumeClocks => "resume-clocks",
             RequestKind::AddTime => "add-time",
+            RequestKind::Abort => "abort",
+            RequestKind::DeclineDraw => "decline-draw",
         }
     }
 

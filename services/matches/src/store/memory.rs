@@ -3,8 +3,8 @@
 //! rules. Matches are lost when the process stops.
 
 use super::{
-    ChangeResult, ClockCommit, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit,
-    MoveResult, OfferCommit, Retention, StoreError, Timing,
+    ChangeResult, ClockCommit, CreateResult, DeclineCommit, EndCommit, HistoryUpdate, MatchStore,
+    MoveCommit, MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{
     Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, encode_clock,
@@ -339,9 +339,10 @@ impl MatchStore for MemoryStore {
                 if late(&current, now) {
                     return ChangeResult::Late(current);
                 }
-                let guard_fails = c.guard.is_some_and(|(b, ply)| {
-                    current.boards.get(b.index()).is_none_or(|x| x.ply != ply)
-                });
+                let guard_fails = c
+                    .guard
+                    .iter()
+                    .any(|&(b, ply)| current.boards.get(b.index()).is_none_or(|x| x.ply != ply));
                 if current.nonce != c.nonce || guard_fails {
                     return ChangeResult::Stale(current);
                 }
@@ -388,6 +389,37 @@ impl MatchStore for MemoryStore {
                 } else {
                     m.expires = Instant::now() + r.ttl;
                 }
+                record.last_seq = m.events.len() as u64;
+                m.record = Arc::new(record);
+                ChangeResult::Applied(Arc::clone(&m.record))
+            })
+            .unwrap_or(ChangeResult::Missing))
+    }
+
+    async fn commit_decline(
+        &self,
+        id: &str,
+        c: &DeclineCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        Ok(self
+            .change(id, |m, r| {
+                if let Some(answer) = settled(m, c.request.as_ref()) {
+                    return answer;
+                }
+                let current = Arc::clone(&m.record);
+                if current.nonce != c.nonce || !current.draw_offers[c.offerer.index()] {
+                    return ChangeResult::Stale(current);
+                }
+                if late(&current, process_now()) {
+                    return ChangeResult::Late(current);
+                }
+                if let Some(r) = &c.request {
+                    m.done.remember(r, Done::Declined);
+                }
+                let mut record = (*current).clone();
+                record.draw_offers[c.offerer.index()] = false;
+                m.events.push(StoredEvent::DrawDeclined(c.offerer).encode());
+                m.expires = Instant::now() + r.ttl;
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);
                 ChangeResult::Applied(Arc::clone(&m.record))

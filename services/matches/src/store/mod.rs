@@ -221,8 +221,10 @@ pub enum MoveResult {
 pub struct EndCommit {
     /// The match's nonce the request was judged against.
     pub nonce: String,
-    /// For a claim: the board and the ply it was judged at (a move since refuses it).
-    pub guard: Option<(BoardId, u32)>,
+    /// The boards and the plies they were judged at (a claim: its board; an abort: every
+    /// board): a move since on any of them refuses the commit as stale. Empty for a
+    /// resignation, which holds whatever was played.
+    pub guard: Vec<(BoardId, u32)>,
     /// The outcome.
     pub outcome: MatchOutcome,
     /// The request's id, if it has one (remembered once applied).
@@ -246,7 +248,18 @@ pub struct OfferCommit {
     pub delays: Vec<u64>,
 }
 
-/// What an end or offer commit did.
+/// A side's standing draw offer declined by the other side, as the store applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclineCommit {
+    /// The match's nonce the request was judged against.
+    pub nonce: String,
+    /// The side whose offer is declined (bughouse: White for team 1).
+    pub offerer: Color,
+    /// The request's id, if it has one (remembered once applied).
+    pub request: Option<RequestId>,
+}
+
+/// What an end, offer or decline commit did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChangeResult {
     /// Applied (for an offer already standing: nothing new, answered the same, and the
@@ -317,6 +330,14 @@ pub trait MatchStore: Send + Sync + 'static {
         &self,
         id: &str,
         commit: &OfferCommit,
+    ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
+
+    /// Declines the other side's standing draw offer: [`ChangeResult::Stale`] when it does not
+    /// stand (any more).
+    fn commit_decline(
+        &self,
+        id: &str,
+        commit: &DeclineCommit,
     ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
 
     /// At most `max` events after sequence number `after` (1-based), with their numbers.
@@ -399,6 +420,14 @@ impl MatchStore for AnyStore {
         commit: &OfferCommit,
     ) -> Result<ChangeResult, StoreError> {
         dispatch!(self, s => s.commit_offer(id, commit).await)
+    }
+
+    async fn commit_decline(
+        &self,
+        id: &str,
+        commit: &DeclineCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        dispatch!(self, s => s.commit_decline(id, commit).await)
     }
 
     async fn events(

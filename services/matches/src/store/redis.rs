@@ -13,8 +13,8 @@
 //! [`StoreError::Unavailable`] and nothing is applied.
 
 use super::{
-    ChangeResult, ClockCommit, CreateResult, EndCommit, HistoryUpdate, MatchStore, MoveCommit,
-    MoveResult, OfferCommit, Retention, StoreError, Timing,
+    ChangeResult, ClockCommit, CreateResult, DeclineCommit, EndCommit, HistoryUpdate, MatchStore,
+    MoveCommit, MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{
     MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, board_letter,
@@ -85,8 +85,7 @@ const END: &str = include_str!("lua/end.lua");
 /// The arguments of [`END`], by name.
 static END_ARGS: Schema = Schema::new(&[
     ("nonce", 1),
-    ("guard_board", 1),
-    ("guard_ply", 1),
+    ("guard", 1),
     ("outcome", 1),
     ("end_event", 1),
     ("grace", 1),
@@ -108,6 +107,18 @@ static OFFER_ARGS: Schema = Schema::new(&[
     ("grace", 1),
     ("request", 1),
     ("delays", 1),
+]);
+
+/// The `DECLINE` script (`lua/decline.lua`; its header lists its keys and arguments).
+const DECLINE: &str = include_str!("lua/decline.lua");
+
+/// The arguments of [`DECLINE`], by name.
+static DECLINE_ARGS: Schema = Schema::new(&[
+    ("nonce", 1),
+    ("offerer", 1),
+    ("decline_event", 1),
+    ("ttl", 1),
+    ("request", 1),
 ]);
 
 /// The `CLOCK` script (`lua/clock.lua`; its header lists its keys and arguments).
@@ -182,6 +193,7 @@ pub struct RedisStore {
     play: Script,
     end: Script,
     offer: Script,
+    decline: Script,
     clock: Script,
     deadlines: RedisDeadlines,
 }
@@ -263,6 +275,7 @@ impl RedisStore {
         let play = script(Some(&MOVE_ARGS), MOVE);
         let end = script(Some(&END_ARGS), END);
         let offer = script(Some(&OFFER_ARGS), OFFER);
+        let decline = script(Some(&DECLINE_ARGS), DECLINE);
         let clock = script(Some(&CLOCK_ARGS), CLOCK);
         let mut scripts = vec![
             create.clone(),
@@ -270,6 +283,7 @@ impl RedisStore {
             play.clone(),
             end.clone(),
             offer.clone(),
+            decline.clone(),
             clock.clone(),
         ];
         scripts.extend(DEADLINES.scripts());
@@ -285,6 +299,7 @@ impl RedisStore {
             play,
             end,
             offer,
+            decline,
             clock,
         })
     }
@@ -531,13 +546,14 @@ impl MatchStore for RedisStore {
     }
 
     async fn commit_end(&self, id: &str, c: &EndCommit) -> Result<ChangeResult, StoreError> {
-        let (guard_board, guard_ply) = c.guard.map_or((String::new(), String::new()), |(b, p)| {
-            (board_letter(b).to_owned(), p.to_string())
-        });
+        let guard: Vec<String> = c
+            .guard
+            .iter()
+            .flat_map(|&(b, p)| [board_letter(b).to_owned(), p.to_string()])
+            .collect();
         let mut args = END_ARGS.args();
         args.set("nonce", &c.nonce)
-            .set("guard_board", guard_board)
-            .set("guard_ply", guard_ply)
+            .set("guard", pack(&guard))
             .set("outcome", encode_outcome(&c.outcome))
             .set("end_event", StoredEvent::End(c.outcome).encode())
             .set("grace", millis(self.retention.grace))
@@ -559,6 +575,24 @@ impl MatchStore for RedisStore {
             .set("request", request_arg(c.request.as_ref()))
             .set("delays", delays_arg(&c.delays));
         let mut inv = invoke_named(&self.offer, id, args)?;
+        change_result(self.run(id, &mut inv, None).await?)
+    }
+
+    async fn commit_decline(
+        &self,
+        id: &str,
+        c: &DeclineCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        let mut args = DECLINE_ARGS.args();
+        args.set("nonce", &c.nonce)
+            .set("offerer", side_letter(c.offerer))
+            .set(
+                "decline_event",
+                StoredEvent::DrawDeclined(c.offerer).encode(),
+            )
+            .set("ttl", millis(self.retention.ttl))
+            .set("request", request_arg(c.request.as_ref()));
+        let mut inv = invoke_named(&self.decline, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 

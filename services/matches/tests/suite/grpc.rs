@@ -29,11 +29,15 @@ async fn start_with(access: AccessPolicy) -> Server {
     .await
 }
 
-async fn start() -> Server {
+pub(crate) async fn start() -> Server {
     start_with(AccessPolicy::development()).await
 }
 
-fn creation(variant: Variant, start: &str, rules: &[(&str, &str)]) -> pb::CreateMatchRequest {
+pub(crate) fn creation(
+    variant: Variant,
+    start: &str,
+    rules: &[(&str, &str)],
+) -> pb::CreateMatchRequest {
     let players = if variant == Variant::Bughouse {
         vec!["ann", "bob", "cid", "dee"]
     } else {
@@ -66,7 +70,7 @@ async fn create(
 
 /// The match as stored, without the time it was read (so that two reads compare equal when
 /// nothing changed).
-async fn get(c: &mut MatchServiceClient<Channel>, id: &str) -> pb::MatchState {
+pub(crate) async fn get(c: &mut MatchServiceClient<Channel>, id: &str) -> pb::MatchState {
     let mut state = c
         .get_match(pb::GetMatchRequest {
             match_id: id.into(),
@@ -81,7 +85,7 @@ async fn get(c: &mut MatchServiceClient<Channel>, id: &str) -> pb::MatchState {
 }
 
 /// Plays `moves` on board A of a single-board game, each for the side to move.
-async fn play_all(
+pub(crate) async fn play_all(
     c: &mut MatchServiceClient<Channel>,
     t: &Table,
     moves: &[&str],
@@ -99,12 +103,12 @@ async fn play_all(
 }
 
 /// `state` without the time it was produced at (to compare states of different calls).
-fn timeless(mut state: pb::MatchState) -> pb::MatchState {
+pub(crate) fn timeless(mut state: pb::MatchState) -> pb::MatchState {
     state.server_time_ms = 0;
     state
 }
 
-fn outcome(state: &pb::MatchState) -> (String, String) {
+pub(crate) fn outcome(state: &pb::MatchState) -> (String, String) {
     let o = state
         .outcome
         .as_ref()
@@ -113,7 +117,7 @@ fn outcome(state: &pb::MatchState) -> (String, String) {
     (o.score.unwrap().text, o.reason_name)
 }
 
-fn reason(status: &Status) -> String {
+pub(crate) fn reason(status: &Status) -> String {
     status
         .get_details_error_info()
         .map(|i| i.reason)
@@ -128,7 +132,10 @@ fn field(status: &Status) -> String {
 }
 
 /// Reads a watch stream to its end.
-async fn watch_all(c: &mut MatchServiceClient<Channel>, id: &str) -> Vec<pb::WatchMatchResponse> {
+pub(crate) async fn watch_all(
+    c: &mut MatchServiceClient<Channel>,
+    id: &str,
+) -> Vec<pb::WatchMatchResponse> {
     let mut stream = c
         .watch_match(pb::WatchMatchRequest {
             match_id: id.into(),
@@ -450,7 +457,7 @@ async fn draws_are_claimed_where_the_rules_allow() {
     s.stop().await;
 }
 
-async fn offer(
+pub(crate) async fn offer(
     c: &mut MatchServiceClient<Channel>,
     t: &Table,
     board: i32,
@@ -469,7 +476,7 @@ async fn offer(
     .map(|r| timeless(r.into_inner().state.unwrap()))
 }
 
-async fn resign(
+pub(crate) async fn resign(
     c: &mut MatchServiceClient<Channel>,
     t: &Table,
     board: i32,

@@ -2,15 +2,18 @@
 -- KEYS: the match's six keys (`keys(id)`): 1–3 a bughouse match's state hash, events list and done hash; 4–6 a single board's (the script uses whichever exists).
 --
 -- ARGV: named by `END_ARGS` in redis.rs; the script reads them as `A.<name>`: nonce,
--- guard_board (or empty) and guard_ply, outcome, end_event, grace, request (`RequestId::encode`,
+-- guard (packed pairs of a board letter and the ply it was judged at; empty for none), outcome, end_event, grace, request (`RequestId::encode`,
 -- or empty), delays (the stages' simple delays, packed; clocks only).
 local S, E, D = pick()
 if not S then return {'missing'} end
 local rq = request(A.request)
 local no = refused(S, E, D, rq, A.nonce)
 if no then return no end
-if A.guard_board ~= '' and redis.call('HGET', S, 'ply:' .. A.guard_board) ~= A.guard_ply then
-  return state(S, E, 'stale')
+local guard = unpk(A.guard)
+for i = 1, #guard, 2 do
+  if redis.call('HGET', S, 'ply:' .. guard[i]) ~= guard[i + 1] then
+    return state(S, E, 'stale')
+  end
 end
 local now = tnow()
 if is_late(S, now) then return state(S, E, 'late') end

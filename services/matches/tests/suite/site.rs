@@ -1,0 +1,414 @@
+//! What a playing site's players do beside moving, over real gRPC, in process and on Redis:
+//! aborting before both sides have moved (also racing the opponent's first reply), declining
+//! draw offers (also offered and declined again and again), and exporting matches as PGN and
+//! BPGN with their clocks, checked by reading the text back and replaying it.
+
+use crate::grpc::{creation, get, offer, outcome, play_all, reason, resign, start, watch_all};
+use crate::support;
+
+use arbiter_core::bughouse::read_bpgn;
+use arbiter_core::pgn::read_games;
+use arbiter_core::{Locale, Variant as V};
+use arbiter_kit::ServeConfig;
+use arbiter_kit::access::AccessPolicy;
+use arbiter_matches::MatchesConfig;
+use arbiter_proto::common::v1::Variant;
+use arbiter_proto::matches::v1::{
+    self as pb, match_service_client::MatchServiceClient, watch_match_response::Event,
+};
+use support::*;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+async fn abort(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    board: i32,
+    side: i32,
+    request_id: &str,
+) -> Result<pb::AbortMatchResponse, Status> {
+    c.abort_match(bearer(
+        pb::AbortMatchRequest {
+            match_id: t.id.clone(),
+            board,
+            side,
+            request_id: request_id.into(),
+        },
+        t.token(board, side),
+    ))
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+async fn decline(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    board: i32,
+    side: i32,
+    request_id: &str,
+) -> Result<pb::DeclineDrawResponse, Status> {
+    c.decline_draw(bearer(
+        pb::DeclineDrawRequest {
+            match_id: t.id.clone(),
+            board,
+            side,
+            request_id: request_id.into(),
+        },
+        t.token(board, side),
+    ))
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+async fn export(c: &mut MatchServiceClient<Channel>, id: &str) -> pb::ExportMatchResponse {
+    c.export_match(pb::ExportMatchRequest {
+        match_id: id.into(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+fn refusal(r: Result<impl std::fmt::Debug, Status>) -> (Code, String) {
+    let e = r.expect_err("refused");
+    (e.code(), reason(&e))
+}
+
+fn aborted(state: &pb::MatchState) -> bool {
+    let o = state.outcome.as_ref().and_then(|o| o.outcome.clone());
+    o.is_some_and(|o| o.reason_name == "aborted" && o.score.is_none())
+}
+
+/// A seat aborts before both sides have moved, never after; in bughouse while no board has
+/// seen both its sides move. Retries answer the abort again; the abort races the reply.
+async fn aborts(s: &Server) {
+    let mut c = s.client();
+    // Before any move, by the side not to move.
+    let t = create_from(&mut c, creation(Variant::Chess, "", &[])).await;
+    let r = abort(&mut c, &t, A, BLACK, "abort-1").await.unwrap();
+    assert!(!r.duplicate);
+    let state = r.state.unwrap();
+    assert!(aborted(&state), "{state:?}");
+    // The retry is answered as done; the id for another request is refused.
+    let again = abort(&mut c, &t, A, BLACK, "abort-1").await.unwrap();
+    assert!(again.duplicate);
+    let reused = c
+        .resign(bearer(
+            pb::ResignRequest {
+                match_id: t.id.clone(),
+                board: A,
+                side: BLACK,
+                request_id: "abort-1".into(),
+            },
+            t.token(A, BLACK),
+        ))
+        .await;
+    assert_eq!(reused.unwrap_err().code(), Code::AlreadyExists);
+    assert_eq!(
+        refusal(abort(&mut c, &t, A, WHITE, "").await),
+        (Code::FailedPrecondition, "MATCH_OVER".into())
+    );
+
+    // After White's first move White may still abort; after both have moved nobody may.
+    let t = create_from(&mut c, creation(Variant::Chess, "", &[])).await;
+    play_all(&mut c, &t, &["e4"]).await;
+    assert!(aborted(
+        &abort(&mut c, &t, A, WHITE, "")
+            .await
+            .unwrap()
+            .state
+            .unwrap()
+    ));
+    let t = create_from(&mut c, creation(Variant::Glinski, "", &[])).await;
+    let before = play_all(&mut c, &t, &["f5f6", "e7e6"]).await;
+    assert_eq!(
+        refusal(abort(&mut c, &t, A, WHITE, "late").await),
+        (Code::FailedPrecondition, "NOT_ABORTABLE".into())
+    );
+    assert_eq!(
+        get(&mut c, &t.id).await,
+        before,
+        "a refusal changes nothing"
+    );
+    // Another seat's token.
+    let wrong = c
+        .abort_match(bearer(
+            pb::AbortMatchRequest {
+                match_id: t.id.clone(),
+                board: A,
+                side: WHITE,
+                ..Default::default()
+            },
+            t.token(A, BLACK),
+        ))
+        .await;
+    assert_eq!(wrong.unwrap_err().code(), Code::PermissionDenied);
+
+    // Bughouse: a board where one side moved does not stop the abort; one where both did does.
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    make_move(&mut c, &t, A, WHITE, "e4", 0).await.unwrap();
+    let r = abort(&mut c, &t, B, BLACK, "").await.unwrap();
+    assert!(aborted(r.state.as_ref().unwrap()));
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    make_move(&mut c, &t, B, WHITE, "d4", 0).await.unwrap();
+    make_move(&mut c, &t, B, BLACK, "d5", 1).await.unwrap();
+    assert_eq!(
+        refusal(abort(&mut c, &t, A, WHITE, "").await),
+        (Code::FailedPrecondition, "NOT_ABORTABLE".into())
+    );
+
+    // The abort races Black's first reply: exactly one of them lands.
+    for i in 0..16 {
+        let t = create_from(&mut c, creation(Variant::Chess, "", &[])).await;
+        play_all(&mut c, &t, &["e4"]).await;
+        let (mut c1, mut c2) = (s.client(), s.client());
+        let rid = format!("race-{i}");
+        let (moved, quit) = tokio::join!(
+            make_move(&mut c1, &t, A, BLACK, "e5", 1),
+            abort(&mut c2, &t, A, WHITE, &rid),
+        );
+        let state = get(&mut c, &t.id).await;
+        match (moved, quit) {
+            (Ok(_), Err(e)) => {
+                assert_eq!(reason(&e), "NOT_ABORTABLE");
+                assert!(state.outcome.is_none());
+                assert_eq!(state.boards[0].ply, 2);
+            }
+            (Err(e), Ok(_)) => {
+                assert_eq!(reason(&e), "MATCH_OVER");
+                assert!(aborted(&state));
+                assert_eq!(state.boards[0].ply, 1);
+            }
+            other => panic!("both or neither landed: {other:?}"),
+        }
+    }
+}
+
+/// A side declines the other side's standing offer, never its own or a missing one; the same
+/// pair offered and declined many times keeps the match consistent, one event each.
+async fn declines(s: &Server) {
+    let mut c = s.client();
+    let t = create_from(&mut c, creation(Variant::Crazyhouse, "", &[])).await;
+    assert_eq!(
+        refusal(decline(&mut c, &t, A, BLACK, "").await),
+        (Code::FailedPrecondition, "NO_DRAW_OFFER".into())
+    );
+    offer(&mut c, &t, A, WHITE).await.unwrap();
+    assert_eq!(
+        refusal(decline(&mut c, &t, A, WHITE, "").await),
+        (Code::FailedPrecondition, "NO_DRAW_OFFER".into()),
+        "a side cannot decline its own offer"
+    );
+    let r = decline(&mut c, &t, A, BLACK, "no-1").await.unwrap();
+    assert!(!r.duplicate);
+    assert!(r.state.unwrap().draw_offers.is_empty());
+    let again = decline(&mut c, &t, A, BLACK, "no-1").await.unwrap();
+    assert!(again.duplicate, "a retry is answered as done");
+    // Offered and declined again and again: every round is one offer and one decline.
+    const ROUNDS: usize = 40;
+    for i in 0..ROUNDS {
+        offer(&mut c, &t, A, WHITE).await.unwrap();
+        decline(&mut c, &t, A, BLACK, &format!("spam-{i}"))
+            .await
+            .unwrap();
+    }
+    // A standing offer is still accepted by offering back.
+    offer(&mut c, &t, A, BLACK).await.unwrap();
+    let state = offer(&mut c, &t, A, WHITE).await.unwrap();
+    assert_eq!(
+        outcome(&state),
+        ("1/2-1/2".to_owned(), "agreement".to_owned())
+    );
+    let events = watch_all(&mut c, &t.id).await;
+    let declined = events
+        .iter()
+        .filter(|e| matches!(e.event, Some(Event::DrawDeclined(WHITE))))
+        .count();
+    let offers = events
+        .iter()
+        .filter(|e| matches!(e.event, Some(Event::DrawOffer(_))))
+        .count();
+    assert_eq!((declined, offers), (ROUNDS + 1, ROUNDS + 3));
+
+    // Bughouse: the other team declines (board B's White is team 2; its Black is team 1).
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    offer(&mut c, &t, A, WHITE).await.unwrap();
+    assert_eq!(
+        refusal(decline(&mut c, &t, B, BLACK, "").await),
+        (Code::FailedPrecondition, "NO_DRAW_OFFER".into()),
+        "a partner cannot decline the team's own offer"
+    );
+    let state = decline(&mut c, &t, B, WHITE, "")
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    assert!(state.draw_offers.is_empty());
+    resign(&mut c, &t, A, WHITE).await.unwrap();
+}
+
+/// The seconds of a `[%clk H:MM:SS(.t)]` comment.
+fn clock_secs(comment: &str) -> Option<f64> {
+    let body = comment.strip_prefix("[%clk ")?.strip_suffix(']')?;
+    let mut parts = body.split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || m.len() != 2 || !s.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    Some(h.parse::<f64>().ok()? * 3600.0 + m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+}
+
+/// PGN with clocks for a timed single-board game, read back and replayed; a live game's
+/// export; Chess960's start tags; an aborted game; a bughouse match as BPGN, replayed.
+async fn exports(s: &Server) {
+    let mut c = s.client();
+    let mut req = creation(Variant::Chess, "", &[]);
+    req.players = vec!["ann \"the rook\"".into(), "bob".into()];
+    let t = create_from(&mut c, req).await;
+    play_all(&mut c, &t, &["e4", "e5", "Nf3"]).await;
+    // Live: the moves so far, no result.
+    let live = export(&mut c, &t.id).await;
+    assert!(!live.bpgn);
+    let game = read_games(&live.pgn).unwrap().remove(0);
+    assert_eq!(game.result, "*");
+    assert_eq!(game.tag("Termination"), Some("unterminated"));
+    assert_eq!(game.moves.len(), 3);
+    play_all(&mut c, &t, &["Nc6", "Bb5"]).await;
+    resign(&mut c, &t, A, BLACK).await.unwrap();
+    let done = export(&mut c, &t.id).await;
+    assert_eq!(done.last_seq, get(&mut c, &t.id).await.last_seq);
+    let mut game = read_games(&done.pgn).unwrap().remove(0);
+    assert_eq!(game.tag("White"), Some("ann \"the rook\""), "{}", done.pgn);
+    assert_eq!(game.tag("Black"), Some("bob"));
+    assert_eq!(game.tag("Result"), Some("1-0"));
+    // The match's "180+2" is 180 minutes and 2 s a move: PGN counts seconds.
+    assert_eq!(game.tag("TimeControl"), Some("10800+2"));
+    assert_eq!(game.tag("Termination"), Some("normal"));
+    assert_eq!(game.tag("EndReason"), Some("resignation"));
+    assert!(
+        game.tag("Date")
+            .is_some_and(|d| d.len() == 10 && d.starts_with("20"))
+    );
+    let sans: Vec<&str> = game.moves.iter().map(|m| m.san.as_str()).collect();
+    assert_eq!(sans, ["e4", "e5", "Nf3", "Nc6", "Bb5"]);
+    for m in &game.moves {
+        // Each move's clock: at most the base time plus the increments, and nearly all of it.
+        let clk = m.comments.concat();
+        let secs = clock_secs(&clk).unwrap_or_else(|| panic!("no clock in {clk:?}"));
+        assert!((10_700.0..=10_812.0).contains(&secs), "{clk}");
+    }
+    game.validate(Locale::English, Locale::English).unwrap();
+
+    // Chess960: the start is always named; an untimed game has no clocks.
+    let mut req = creation(Variant::Chess960, "100", &[]);
+    req.time_control = String::new();
+    let t = create_from(&mut c, req).await;
+    let state = get(&mut c, &t.id).await;
+    let game = read_games(&export(&mut c, &t.id).await.pgn)
+        .unwrap()
+        .remove(0);
+    assert_eq!(game.tag("Variant"), Some("Chess960"));
+    assert_eq!(game.tag("SetUp"), Some("1"));
+    assert_eq!(game.tag("FEN"), Some(state.start.as_str()));
+    assert_eq!(game.tag("TimeControl"), Some("-"));
+
+    // Aborted: no result.
+    let t = create_from(&mut c, creation(Variant::Byzantine, "", &[])).await;
+    abort(&mut c, &t, A, WHITE, "").await.unwrap();
+    let game = read_games(&export(&mut c, &t.id).await.pgn)
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        (game.result.as_str(), game.tag("Termination")),
+        ("*", Some("abandoned"))
+    );
+    assert_eq!(game.tag("Variant"), Some(V::Byzantine.pgn_name()));
+
+    // Bughouse: both boards in the order played, each move with its clock.
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    let moves = [
+        (A, WHITE, "e4", 0),
+        (B, WHITE, "d4", 0),
+        (A, BLACK, "d5", 1),
+        (A, WHITE, "exd5", 2),
+        (B, BLACK, "P@e6", 1),
+    ];
+    for (board, side, mv, ply) in moves {
+        make_move(&mut c, &t, board, side, mv, ply)
+            .await
+            .unwrap_or_else(|e| panic!("{mv}: {e:?}"));
+    }
+    resign(&mut c, &t, B, WHITE).await.unwrap();
+    let out = export(&mut c, &t.id).await;
+    assert!(out.bpgn);
+    let mut game = read_bpgn(&out.pgn).unwrap().remove(0);
+    assert_eq!(game.tag("WhiteA"), Some("ann"));
+    assert_eq!(game.tag("BlackB"), Some("dee"));
+    assert_eq!(game.result.as_deref(), Some("1-0"));
+    assert_eq!(game.moves.len(), 5);
+    assert!(game.moves.iter().all(|m| m.clock.is_some()), "{}", out.pgn);
+    game.validate(Locale::English).unwrap();
+
+    // Unknown and malformed ids.
+    let missing = c
+        .export_match(pb::ExportMatchRequest {
+            match_id: "never-created".into(),
+        })
+        .await;
+    assert_eq!(missing.unwrap_err().code(), Code::NotFound);
+    let bad = c
+        .export_match(pb::ExportMatchRequest {
+            match_id: "x".repeat(10_000),
+        })
+        .await;
+    assert_eq!(bad.unwrap_err().code(), Code::InvalidArgument);
+}
+
+async fn site(s: &Server) {
+    aborts(s).await;
+    declines(s).await;
+    exports(s).await;
+}
+
+#[tokio::test]
+async fn site_features_in_process() {
+    let s = start().await;
+    site(&s).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn site_features_on_redis() {
+    let redis = arbiter_testkit::redis().await;
+    let store = arbiter_matches::StoreConfig::Redis(redis.secure("arbiter-matches"));
+    let s = TestServer::start(move |listener, shutdown| {
+        arbiter_matches::serve(
+            listener,
+            ServeConfig::default(),
+            MatchesConfig {
+                store,
+                ..MatchesConfig::default()
+            },
+            AccessPolicy::development(),
+            shutdown,
+        )
+    })
+    .await;
+    // The store connects in the background: wait until it answers.
+    let mut c = s.client();
+    for _ in 0..200 {
+        let probe = c
+            .get_match(pb::GetMatchRequest {
+                match_id: "none".into(),
+            })
+            .await;
+        match probe {
+            Err(e) if e.code() == Code::Unavailable => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            _ => break,
+        }
+    }
+    site(&s).await;
+    s.stop().await;
+}
