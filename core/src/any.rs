@@ -84,6 +84,15 @@ impl RuleOptions {
         Ok(rules)
     }
 
+    /// The bughouse rules these options set (unknown names and values refused).
+    pub fn bughouse(&self) -> Result<crate::bughouse::BughouseRules, RuleOptionError> {
+        let mut rules = crate::bughouse::BughouseRules::default();
+        for (name, value) in &self.0 {
+            rules.set(name, value).map_err(RuleOptionError)?;
+        }
+        Ok(rules)
+    }
+
     fn none_for(&self, variant: Variant) -> Result<(), RuleOptionError> {
         match self.0.first() {
             None => Ok(()),
@@ -223,7 +232,13 @@ impl AnyPosition {
                 }))
             }
             Variant::Crazyhouse | Variant::Bughouse => {
-                options.none_for(variant).map_err(bad_option)?;
+                // A bughouse board takes the match's options (they change nothing on one
+                // board); crazyhouse has none.
+                if variant == Variant::Bughouse {
+                    options.bughouse().map_err(bad_option)?;
+                } else {
+                    options.none_for(variant).map_err(bad_option)?;
+                }
                 let rules = house_rules(variant);
                 Ok(AnyPosition::Crazyhouse(match text {
                     None => Crazyhouse::new(rules),
@@ -278,7 +293,13 @@ impl AnyPosition {
                 Ok((AnyPosition::Chess(pos), fixes))
             }
             Variant::Crazyhouse | Variant::Bughouse => {
-                options.none_for(variant).map_err(bad_option)?;
+                // A bughouse board takes the match's options (they change nothing on one
+                // board); crazyhouse has none.
+                if variant == Variant::Bughouse {
+                    options.bughouse().map_err(bad_option)?;
+                } else {
+                    options.none_for(variant).map_err(bad_option)?;
+                }
                 let rules = house_rules(variant);
                 let (pos, fixes) = Crazyhouse::from_fen_lenient(text, rules)?;
                 Ok((AnyPosition::Crazyhouse(pos), fixes))

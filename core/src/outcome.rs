@@ -166,11 +166,14 @@ pub enum EndReason {
     /// player aborted it before both sides had moved. The score that goes with it is meaningless
     /// (stored as ½–½); nothing is rated.
     Aborted,
+    /// A player made a well-formed move that is illegal on the board, in a bughouse match
+    /// created with the `illegal_move=loses` rule option: the player's team lost.
+    IllegalMove,
 }
 
 impl EndReason {
     /// Every reason, in declaration order.
-    pub const ALL: [EndReason; 14] = [
+    pub const ALL: [EndReason; 15] = [
         EndReason::Checkmate,
         EndReason::Stalemate,
         EndReason::DeadPosition,
@@ -185,6 +188,7 @@ impl EndReason {
         EndReason::BareKing,
         EndReason::CitadelEntry,
         EndReason::Aborted,
+        EndReason::IllegalMove,
     ];
 
     /// The reason with this stable name.
@@ -209,6 +213,7 @@ impl EndReason {
             EndReason::BareKing => "bare-king",
             EndReason::CitadelEntry => "citadel-entry",
             EndReason::Aborted => "aborted",
+            EndReason::IllegalMove => "illegal-move",
         }
     }
 

@@ -257,6 +257,65 @@ impl std::error::Error for MatchError {}
 /// The total units in a match: 32 pieces per board (a promoted piece counts as its pawn).
 pub const UNITS: u32 = 64;
 
+/// What happens to a well-formed move that is illegal on its board.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IllegalMoveRule {
+    /// Refused, and the player moves again (online play; the default).
+    #[default]
+    Refused,
+    /// The player's team loses the match (over-the-board bughouse).
+    Loses,
+}
+
+/// A bughouse match's rule options (`name=value`): `illegal_move=refused|loses` and
+/// `repetition=off|threefold`. The defaults are online play's: an illegal move is refused, and a
+/// board has no repetition rule.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BughouseRules {
+    /// What an illegal move does.
+    pub illegal_move: IllegalMoveRule,
+    /// Whether a player may claim a draw when a board's position occurs for the third time
+    /// (the placement, side to move, castling rights and en passant square; reserves and
+    /// promotion marks do not count). The claim draws the match.
+    pub threefold: bool,
+}
+
+impl BughouseRules {
+    /// Applies one `name=value` option.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match (name, value) {
+            ("illegal_move", "refused") => self.illegal_move = IllegalMoveRule::Refused,
+            ("illegal_move", "loses") => self.illegal_move = IllegalMoveRule::Loses,
+            ("repetition", "off") => self.threefold = false,
+            ("repetition", "threefold") => self.threefold = true,
+            ("illegal_move", _) => {
+                return Err(format!("illegal_move={value}: expected refused or loses"));
+            }
+            ("repetition", _) => {
+                return Err(format!("repetition={value}: expected off or threefold"));
+            }
+            _ => {
+                return Err(format!(
+                    "unknown rule option '{name}' (options: illegal_move, repetition)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The options that differ from the defaults, as `name=value` pairs in a fixed order.
+    pub fn options(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if self.illegal_move == IllegalMoveRule::Loses {
+            out.push(("illegal_move".to_owned(), "loses".to_owned()));
+        }
+        if self.threefold {
+            out.push(("repetition".to_owned(), "threefold".to_owned()));
+        }
+        out
+    }
+}
+
 /// A bughouse match: two boards with their reserves, the ply of each board, and the outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Match {

@@ -302,3 +302,61 @@ fn bpgn_reading_is_bounded() {
     let deep = format!("1A. e4 {}{} *", "( e4 ".repeat(50_000), ") ".repeat(50_000));
     assert_eq!(read_bpgn(&deep).unwrap()[0].moves.len(), 1);
 }
+
+#[test]
+fn rule_options_read_and_write_back() {
+    use crate::any::{AnyPosition, RuleOptions};
+    use crate::variant::Variant;
+    let read = |items: &[&str]| {
+        RuleOptions::parse(items.iter().copied())
+            .unwrap()
+            .bughouse()
+    };
+    assert_eq!(read(&[]).unwrap(), BughouseRules::default());
+    let both = read(&["illegal_move=loses", "repetition=threefold"]).unwrap();
+    assert_eq!(both.illegal_move, IllegalMoveRule::Loses);
+    assert!(both.threefold);
+    // Only what differs from the defaults is written, in a fixed order.
+    let written: Vec<String> = both
+        .options()
+        .iter()
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    assert_eq!(written, ["illegal_move=loses", "repetition=threefold"]);
+    assert!(
+        read(&["illegal_move=refused", "repetition=off"])
+            .unwrap()
+            .options()
+            .is_empty()
+    );
+    for bad in [
+        "illegal_move=sometimes",
+        "repetition=fivefold",
+        "stalemate=wins",
+    ] {
+        assert!(read(&[bad]).is_err(), "{bad}");
+    }
+    // A bughouse board takes the match's options; crazyhouse has none.
+    let options = RuleOptions::parse(["illegal_move=loses"]).unwrap();
+    assert!(AnyPosition::with_rules(Variant::Bughouse, None, &options).is_ok());
+    assert!(AnyPosition::with_rules(Variant::Crazyhouse, None, &options).is_err());
+}
+
+#[test]
+fn the_board_key_ignores_reserves_and_promotion_marks() {
+    let plain =
+        Crazyhouse::from_fen("4k3/8/8/8/8/8/8/Q3K3 w - - 0 1", HouseRules::Bughouse).unwrap();
+    let held =
+        Crazyhouse::from_fen("4k3/8/8/8/8/8/8/Q3K3[Pn] w - - 0 1", HouseRules::Bughouse).unwrap();
+    let promoted =
+        Crazyhouse::from_fen("4k3/8/8/8/8/8/8/Q~3K3 w - - 0 1", HouseRules::Bughouse).unwrap();
+    assert_eq!(plain.board_repetition_key(), held.board_repetition_key());
+    assert_eq!(
+        plain.board_repetition_key(),
+        promoted.board_repetition_key()
+    );
+    assert_ne!(plain.repetition_key(), held.repetition_key());
+    let moved =
+        Crazyhouse::from_fen("4k3/8/8/8/8/8/8/Q3K3 b - - 0 1", HouseRules::Bughouse).unwrap();
+    assert_ne!(plain.board_repetition_key(), moved.board_repetition_key());
+}

@@ -146,6 +146,13 @@ fn reserve_key(color: Color, role: Role, n: u8) -> u64 {
 }
 
 impl Crazyhouse {
+    /// The repetition key of the board alone: placement, side to move, castling rights and en
+    /// passant square, without the reserves and the promotion marks (bughouse's optional
+    /// threefold repetition, where reserves do not count).
+    pub fn board_repetition_key(&self) -> u64 {
+        self.chess.repetition_key()
+    }
+
     /// The start position with empty reserves, under `rules`.
     pub fn new(rules: HouseRules) -> Crazyhouse {
         Crazyhouse::from_parts(Chess::new(), Bitboard::EMPTY, Reserves::EMPTY, rules)

@@ -140,6 +140,7 @@ pub fn end_reason_to_proto(reason: EndReason) -> common::EndReason {
         EndReason::BareKing => common::EndReason::BareKing,
         EndReason::CitadelEntry => common::EndReason::CitadelEntry,
         EndReason::Aborted => common::EndReason::Aborted,
+        EndReason::IllegalMove => common::EndReason::IllegalMove,
     }
 }
 

@@ -24,6 +24,10 @@ pub const NO_CLOCK: &str = "NO_CLOCK";
 /// `FAILED_PRECONDITION` reason: both sides have moved (on some board), so the match can no
 /// longer be aborted; resign instead.
 pub const NOT_ABORTABLE: &str = "NOT_ABORTABLE";
+/// `FAILED_PRECONDITION` reason: the move was well formed but illegal on its board, in a
+/// bughouse match created with `illegal_move=loses`: the match is over, lost by the mover's
+/// team (the one refusal that changes the match).
+pub const ILLEGAL_MOVE_LOST: &str = "ILLEGAL_MOVE_LOST";
 /// `FAILED_PRECONDITION` reason: the other side has no standing draw offer to decline.
 pub const NO_DRAW_OFFER: &str = "NO_DRAW_OFFER";
 

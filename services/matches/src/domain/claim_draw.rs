@@ -2,13 +2,52 @@
 
 use super::checks::check_request_id;
 use super::{
-    ATTEMPTS, Changed, Matches, SeatRef, delays_of, game_error, single_outcome, single_state,
+    ATTEMPTS, Changed, Matches, SeatRef, bughouse_rules, corrupt, delays_of, game_error,
+    single_outcome, single_state,
 };
 use crate::error::{MatchError, NOT_CLAIMABLE, STALE_PLY};
-use crate::record::{RequestId, RequestKind};
+use crate::record::{Record, RequestId, RequestKind};
 use crate::store::{ChangeResult, EndCommit, MatchStore};
-use arbiter_core::DrawClaim;
-use arbiter_core::bughouse::BoardId;
+use arbiter_core::bughouse::{BoardId, MatchOutcome};
+use arbiter_core::{DrawClaim, EndReason, Score};
+
+/// A draw claimed on `board` of a bughouse match: only threefold repetition, only under the
+/// `repetition=threefold` option, counted on the board alone (reserves do not count). The
+/// claim draws the match.
+fn bughouse_claim(
+    record: &Record,
+    board: BoardId,
+    claim: DrawClaim,
+) -> Result<MatchOutcome, MatchError> {
+    if !bughouse_rules(record)?.threefold {
+        return Err(MatchError::precondition(
+            NOT_CLAIMABLE,
+            "this bughouse match has no repetition rule (create it with repetition=threefold)",
+        ));
+    }
+    if claim != DrawClaim::ThreefoldRepetition {
+        return Err(MatchError::precondition(
+            NOT_CLAIMABLE,
+            "bughouse boards have no move-count rule",
+        ));
+    }
+    let history = &record.boards[board.index()].history;
+    let now = history
+        .last()
+        .ok_or_else(|| corrupt("a bughouse board under the threefold option has no history"))?;
+    let seen = history.iter().filter(|k| *k == now).count();
+    if seen < 3 {
+        return Err(MatchError::precondition(
+            NOT_CLAIMABLE,
+            format!("the position on board {board} has occurred {seen} time(s), not 3"),
+        ));
+    }
+    Ok(MatchOutcome {
+        score: Score::DRAW,
+        board: Some(board),
+        reason: EndReason::ThreefoldRepetition,
+    })
+}
 
 impl<S: MatchStore> Matches<S> {
     /// Ends the game with a draw the rules allow `seat_ref`'s side to claim now.
@@ -32,21 +71,20 @@ impl<S: MatchStore> Matches<S> {
             )
         });
         for _ in 0..ATTEMPTS {
-            let refusal = if record.is_bughouse() {
-                Some(MatchError::precondition(
-                    NOT_CLAIMABLE,
-                    "bughouse boards have neither repetition nor a move-count rule",
-                ))
-            } else if record.outcome.is_some() {
-                Some(MatchError::over())
-            } else {
-                None
-            };
-            if let Some(e) = refusal {
-                return self.refused_change(id, e, record, request.as_ref()).await;
+            if record.outcome.is_some() {
+                return self
+                    .refused_change(id, MatchError::over(), record, request.as_ref())
+                    .await;
             }
-            let mut state = single_state(&record)?;
-            let outcome = match state.claim_draw(claim) {
+            let judged = if record.is_bughouse() {
+                bughouse_claim(&record, seat.board, claim)
+            } else {
+                single_state(&record)?
+                    .claim_draw(claim)
+                    .map(single_outcome)
+                    .map_err(game_error)
+            };
+            let outcome = match judged {
                 Ok(o) => o,
                 Err(_) if !fresh => {
                     let now = self.get(id).await?;
@@ -56,15 +94,13 @@ impl<S: MatchStore> Matches<S> {
                     continue;
                 }
                 Err(e) => {
-                    return self
-                        .refused_change(id, game_error(e), record, request.as_ref())
-                        .await;
+                    return self.refused_change(id, e, record, request.as_ref()).await;
                 }
             };
             let commit = EndCommit {
                 nonce: record.nonce.clone(),
-                guard: vec![(BoardId::A, record.boards[0].ply)],
-                outcome: single_outcome(outcome),
+                guard: vec![(seat.board, record.boards[seat.board.index()].ply)],
+                outcome,
                 request: request.clone(),
                 delays: delays_of(&record),
             };

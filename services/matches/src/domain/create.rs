@@ -116,15 +116,10 @@ fn players(variant: Variant, given: &[String]) -> Result<Vec<String>, MatchError
 
 /// The two boards of a bughouse match from its BFEN (empty: the start), neither of them over.
 fn bughouse_start(c: &Creation) -> Result<Start, MatchError> {
-    if let Some((name, _)) = c.rules.0.first() {
-        return Err(MatchError::invalid(
-            "start.rules",
-            format!(
-                "bughouse has no rule option '{}'",
-                arbiter_kit::error::quote(name)
-            ),
-        ));
-    }
+    let rules = c
+        .rules
+        .bughouse()
+        .map_err(|e| MatchError::invalid("start.rules", arbiter_kit::error::quote(&e.0)))?;
     let m = if c.start.trim().is_empty() {
         Match::new()
     } else {
@@ -142,20 +137,28 @@ fn bughouse_start(c: &Creation) -> Result<Start, MatchError> {
         // The board without its reserve part: the record keeps reserves apart.
         let (placement, rest) = fen.split_once(' ').unwrap_or((&fen, ""));
         let placement = placement.split('[').next().unwrap_or(placement);
+        // With the threefold option, every board position since the start counts (a capture
+        // or a pawn move does not make a bughouse board's past unreachable: pieces come back
+        // as drops).
+        let history = if rules.threefold {
+            vec![pos.board_repetition_key()]
+        } else {
+            Vec::new()
+        };
         BoardRecord::new(
             format!("{placement} {rest}"),
             [
                 pos.reserves().letters(Color::White),
                 pos.reserves().letters(Color::Black).to_ascii_lowercase(),
             ],
-            Vec::new(),
+            history,
         )
     };
     Ok(Start {
         text: m.to_bfen(),
         asked: m.to_bfen(),
         boards: vec![board(BoardId::A), board(BoardId::B)],
-        rules: RuleOptions::default(),
+        rules: RuleOptions(rules.options()),
         turns: vec![m.board(BoardId::A).turn(), m.board(BoardId::B).turn()],
     })
 }

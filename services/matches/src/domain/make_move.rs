@@ -1,17 +1,20 @@
 //! MakeMove: a move judged on a snapshot, planned, and committed in one guarded step.
 
 use super::checks::{check_move_text, check_request_id};
-use super::status::{BoardStatus, board_status, waits_for_piece};
+use super::status::{BoardStatus, board_status, bughouse_claims, waits_for_piece};
 use super::{
-    ATTEMPTS, Matches, SeatRef, bughouse_match, corrupt, delays_of, game_error, match_side, recall,
-    single_outcome, single_state,
+    ATTEMPTS, Matches, SeatRef, bughouse_match, bughouse_rules, corrupt, delays_of, game_error,
+    match_side, recall, single_outcome, single_state,
 };
-use crate::error::{CLOCK_PAUSED, MatchError, NOT_YOUR_TURN, STALE_PLY};
+use crate::error::{CLOCK_PAUSED, ILLEGAL_MOVE_LOST, MatchError, NOT_YOUR_TURN, STALE_PLY};
 use crate::record::{Done, LastMove, Record, RequestId, RequestKind, StoredEvent, encode_clock};
-use crate::store::{ClockPress, HistoryUpdate, MatchStore, MoveCommit, MoveResult, ReserveDelta};
-use arbiter_core::bughouse::{self, BoardId, Seat};
+use crate::store::{
+    ChangeResult, ClockPress, EndCommit, HistoryUpdate, MatchStore, MoveCommit, MoveResult,
+    ReserveDelta,
+};
+use arbiter_core::bughouse::{self, BoardId, IllegalMoveRule, MatchOutcome, Seat};
 use arbiter_core::clock::{ClockError, Phase};
-use arbiter_core::{Color, Locale, Notation, Position};
+use arbiter_core::{Color, EndReason, Locale, MoveError, Notation, Outcome, Position};
 use std::sync::Arc;
 
 /// A move request as a seat sends it.
@@ -94,6 +97,18 @@ fn locale_name(locale: Locale) -> &'static str {
     }
 }
 
+/// The answer to a well-formed move that was illegal, in a bughouse match created with
+/// `illegal_move=loses`: the match is over, lost by the mover's team.
+fn illegal_move_lost(why: &str) -> MatchError {
+    MatchError::precondition(
+        ILLEGAL_MOVE_LOST,
+        format!(
+            "{why}: under this match's illegal_move=loses rule the move lost the match for the \
+             mover's team"
+        ),
+    )
+}
+
 /// The refusal of a press the clock cannot take.
 fn clock_refusal(e: ClockError) -> MatchError {
     match e {
@@ -148,6 +163,9 @@ struct Plan {
 enum Refusal {
     /// The board is at another ply (a retry, a race, or a stale snapshot).
     Stale { actual: u32 },
+    /// A well-formed move illegal on its board, in a bughouse match whose rules make that a
+    /// loss: what is wrong with it.
+    Loses(String),
     /// Refused for good on this record.
     Refused(MatchError),
 }
@@ -267,6 +285,7 @@ fn plan_bughouse(record: &Record, seat: Seat, req: &MoveRequest<'_>) -> Result<P
         ..
     } = *req;
     let mut m = bughouse_match(record)?;
+    let rules = bughouse_rules(record)?;
     let mv = match m.check(seat, text, expected_ply, locale) {
         Ok(mv) => mv,
         Err(bughouse::MatchError::StalePly { actual, .. }) => {
@@ -275,6 +294,11 @@ fn plan_bughouse(record: &Record, seat: Seat, req: &MoveRequest<'_>) -> Result<P
         Err(bughouse::MatchError::MatchOver) => return Err(MatchError::over().into()),
         Err(e @ bughouse::MatchError::NotYourTurn { .. }) => {
             return Err(MatchError::precondition(NOT_YOUR_TURN, e.to_string()).into());
+        }
+        Err(bughouse::MatchError::Move(e @ MoveError::Illegal { .. }))
+            if rules.illegal_move == IllegalMoveRule::Loses =>
+        {
+            return Err(Refusal::Loses(e.to_string()));
         }
         Err(bughouse::MatchError::Move(e)) => {
             return Err(MatchError::invalid("move", e.to_string()).into());
@@ -285,12 +309,27 @@ fn plan_bughouse(record: &Record, seat: Seat, req: &MoveRequest<'_>) -> Result<P
     };
     let clock = clock_press(record, seat.board, seat.color, lag_ms)?;
     let played = m.play_checked(seat, mv, locale);
+    // Under the threefold option every position of the board counts (see the creation).
+    let history = rules
+        .threefold
+        .then(|| HistoryUpdate::Append(m.board(seat.board).board_repetition_key()));
+    let claims = |b: BoardId| {
+        let mut keys = record.boards[b.index()].history.clone();
+        if let (true, Some(HistoryUpdate::Append(k))) = (b == seat.board, history) {
+            keys.push(k);
+        }
+        bughouse_claims(&keys)
+    };
     let status = BoardId::BOTH
         .into_iter()
         .map(|b| BoardStatus {
             turn: m.board(b).turn(),
             check: m.board(b).is_check(),
-            claims: Vec::new(),
+            claims: if played.outcome.is_some() {
+                Vec::new()
+            } else {
+                claims(b)
+            },
             waiting_for_piece: played.outcome.is_none() && waits_for_piece(m.board(b)),
         })
         .collect();
@@ -308,7 +347,7 @@ fn plan_bughouse(record: &Record, seat: Seat, req: &MoveRequest<'_>) -> Result<P
             board: seat.board,
             expected_ply,
             position,
-            history: None,
+            history,
             take: played.dropped.map(|role| ReserveDelta {
                 board: seat.board,
                 side: seat.color,
@@ -395,6 +434,57 @@ impl<S: MatchStore> Matches<S> {
                 }
                 Err(Refusal::Refused(e)) => {
                     return self.refused_move(id, e, record, request.as_ref()).await;
+                }
+                Err(Refusal::Loses(why)) => {
+                    // The board as judged: a move since refuses the loss, to be judged again.
+                    let commit = EndCommit {
+                        nonce: record.nonce.clone(),
+                        guard: vec![(seat.board, req.expected_ply)],
+                        outcome: MatchOutcome::from_board(
+                            seat.board,
+                            Outcome::win(!seat.color, EndReason::IllegalMove),
+                        ),
+                        request: request.clone(),
+                        delays: delays_of(&record),
+                    };
+                    match self.store.commit_end(id, &commit).await? {
+                        ChangeResult::Stale(now) => {
+                            seat = self.reauthorized(&record, &now, req.seat, req.token)?;
+                            record = now;
+                            fresh = true;
+                            continue;
+                        }
+                        ChangeResult::Applied(_) => {
+                            self.watchers.wake(id);
+                            return Err(illegal_move_lost(&why));
+                        }
+                        ChangeResult::Done(remembered, _) => {
+                            let request = request.as_ref().ok_or_else(|| {
+                                corrupt("the store answered a change without a request id as done")
+                            })?;
+                            return match recall(Some(remembered), request)? {
+                                Some(Done::Ended) => Err(illegal_move_lost(&why)),
+                                Some(Done::Move { seq }) => {
+                                    let now = self.get(id).await?;
+                                    self.replayed(id, seq, now).await
+                                }
+                                _ => Err(MatchError::RequestIdReused(request.id.clone())),
+                            };
+                        }
+                        ChangeResult::Over(now) => {
+                            return self
+                                .refused_move(id, MatchError::over(), now, request.as_ref())
+                                .await;
+                        }
+                        ChangeResult::Late(_) => {
+                            self.end_on_time(id).await?;
+                            let now = self.get(id).await?;
+                            return self
+                                .refused_move(id, MatchError::over(), now, request.as_ref())
+                                .await;
+                        }
+                        ChangeResult::Missing => return Err(MatchError::NotFound(id.to_owned())),
+                    }
                 }
             };
             let mut commit = plan.commit;
@@ -522,6 +612,8 @@ impl<S: MatchStore> Matches<S> {
         };
         match recall(self.store.done(id, &request.field).await?, request)? {
             Some(Done::Move { seq }) => self.replayed(id, seq, record).await,
+            // Only an illegal move that lost the match ends it under a move's request id.
+            Some(Done::Ended) => Err(illegal_move_lost("it was illegal on its board")),
             _ => Err(e),
         }
     }

@@ -55,7 +55,7 @@ use crate::record::{Done, Record, Remembered, RequestId, StoredEvent};
 use crate::seats::SeatKey;
 use crate::store::{ChangeResult, MatchStore};
 use crate::watchers::Watchers;
-use arbiter_core::bughouse::{BoardId, Match, MatchOutcome, Seat, Team};
+use arbiter_core::bughouse::{BoardId, BughouseRules, Match, MatchOutcome, Seat, Team};
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{AnyPosition, Color, Crazyhouse, GameError, GameState, Outcome};
 use std::sync::Arc;
@@ -126,6 +126,11 @@ fn bughouse_match(record: &Record) -> Result<Match, MatchError> {
         [record.boards[0].ply, record.boards[1].ply],
         record.outcome,
     ))
+}
+
+/// The bughouse rule options of `record`.
+fn bughouse_rules(record: &Record) -> Result<BughouseRules, MatchError> {
+    record.rules.bughouse().map_err(|e| corrupt(e.0))
 }
 
 /// A single-board outcome as stored (no board; White's score).

@@ -29,6 +29,18 @@ pub(super) fn waits_for_piece(pos: &Crazyhouse) -> bool {
     pos.legal_moves().is_empty() && pos.terminal().is_none()
 }
 
+/// The draws claimable on a bughouse board with repetition history `history` (empty unless the
+/// match has the `repetition=threefold` option): threefold repetition once the latest position
+/// has occurred three times.
+pub(super) fn bughouse_claims(history: &[u64]) -> Vec<DrawClaim> {
+    match history.last() {
+        Some(now) if history.iter().filter(|k| *k == now).count() >= 3 => {
+            vec![DrawClaim::ThreefoldRepetition]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Check and claimable draws of every board of `record`.
 pub fn board_status(record: &Record) -> Result<Vec<BoardStatus>, MatchError> {
     if record.is_bughouse() {
@@ -40,7 +52,11 @@ pub fn board_status(record: &Record) -> Result<Vec<BoardStatus>, MatchError> {
                 BoardStatus {
                     turn: pos.turn(),
                     check: pos.is_check(),
-                    claims: Vec::new(),
+                    claims: if record.outcome.is_some() {
+                        Vec::new()
+                    } else {
+                        bughouse_claims(&record.boards[b.index()].history)
+                    },
                     waiting_for_piece: record.outcome.is_none() && waits_for_piece(pos),
                 }
             })

@@ -26,7 +26,7 @@
 //! | `pos:A` `pos:B` | the board's position string (bughouse: the FEN without the reserve) |
 //! | `ply:A` `ply:B` | moves played on the board |
 //! | `last:A` `last:B` | packed `ply, side, text as sent, uci, san, accepted (Unix ms)` of the board's latest move (records written before the time was kept lack the last item) |
-//! | `hist:A` | single board: repetition keys since the last irreversible move, 16 hex digits each |
+//! | `hist:A` | single board: repetition keys since the last irreversible move, 16 hex digits each; bughouse with `repetition=threefold`: the board's keys without reserves since the start |
 //! | `res:A:w` … `res:B:b` | bughouse: a reserve in FEN letters, `QRBNP` order |
 //! | `ck:A` `ck:B` | with a time control: the board clock's phase, packed ([`encode_phase`]) |
 //! | `ck:A:w` … `ck:B:b` | with a time control: one side's clock, packed `remaining ms, quota ms, moves, stage, moves in stage` |
@@ -439,7 +439,9 @@ impl Record {
                 {
                     f.push((format!("res:{l}:{}", side_letter(c)), r.clone()));
                 }
-            } else {
+            }
+            // A bughouse board has a history only under the threefold option.
+            if !self.is_bughouse() || !board.history.is_empty() {
                 f.push((format!("hist:{l}"), encode_history(&board.history)));
             }
             if let Some(clock) = &board.clock {
@@ -587,7 +589,8 @@ impl Record {
                 break;
             }
             let (reserves, history) = if bughouse {
-                ([need(white, "res:w")?, need(black, "res:b")?], Vec::new())
+                let history = hist.map_or(Ok(Vec::new()), |h| decode_history(&h))?;
+                ([need(white, "res:w")?, need(black, "res:b")?], history)
             } else {
                 (Default::default(), decode_history(&need(hist, "hist")?)?)
             };

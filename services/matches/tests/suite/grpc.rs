@@ -124,7 +124,7 @@ pub(crate) fn reason(status: &Status) -> String {
         .unwrap_or_default()
 }
 
-fn field(status: &Status) -> String {
+pub(crate) fn field(status: &Status) -> String {
     status
         .get_details_bad_request()
         .map(|b| b.field_violations[0].field.clone())

@@ -3,7 +3,9 @@
 //! draw offers (also offered and declined again and again), and exporting matches as PGN and
 //! BPGN with their clocks, checked by reading the text back and replaying it.
 
-use crate::grpc::{creation, get, offer, outcome, play_all, reason, resign, start, watch_all};
+use crate::grpc::{
+    creation, field, get, offer, outcome, play_all, reason, resign, start, watch_all,
+};
 use crate::support;
 
 use arbiter_core::bughouse::read_bpgn;
@@ -364,10 +366,191 @@ async fn exports(s: &Server) {
     assert_eq!(bad.unwrap_err().code(), Code::InvalidArgument);
 }
 
+/// Plays `moves` (board, side, move) on a bughouse match, each at its board's current ply.
+async fn play_bughouse(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    moves: &[(i32, i32, &str)],
+) -> pb::MatchState {
+    let mut state = get(c, &t.id).await;
+    for &(board, side, mv) in moves {
+        let ply = state.boards[(board - A) as usize].ply;
+        state = make_move(c, t, board, side, mv, ply)
+            .await
+            .unwrap_or_else(|e| panic!("{mv}: {e:?}"))
+            .state
+            .unwrap();
+    }
+    state
+}
+
+/// The bughouse seed's options: an illegal move that loses, and threefold repetition counted
+/// on the board alone. Defaults unchanged.
+async fn bughouse_options(s: &Server) {
+    let mut c = s.client();
+    let loses = [("illegal_move", "loses")];
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &loses)).await;
+    let before = play_bughouse(&mut c, &t, &[(A, WHITE, "e4"), (B, WHITE, "d4")]).await;
+    assert_eq!(before.rules.len(), 1, "{:?}", before.rules);
+    // Still refused, changing nothing: unreadable text, a stale ply, another seat's turn.
+    let refused = [
+        (A, BLACK, "zz9", 1, Code::InvalidArgument),
+        (A, BLACK, "e7e5", 0, Code::FailedPrecondition),
+        (A, WHITE, "d2d4", 1, Code::FailedPrecondition),
+    ];
+    for (board, side, mv, ply, code) in refused {
+        let e = make_move(&mut c, &t, board, side, mv, ply)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), code, "{mv}: {e:?}");
+    }
+    assert_eq!(get(&mut c, &t.id).await.last_seq, before.last_seq);
+    // A well-formed illegal move (a drop of a piece not held) loses for the mover's team.
+    let lost = c
+        .make_move(bearer(
+            pb::MakeMoveRequest {
+                match_id: t.id.clone(),
+                board: B,
+                side: BLACK,
+                r#move: "Q@e4".into(),
+                expected_ply: 1,
+                request_id: "dee-1".into(),
+                ..Default::default()
+            },
+            t.token(B, BLACK),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (lost.code(), reason(&lost)),
+        (Code::FailedPrecondition, "ILLEGAL_MOVE_LOST".into())
+    );
+    let state = get(&mut c, &t.id).await;
+    // Black on B is team 1: team 2 wins.
+    assert_eq!(
+        outcome(&state),
+        ("0-1".to_owned(), "illegal-move".to_owned())
+    );
+    let retried = c
+        .make_move(bearer(
+            pb::MakeMoveRequest {
+                match_id: t.id.clone(),
+                board: B,
+                side: BLACK,
+                r#move: "Q@e4".into(),
+                expected_ply: 1,
+                request_id: "dee-1".into(),
+                ..Default::default()
+            },
+            t.token(B, BLACK),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&retried),
+        "ILLEGAL_MOVE_LOST",
+        "a retry gets the same answer"
+    );
+
+    // The default: refused, the match goes on.
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    let e = make_move(&mut c, &t, A, WHITE, "e2e5", 0)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), field(&e)),
+        (Code::InvalidArgument, "move".into())
+    );
+    assert!(get(&mut c, &t.id).await.outcome.is_none());
+    // No repetition rule by default.
+    play_bughouse(&mut c, &t, &[(A, WHITE, "Nf3"), (A, BLACK, "Nf6")]).await;
+    let claim = pb::ClaimDrawRequest {
+        match_id: t.id.clone(),
+        board: A,
+        side: WHITE,
+        claim: arbiter_proto::common::v1::DrawClaim::ThreefoldRepetition as i32,
+        ..Default::default()
+    };
+    let e = c
+        .claim_draw(bearer(claim.clone(), t.token(A, WHITE)))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&e), "NOT_CLAIMABLE");
+
+    // Bad options name the field.
+    for rules in [[("illegal_move", "sometimes")], [("stalemate", "wins")]] {
+        let e = c
+            .create_match(creation(Variant::Bughouse, "", &rules))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), field(&e)),
+            (Code::InvalidArgument, "start.rules".into())
+        );
+    }
+
+    // Threefold: the start position of board A a third time, with Black's reserve changed
+    // between by a capture on board B: reserves do not count.
+    let t = create_from(
+        &mut c,
+        creation(Variant::Bughouse, "", &[("repetition", "threefold")]),
+    )
+    .await;
+    let knights = [
+        (A, WHITE, "Nf3"),
+        (A, BLACK, "Nf6"),
+        (A, WHITE, "Ng1"),
+        (A, BLACK, "Ng8"),
+    ];
+    play_bughouse(&mut c, &t, &knights).await;
+    let state = play_bughouse(
+        &mut c,
+        &t,
+        &[(B, WHITE, "e4"), (B, BLACK, "d5"), (B, WHITE, "exd5")],
+    )
+    .await;
+    assert_eq!(state.boards[0].black_reserve, "p", "{:?}", state.boards[0]);
+    let e = c
+        .claim_draw(bearer(
+            pb::ClaimDrawRequest {
+                match_id: t.id.clone(),
+                ..claim.clone()
+            },
+            t.token(A, WHITE),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&e), "NOT_CLAIMABLE", "twice is not enough");
+    let state = play_bughouse(&mut c, &t, &knights).await;
+    assert_eq!(
+        state.boards[0].claimable_draws,
+        vec![arbiter_proto::common::v1::DrawClaim::ThreefoldRepetition as i32]
+    );
+    let drawn = c
+        .claim_draw(bearer(
+            pb::ClaimDrawRequest {
+                match_id: t.id.clone(),
+                side: BLACK,
+                ..claim
+            },
+            t.token(A, BLACK),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .state
+        .unwrap();
+    assert_eq!(
+        outcome(&drawn),
+        ("1/2-1/2".to_owned(), "threefold-repetition".to_owned())
+    );
+}
+
 async fn site(s: &Server) {
     aborts(s).await;
     declines(s).await;
     exports(s).await;
+    bughouse_options(s).await;
 }
 
 #[tokio::test]
