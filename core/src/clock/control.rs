@@ -13,6 +13,10 @@ pub const MAX_BONUS_MS: u64 = 3_600_000;
 pub const MAX_STAGE_MOVES: u32 = 1_000;
 /// The longest time-control text the parsers read.
 pub const MAX_TEXT_BYTES: usize = 256;
+/// The most days a correspondence control grants per move.
+pub const MAX_CORRESPONDENCE_DAYS: u32 = 14;
+/// One day in milliseconds.
+const DAY_MS: u64 = 86_400_000;
 
 /// What a stage gives a player per move, besides its base time.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -73,13 +77,22 @@ pub enum Speed {
     Rapid,
     /// 60 minutes and more.
     Classical,
+    /// Days per move ([`TimeControl::correspondence`]).
+    Correspondence,
 }
 
 impl Speed {
     /// Every category, fastest first.
-    pub const ALL: [Speed; 4] = [Speed::Bullet, Speed::Blitz, Speed::Rapid, Speed::Classical];
+    pub const ALL: [Speed; 5] = [
+        Speed::Bullet,
+        Speed::Blitz,
+        Speed::Rapid,
+        Speed::Classical,
+        Speed::Correspondence,
+    ];
 
-    /// The category of an estimated duration in milliseconds.
+    /// The category of an estimated duration in milliseconds (never correspondence, which is a
+    /// kind of control, not a duration).
     pub const fn from_estimate_ms(ms: u64) -> Speed {
         if ms < 180_000 {
             Speed::Bullet
@@ -99,6 +112,7 @@ impl Speed {
             Speed::Blitz => "blitz",
             Speed::Rapid => "rapid",
             Speed::Classical => "classical",
+            Speed::Correspondence => "correspondence",
         }
     }
 }
@@ -161,6 +175,8 @@ pub enum ErrorKind {
     UnusedDelay,
     /// Not a speed category name.
     UnknownSpeed,
+    /// A correspondence control of 0 days or more than [`MAX_CORRESPONDENCE_DAYS`].
+    BadDays,
 }
 
 impl TimeControlError {
@@ -215,9 +231,13 @@ impl fmt::Display for TimeControlError {
                 "delay at byte {} applies to no stage: every stage has its own bonus",
                 self.offset
             ),
-            ErrorKind::UnknownSpeed => {
-                f.write_str("unknown speed category (bullet, blitz, rapid, classical)")
-            }
+            ErrorKind::UnknownSpeed => f.write_str(
+                "unknown speed category (bullet, blitz, rapid, classical, correspondence)",
+            ),
+            ErrorKind::BadDays => write!(
+                f,
+                "a correspondence control grants 1 to {MAX_CORRESPONDENCE_DAYS} days per move"
+            ),
         }
     }
 }
@@ -281,9 +301,59 @@ impl TimeControl {
         self.stages[0].time_ms + 40 * self.stages[0].bonus.ms()
     }
 
-    /// The speed category (bullet, blitz, rapid, classical).
+    /// The speed category (bullet, blitz, rapid, classical, correspondence).
     pub fn speed(&self) -> Speed {
+        if self.days_per_move().is_some() {
+            return Speed::Correspondence;
+        }
         Speed::from_estimate_ms(self.estimate_ms())
+    }
+
+    /// Correspondence: `days` (1 to [`MAX_CORRESPONDENCE_DAYS`]) for every move, the clock set
+    /// back to the whole allowance after each move (time saved does not carry over). Written
+    /// `3 days` (`1 day`), so it cannot be mistaken for the minutes-and-delay form `5d3`.
+    ///
+    /// The clock plays it as one stage of `days` with a Bronstein delay of `days`: a move gives
+    /// back all the time it used, which sets the clock to the allowance again.
+    pub fn correspondence(days: u32) -> Result<TimeControl, TimeControlError> {
+        if !(1..=MAX_CORRESPONDENCE_DAYS).contains(&days) {
+            return Err(TimeControlError::at(0, ErrorKind::BadDays));
+        }
+        let ms = u64::from(days) * DAY_MS;
+        Ok(TimeControl {
+            stages: vec![Stage {
+                moves: None,
+                time_ms: ms,
+                bonus: Bonus::Bronstein(ms),
+            }],
+        })
+    }
+
+    /// The days per move of a correspondence control, `None` for every other control.
+    pub fn days_per_move(&self) -> Option<u32> {
+        match self.stages.as_slice() {
+            [
+                Stage {
+                    moves: None,
+                    time_ms,
+                    bonus: Bonus::Bronstein(b),
+                },
+            ] if time_ms == b && time_ms.is_multiple_of(DAY_MS) && *b > MAX_BONUS_MS => {
+                u32::try_from(time_ms / DAY_MS).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// The longest a player may take for one move under this control, in ms (for keeping a
+    /// match while it waits): a whole correspondence allowance, else the most time any stage
+    /// grants (plus its delay).
+    pub fn longest_turn_ms(&self) -> u64 {
+        self.stages
+            .iter()
+            .map(|s| s.time_ms + s.bonus.simple_delay_ms())
+            .max()
+            .unwrap_or(0)
     }
 
     /// The lag-compensation quota gained per move, in ms (lichess: `min(100, est·2/5 + 15)`
@@ -294,7 +364,11 @@ impl TimeControl {
     }
 
     /// Reads the usual human notations; see the module documentation of [`crate::clock`].
+    /// Correspondence is `N days` (or `1 day`): N days per move.
     pub fn parse(text: &str) -> Result<TimeControl, TimeControlError> {
+        if let Some(days) = correspondence_days(text) {
+            return TimeControl::correspondence(days?);
+        }
         Parser::new(text, false)?.control()
     }
 
@@ -306,7 +380,13 @@ impl TimeControl {
 
     /// The PGN `TimeControl` tag value (`180+2`, `40/5400+30:1800+30`). Delays, which PGN does
     /// not define, are written `300d3` (simple) and `300b3` (Bronstein).
+    ///
+    /// A correspondence control is written as one move per allowance in seconds (`1/259200` for
+    /// 3 days), as chess.com writes its daily games.
     pub fn to_pgn(&self) -> String {
+        if let Some(days) = self.days_per_move() {
+            return format!("1/{}", u64::from(days) * DAY_MS / 1000);
+        }
         let mut out = String::new();
         for (i, s) in self.stages.iter().enumerate() {
             if i > 0 {
@@ -363,8 +443,42 @@ fn push_bonus(out: &mut String, bonus: Bonus) {
 
 /// The human form: minutes, `+` seconds of increment, `dN`/`bN` delays, `minutes/moves` for a
 /// stage with a move count, stages separated by `, `: `3+2`, `0.5+0`, `90/40+30, 30+30`, `5d3`.
+/// The days of a correspondence text (`3 days`, `1 day`, any case, spaces around), if `text`
+/// has that form: `Some(Err)` for a number of days out of range.
+fn correspondence_days(text: &str) -> Option<Result<u32, TimeControlError>> {
+    if text.len() > MAX_TEXT_BYTES {
+        return None;
+    }
+    let t = text.trim().to_ascii_lowercase();
+    let number = t
+        .strip_suffix("days")
+        .or_else(|| t.strip_suffix("day"))?
+        .trim_end();
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let bad = TimeControlError::at(0, ErrorKind::BadDays);
+    Some(
+        number
+            .parse::<u32>()
+            .map_err(|_| bad.clone())
+            .and_then(|d| {
+                (1..=MAX_CORRESPONDENCE_DAYS)
+                    .contains(&d)
+                    .then_some(d)
+                    .ok_or(bad)
+            }),
+    )
+}
+
 impl fmt::Display for TimeControl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(days) = self.days_per_move() {
+            return match days {
+                1 => f.write_str("1 day"),
+                n => write!(f, "{n} days"),
+            };
+        }
         let mut out = String::new();
         for (i, s) in self.stages.iter().enumerate() {
             if i > 0 {

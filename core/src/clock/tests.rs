@@ -545,3 +545,46 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn correspondence_gives_the_whole_allowance_for_every_move() {
+    const DAY: u64 = 86_400_000;
+    let three = tc("3 days");
+    assert_eq!(three, TimeControl::correspondence(3).unwrap());
+    assert_eq!(three.days_per_move(), Some(3));
+    assert_eq!(three.to_string(), "3 days");
+    assert_eq!(tc(" 1 DAY ").to_string(), "1 day");
+    assert_eq!(
+        tc(&three.to_string()),
+        three,
+        "the canonical form reads back"
+    );
+    assert_eq!(three.speed(), Speed::Correspondence);
+    assert_eq!(three.to_pgn(), "1/259200");
+    assert_eq!(three.longest_turn_ms(), 3 * DAY);
+    // The range, and the old notations untouched: `5d3` is still minutes with a delay.
+    for bad in ["0 days", "15 days", "99999999999 days"] {
+        assert_eq!(
+            TimeControl::parse(bad).unwrap_err().kind,
+            ErrorKind::BadDays,
+            "{bad}"
+        );
+    }
+    assert_eq!(tc("14 days").days_per_move(), Some(14));
+    assert_eq!(tc("5d3").days_per_move(), None);
+    assert_eq!(tc("5d3").speed(), Speed::Blitz);
+    assert!(TimeControl::parse("3 dayz").is_err());
+    assert!(TimeControl::parse("days").is_err());
+    // Time saved does not carry over, time used is given back: every turn starts at 3 days.
+    let mut c = Clock::new(three);
+    c.start(White, 0).unwrap();
+    c.press(White, 5 * 60_000, 0).unwrap();
+    assert_eq!(c.side(White).remaining_ms, 3 * DAY);
+    let late = 5 * 60_000 + 2 * DAY + 23 * 3_600_000;
+    c.press(Black, late, 0).unwrap();
+    assert_eq!(c.side(Black).remaining_ms, 3 * DAY);
+    // A turn that takes longer than the allowance flags.
+    let d = c.deadline().unwrap();
+    assert_eq!((d.color, d.at), (White, late + c.limit_ms(White)));
+    assert!(c.limit_ms(White) >= 3 * DAY && c.limit_ms(White) <= 3 * DAY + MAX_GRACE_MS);
+}

@@ -133,6 +133,14 @@ impl<S: ClockStore> Clocks<S> {
     ) -> Result<Answer, ClocksError> {
         let control = TimeControl::parse(time_control.trim())
             .map_err(|e| ClocksError::invalid("time_control", e.to_string()))?;
+        if control.days_per_move().is_some() {
+            // A standalone clock lives --clock-ttl-secs after its last change: days per move
+            // would outlast it. Hosted matches keep correspondence games as long as they need.
+            return Err(ClocksError::invalid(
+                "time_control",
+                "correspondence (days per move) is played by hosted matches, not standalone clocks",
+            ));
+        }
         if !(1..=2).contains(&boards) {
             return Err(ClocksError::invalid("boards", "1 or 2"));
         }

@@ -283,7 +283,7 @@ async fn platform_actions_and_bad_input() {
         "pause, resume, time added, stop snapshot, stop: {events:?}"
     );
 
-    for (tc, boards) in [("3+", 1), ("0+0", 1), ("x", 1), ("3+0", 3)] {
+    for (tc, boards) in [("3+", 1), ("0+0", 1), ("x", 1), ("3+0", 3), ("3 days", 1)] {
         let err = c
             .create_clock(pb::CreateClockRequest {
                 clock_id: String::new(),

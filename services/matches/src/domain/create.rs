@@ -314,12 +314,17 @@ impl<S: MatchStore> Matches<S> {
         bughouse: bool,
     ) -> Result<(), MatchError> {
         let now = self.store.deadlines().now().await?;
+        // A correspondence player has the whole allowance for a first move too.
+        let window = match control.days_per_move() {
+            Some(_) => control.longest_turn_ms(),
+            None => self.first_move_ms,
+        };
         for (b, &turn) in start.boards.iter_mut().zip(&start.turns) {
             let mut clock = Clock::new(control.clone());
             let started = if bughouse {
                 clock.start(turn, now)
             } else {
-                clock.start_after_first_moves(turn, now, self.first_move_ms)
+                clock.start_after_first_moves(turn, now, window)
             };
             started.map_err(|e| corrupt(e.to_string()))?;
             b.clock = Some(clock);

@@ -27,6 +27,7 @@
 //! | `ply:A` `ply:B` | moves played on the board |
 //! | `last:A` `last:B` | packed `ply, side, text as sent, uci, san, accepted (Unix ms)` of the board's latest move (records written before the time was kept lack the last item) |
 //! | `hist:A` | single board: repetition keys since the last irreversible move, 16 hex digits each; bughouse with `repetition=threefold`: the board's keys without reserves since the start |
+//! | `keep` | Redis only, a correspondence game: its live lifetime in ms (longer than the configured one), which every change keeps |
 //! | `res:A:w` … `res:B:b` | bughouse: a reserve in FEN letters, `QRBNP` order |
 //! | `ck:A` `ck:B` | with a time control: the board clock's phase, packed ([`encode_phase`]) |
 //! | `ck:A:w` … `ck:B:b` | with a time control: one side's clock, packed `remaining ms, quota ms, moves, stage, moves in stage` |

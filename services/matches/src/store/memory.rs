@@ -267,7 +267,7 @@ fn apply_move(m: &mut Stored, c: &MoveCommit, r: Retention) -> MoveResult {
     if let Some(o) = c.end {
         end(m, &mut record, o, r);
     } else {
-        m.expires = Instant::now() + r.ttl;
+        m.expires = Instant::now() + r.live_ttl(&record);
     }
     record.last_seq = m.events.len() as u64;
     m.record = Arc::new(record);
@@ -308,7 +308,7 @@ impl MatchStore for MemoryStore {
                 record: Arc::clone(&stored),
                 events: Vec::new(),
                 done: Requests::default(),
-                expires: now + self.retention.ttl,
+                expires: now + self.retention.live_ttl(record),
             },
         );
         Ok(CreateResult::Created(stored))
@@ -387,7 +387,7 @@ impl MatchStore for MemoryStore {
                     stop_clocks(&mut record, now);
                     end(m, &mut record, c.agreed, r);
                 } else {
-                    m.expires = Instant::now() + r.ttl;
+                    m.expires = Instant::now() + r.live_ttl(&record);
                 }
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);
@@ -419,7 +419,7 @@ impl MatchStore for MemoryStore {
                 let mut record = (*current).clone();
                 record.draw_offers[c.offerer.index()] = false;
                 m.events.push(StoredEvent::DrawDeclined(c.offerer).encode());
-                m.expires = Instant::now() + r.ttl;
+                m.expires = Instant::now() + r.live_ttl(&record);
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);
                 ChangeResult::Applied(Arc::clone(&m.record))
@@ -493,7 +493,7 @@ impl MatchStore for MemoryStore {
                 }
                 match c.end {
                     Some(o) => end(m, &mut record, o, r),
-                    None => m.expires = Instant::now() + r.ttl,
+                    None => m.expires = Instant::now() + r.live_ttl(&record),
                 }
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);

@@ -56,10 +56,29 @@ impl From<crate::record::Corrupt> for StoreError {
 /// How long matches are kept.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Retention {
-    /// The lifetime of a live match, refreshed by every change.
+    /// The lifetime of a live match, refreshed by every change (longer for a correspondence
+    /// game: [`Retention::live_ttl`]).
     pub ttl: Duration,
     /// How long a finished match stays readable.
     pub grace: Duration,
+}
+
+impl Retention {
+    /// How long `record` lives without a change while it goes on: the configured lifetime, or
+    /// for a correspondence game (days per move) its whole allowance and a day more, so that a
+    /// player may take all their time and the server still ends the game on time.
+    pub fn live_ttl(&self, record: &Record) -> Duration {
+        match record
+            .control
+            .as_ref()
+            .filter(|c| c.days_per_move().is_some())
+        {
+            Some(c) => self
+                .ttl
+                .max(Duration::from_millis(c.longest_turn_ms() + 86_400_000)),
+            None => self.ttl,
+        }
+    }
 }
 
 impl Default for Retention {

@@ -439,9 +439,16 @@ fn change_result(reply: Reply) -> Result<ChangeResult, StoreError> {
 impl MatchStore for RedisStore {
     async fn create(&self, record: &Record) -> Result<CreateResult, StoreError> {
         let mut args = CREATE_ARGS.args();
+        let live = millis(self.retention.live_ttl(record));
+        let mut fields = record.to_fields();
+        // A lifetime longer than the configured one (correspondence) stays with the match: the
+        // change scripts keep it at least that long (the record reader ignores the field).
+        if live > millis(self.retention.ttl) {
+            fields.push(("keep".to_owned(), live.to_string()));
+        }
         args.set("kind", if record.is_bughouse() { "bug" } else { "game" })
-            .set("ttl", millis(self.retention.ttl))
-            .rest(record.to_fields().into_iter().flat_map(|(k, v)| [k, v]));
+            .set("ttl", live)
+            .rest(fields.into_iter().flat_map(|(k, v)| [k, v]));
         let mut inv = invoke_named(&self.create, &record.id, args)?;
         let (status, stored) = with_record(self.run(&record.id, &mut inv, None).await?)?;
         match status.as_str() {

@@ -546,11 +546,61 @@ async fn bughouse_options(s: &Server) {
     );
 }
 
+const DAY_MS: u64 = 86_400_000;
+
+/// A correspondence game (`3 days` a move): its speed, a first-move window of the whole
+/// allowance, every turn starting at 3 days, the PGN time control.
+async fn correspondence(s: &Server) {
+    let mut c = s.client();
+    let mut req = creation(Variant::Chess, "", &[]);
+    req.time_control = "3 Days".into();
+    let t = create_from(&mut c, req).await;
+    let state = get(&mut c, &t.id).await;
+    assert_eq!(
+        (state.time_control.as_str(), state.speed.as_str()),
+        ("3 days", "correspondence")
+    );
+    let clock = state.boards[0].clock.clone().unwrap();
+    assert_eq!(clock.phase, pb::ClockPhase::Opening as i32);
+    let window = clock.deadline_ms - state.server_time_ms;
+    assert!(
+        window > 3 * DAY_MS - 60_000,
+        "first-move window {window} ms"
+    );
+    let state = play_all(&mut c, &t, &["e4", "e5", "Nf3"]).await;
+    let clock = state.boards[0].clock.clone().unwrap();
+    assert_eq!((clock.white_ms, clock.black_ms), (3 * DAY_MS, 3 * DAY_MS));
+    assert_eq!(clock.phase, pb::ClockPhase::Running as i32);
+    let game = read_games(&export(&mut c, &t.id).await.pgn)
+        .unwrap()
+        .remove(0);
+    assert_eq!(game.tag("TimeControl"), Some("1/259200"));
+    assert!(
+        game.moves[2]
+            .comments
+            .concat()
+            .starts_with("[%clk 72:00:00")
+    );
+    // Out of range, or the old notation's look-alike, is refused or read as before.
+    let mut req = creation(Variant::Chess, "", &[]);
+    req.time_control = "15 days".into();
+    let e = c.create_match(req).await.unwrap_err();
+    assert_eq!(
+        (e.code(), field(&e)),
+        (Code::InvalidArgument, "time_control".into())
+    );
+    let mut req = creation(Variant::Chess, "", &[]);
+    req.time_control = "5d3".into();
+    let t = create_from(&mut c, req).await;
+    assert_eq!(get(&mut c, &t.id).await.speed, "blitz");
+}
+
 async fn site(s: &Server) {
     aborts(s).await;
     declines(s).await;
     exports(s).await;
     bughouse_options(s).await;
+    correspondence(s).await;
 }
 
 #[tokio::test]
@@ -560,16 +610,24 @@ async fn site_features_in_process() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn site_features_on_redis() {
-    let redis = arbiter_testkit::redis().await;
-    let store = arbiter_matches::StoreConfig::Redis(redis.secure("arbiter-matches"));
+/// A match server on Redis (`config`), answering once its store has connected.
+async fn on_redis(config: arbiter_matches::store::redis::RedisConfig) -> Server {
+    on_redis_with(config, MatchesConfig::default().seat_key).await
+}
+
+/// [`on_redis`] with the seat key `seat_key` (a restarted service keeps its key).
+async fn on_redis_with(
+    config: arbiter_matches::store::redis::RedisConfig,
+    seat_key: arbiter_matches::seats::SeatKey,
+) -> Server {
+    let store = arbiter_matches::StoreConfig::Redis(config);
     let s = TestServer::start(move |listener, shutdown| {
         arbiter_matches::serve(
             listener,
             ServeConfig::default(),
             MatchesConfig {
                 store,
+                seat_key,
                 ..MatchesConfig::default()
             },
             AccessPolicy::development(),
@@ -592,6 +650,60 @@ async fn site_features_on_redis() {
             _ => break,
         }
     }
+    s
+}
+
+#[tokio::test]
+async fn site_features_on_redis() {
+    let redis = arbiter_testkit::redis().await;
+    let s = on_redis(redis.secure("arbiter-matches")).await;
     site(&s).await;
+    s.stop().await;
+}
+
+/// A correspondence game lives in Redis as long as its time control allows (not the 2-hour
+/// default), and goes on across a restart of the service and of Redis.
+#[tokio::test]
+async fn a_correspondence_game_survives_restarts() {
+    let redis = arbiter_testkit::redis_on(arbiter_testkit::free_port()).await;
+    let config = || redis.url.as_str().into();
+    let key = arbiter_matches::seats::SeatKey::generate();
+    let s = on_redis_with(config(), key.clone()).await;
+    let mut c = s.client();
+    let mut req = creation(Variant::Chess, "", &[]);
+    req.time_control = "14 days".into();
+    let t = create_from(&mut c, req).await;
+    play_all(&mut c, &t, &["e4", "e5"]).await;
+    let before = get(&mut c, &t.id).await;
+    let ttl_ms = || async {
+        let client = redis::Client::open(redis.url.as_str()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(format!("game:{{{}}}:state", t.id))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        ttl
+    };
+    let ttl = ttl_ms().await;
+    assert!(ttl > (14 * DAY_MS) as i64, "the match is kept {ttl} ms");
+    s.stop().await;
+
+    redis.container.stop().await.unwrap();
+    redis.container.start().await.unwrap();
+    let s = on_redis_with(config(), key).await;
+    let mut c = s.client();
+    let after = get(&mut c, &t.id).await;
+    assert_eq!(after, before, "the game as it was");
+    let state = play_all(&mut c, &t, &["Nf3", "Nc6"]).await;
+    let clock = state.boards[0].clock.clone().unwrap();
+    assert_eq!((clock.white_ms, clock.black_ms), (14 * DAY_MS, 14 * DAY_MS));
+    assert!(ttl_ms().await > (14 * DAY_MS) as i64);
+    resign(&mut c, &t, A, WHITE).await.unwrap();
+    let game = read_games(&export(&mut c, &t.id).await.pgn)
+        .unwrap()
+        .remove(0);
+    assert_eq!(game.moves.len(), 4);
+    assert_eq!(game.result, "0-1");
     s.stop().await;
 }

@@ -18,7 +18,7 @@ if refused then return state(S, E, refused) end
 set_clocks(S, changes)
 if #A.events > 0 then redis.call('RPUSH', E, unpack(A.events)) end
 remember(D, rq, 'K')
-local ttl = A.ttl
+local ttl = live(S, A.ttl)
 if A.outcome ~= '' then
   redis.call('HSET', S, 'over', '1', 'outcome', A.outcome .. pack({fmt(now)}))
   redis.call('RPUSH', E, A.end_event)

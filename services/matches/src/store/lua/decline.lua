@@ -15,6 +15,6 @@ if is_late(S, tnow()) then return state(S, E, 'late') end
 remember(D, rq, 'X')
 redis.call('HDEL', S, 'draw:' .. A.offerer)
 redis.call('RPUSH', E, A.decline_event)
-expire(S, E, D, A.ttl)
+expire(S, E, D, live(S, A.ttl))
 announce()
 return state(S, E, 'ok')

@@ -127,7 +127,7 @@ if clock then
   end
   events[#events + 1] = pack({'C', b, rem.w, rem.b, running, fmt(now)})
 end
-local ttl = A.ttl
+local ttl = live(S, A.ttl)
 if A.end_outcome ~= '' then
   redis.call('HSET', S, 'over', '1', 'outcome', A.end_outcome .. pack({fmt(at)}))
   events[#events + 1] = A.end_event

@@ -19,7 +19,7 @@ redis.call('HSET', S, 'draw:' .. A.side, '1')
 redis.call('RPUSH', E, A.offer_event)
 local other = 'w'
 if A.side == 'w' then other = 'b' end
-local ttl = A.ttl
+local ttl = live(S, A.ttl)
 if redis.call('HGET', S, 'draw:' .. other) == '1' then
   local delays = unpk(A.delays)
   stop_board(S, 'A', now, delays)

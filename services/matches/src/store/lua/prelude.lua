@@ -3,7 +3,7 @@
 --
 -- Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
 -- the events it writes), `pick` (the three keys of the match, bughouse or single board:
--- state, events, done), `expire`, `state` (a reply with the record: the status, the event
+-- state, events, done), `expire`, `live` (a live match's lifetime), `state` (a reply with the record: the status, the event
 -- count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
 -- ID: the match id, from the first key (none for a script without keys).
@@ -17,6 +17,12 @@ local function expire(S, E, D, ms)
   redis.call('PEXPIRE', S, ms)
   redis.call('PEXPIRE', E, ms)
   redis.call('PEXPIRE', D, ms)
+end
+-- The lifetime of a live match S: `ms`, or longer if the match keeps one of its own (`keep`,
+-- set at creation for a correspondence game).
+local function live(S, ms)
+  local keep = tonumber(redis.call('HGET', S, 'keep') or '0')
+  return math.max(tonumber(ms), keep)
 end
 local function announce()
   redis.call('PUBLISH', 'arbiter:matches:changes', string.match(KEYS[1], '{(.*)}'))
