@@ -3,10 +3,11 @@
 //! `arbiter-kit`'s one map.
 
 use crate::domain::{
-    BoardStatus, Creation, Matches, MoveRequest, PlayedMove, SeatRef, board_status, seats_of,
+    BoardStatus, ChatReader, Creation, Matches, MoveRequest, PlayedMove, SeatChannel, SeatRef,
+    board_status, seats_of,
 };
 use crate::error::MatchError;
-use crate::record::{Record, StoredEvent};
+use crate::record::{ChatChannel, ChatEntry, ChatMessage, Record, StoredEvent};
 use crate::store::{AnyStore, StoreError};
 use arbiter_clocked::{EventLog, watch_stream};
 use arbiter_core::bughouse::{BoardId, MatchOutcome, Seat, Team};
@@ -58,6 +59,92 @@ impl EventLog for MatchLog {
     async fn finished(&self, after: u64) -> Result<bool, Status> {
         let v = self.matches.get(&self.id).await.map_err(fail)?;
         Ok(v.outcome.is_some() && after >= v.last_seq)
+    }
+}
+
+/// A chat's entries that one reader sees, as a watch stream reads them.
+struct ChatLog<M> {
+    matches: Arc<Matches<AnyStore>>,
+    id: String,
+    reader: ChatReader,
+    make: fn(u64, &ChatEntry) -> M,
+}
+
+impl<M: Send + 'static> EventLog for ChatLog<M> {
+    type Event = ChatEntry;
+    type Message = M;
+
+    async fn read(&self, after: u64, max: usize) -> Result<Vec<(u64, ChatEntry)>, Status> {
+        self.matches
+            .chat_for(&self.id, &self.reader, after, max)
+            .await
+            .map_err(fail)
+    }
+
+    fn is_last(&self, _: &ChatEntry) -> bool {
+        false
+    }
+
+    fn message(&self, seq: u64, e: &ChatEntry) -> M {
+        (self.make)(seq, e)
+    }
+}
+
+/// A chat message on the wire.
+fn chat_to(m: &ChatMessage) -> pb::ChatMessage {
+    let (channel, team) = match m.channel {
+        ChatChannel::Players => (pb::ChatChannel::Players, 0),
+        ChatChannel::Team(t) => (pb::ChatChannel::Team, u32::from(t)),
+        ChatChannel::Spectators => (pb::ChatChannel::Spectators, 0),
+    };
+    let seat = m.scope.split_once('/').and_then(|(b, c)| {
+        let board = match b {
+            "A" => BoardId::A,
+            "B" => BoardId::B,
+            _ => return None,
+        };
+        let color = match c {
+            "w" => Color::White,
+            "b" => Color::Black,
+            _ => return None,
+        };
+        Some(pb::Seat {
+            board: board_to(board),
+            side: side_to(color),
+            player_id: m.author.clone(),
+        })
+    });
+    pb::ChatMessage {
+        id: m.id,
+        channel: channel as i32,
+        team,
+        author: m.author.clone(),
+        seat,
+        at_ms: m.at,
+        text: m.text.clone(),
+        deleted: m.deleted,
+    }
+}
+
+fn chat_entry(seq: u64, e: &ChatEntry) -> pb::WatchChatResponse {
+    pb::WatchChatResponse {
+        id: seq,
+        entry: Some(match e {
+            ChatEntry::Message(m) => pb::watch_chat_response::Entry::Message(chat_to(m)),
+            ChatEntry::Deleted { id, .. } => pb::watch_chat_response::Entry::DeletedId(*id),
+        }),
+    }
+}
+
+fn spectator_chat_entry(seq: u64, e: &ChatEntry) -> pb::WatchSpectatorChatResponse {
+    pb::WatchSpectatorChatResponse {
+        id: seq,
+        entry: Some(match e {
+            ChatEntry::Message(m) => pb::watch_spectator_chat_response::Entry::Message(chat_to(m)),
+            ChatEntry::Deleted { id, .. } => {
+                pb::watch_spectator_chat_response::Entry::DeletedId(*id)
+            }
+        }),
     }
 }
 
@@ -313,6 +400,30 @@ fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::WatchMatchResponse
     }
 }
 
+impl MatchGrpc {
+    /// A watch stream of the chat entries `reader` sees in match `id`, after `after`.
+    fn chat_stream<M: Send + 'static>(
+        &self,
+        id: String,
+        reader: ChatReader,
+        after: u64,
+        make: fn(u64, &ChatEntry) -> M,
+    ) -> Result<impl Stream<Item = Result<M, Status>> + Send + use<M>, Status> {
+        let watch = self
+            .inner
+            .watchers()
+            .join(&id)
+            .map_err(|e| Status::from(ApiError::exhausted("", e.message("match"))))?;
+        let log = ChatLog {
+            matches: Arc::clone(&self.inner),
+            id,
+            reader,
+            make,
+        };
+        Ok(watch_stream(log, watch, after, self.shutting_down.clone()))
+    }
+}
+
 /// A request id as the domain takes it (`None` when the field is empty).
 fn request_id(r: &str) -> Option<&str> {
     (!r.is_empty()).then_some(r)
@@ -523,6 +634,110 @@ impl MatchService for MatchGrpc {
             state: Some(state),
             duplicate: done.duplicate,
         }))
+    }
+
+    async fn post_chat(
+        &self,
+        request: Request<pb::PostChatRequest>,
+    ) -> Reply<pb::PostChatResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let channel = match pb::ChatChannel::try_from(r.channel) {
+            Ok(pb::ChatChannel::Unspecified | pb::ChatChannel::Players) => SeatChannel::Players,
+            Ok(pb::ChatChannel::Team) => SeatChannel::Team,
+            _ => {
+                return Err(fail(MatchError::invalid(
+                    "channel",
+                    "a seat posts to CHAT_CHANNEL_PLAYERS or CHAT_CHANNEL_TEAM",
+                )));
+            }
+        };
+        let (message, duplicate) = self
+            .inner
+            .post_chat(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                channel,
+                &r.text,
+                request_id(&r.request_id),
+            )
+            .await
+            .map_err(fail)?;
+        reply(Ok::<_, ApiError>(pb::PostChatResponse {
+            message: Some(chat_to(&message)),
+            duplicate,
+        }))
+    }
+
+    async fn post_spectator_chat(
+        &self,
+        request: Request<pb::PostSpectatorChatRequest>,
+    ) -> Reply<pb::PostSpectatorChatResponse> {
+        let r = request.into_inner();
+        let (message, duplicate) = self
+            .inner
+            .post_spectator_chat(&r.match_id, &r.author, &r.text, request_id(&r.request_id))
+            .await
+            .map_err(fail)?;
+        reply(Ok::<_, ApiError>(pb::PostSpectatorChatResponse {
+            message: Some(chat_to(&message)),
+            duplicate,
+        }))
+    }
+
+    async fn delete_chat_message(
+        &self,
+        request: Request<pb::DeleteChatMessageRequest>,
+    ) -> Reply<pb::DeleteChatMessageResponse> {
+        let r = request.into_inner();
+        let message = self
+            .inner
+            .delete_chat(&r.match_id, r.message_id)
+            .await
+            .map_err(fail)?;
+        reply(Ok::<_, ApiError>(pb::DeleteChatMessageResponse {
+            message: Some(chat_to(&message)),
+        }))
+    }
+
+    type WatchChatStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchChatResponse, Status>> + Send>>;
+
+    async fn watch_chat(
+        &self,
+        request: Request<pb::WatchChatRequest>,
+    ) -> Reply<Self::WatchChatStream> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let reader = self
+            .inner
+            .chat_reader(&r.match_id, seat, token.as_deref())
+            .await
+            .map_err(fail)?;
+        let stream = self.chat_stream(r.match_id, reader, r.after_id, chat_entry)?;
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    type WatchSpectatorChatStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchSpectatorChatResponse, Status>> + Send>>;
+
+    async fn watch_spectator_chat(
+        &self,
+        request: Request<pb::WatchSpectatorChatRequest>,
+    ) -> Reply<Self::WatchSpectatorChatStream> {
+        let r = request.into_inner();
+        // NOT_FOUND before the stream starts.
+        self.inner.get(&r.match_id).await.map_err(fail)?;
+        let stream = self.chat_stream(
+            r.match_id,
+            ChatReader::spectator(),
+            r.after_id,
+            spectator_chat_entry,
+        )?;
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn export_match(

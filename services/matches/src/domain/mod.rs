@@ -18,7 +18,8 @@
 //! One module per RPC, each an `impl` block of [`Matches`]: `create` (CreateMatch),
 //! `make_move` (MakeMove: plan on a snapshot, commit, answer retries),
 //! `resign`, `abort` (AbortMatch), `offer_draw`, `decline_draw`, `claim_draw`, `export`
-//! (ExportMatch: PGN or BPGN from the events),
+//! (ExportMatch: PGN or BPGN from the events), `chat` (PostChat, PostSpectatorChat,
+//! DeleteChatMessage, and reading a channel for WatchChat and WatchSpectatorChat),
 //! `clocks` (PauseClocks, ResumeClocks, AddTime), and `flag` (ending a
 //! match on time, the step of the flag worker). GetMatch and WatchMatch read through
 //! [`Matches::get`] and [`Matches::events`] here, with [`board_status`] (`status`);
@@ -27,6 +28,7 @@
 //! remembered request id) is in this module.
 
 mod abort;
+mod chat;
 mod checks;
 mod claim_draw;
 mod clocks;
@@ -39,6 +41,7 @@ mod offer_draw;
 mod resign;
 mod status;
 
+pub use chat::{ChatReader, MAX_AUTHOR_BYTES, MAX_CHAT_BYTES, SeatChannel};
 pub use checks::{
     MAX_MATCH_ID_BYTES, MAX_MOVE_BYTES, MAX_PLAYER_BYTES, MAX_REQUEST_ID_BYTES, MAX_START_BYTES,
     MAX_TIME_CONTROL_BYTES, check_match_id,

@@ -75,9 +75,11 @@ use arbiter_core::clock::{Clock, TimeControl};
 use arbiter_core::outcome::Score;
 use arbiter_core::{Color, EndReason, RuleOptions, Variant};
 
+mod chat;
 mod events;
 mod requests;
 
+pub use chat::{ChatChannel, ChatEntry, ChatMessage};
 pub use events::StoredEvent;
 pub use requests::{Done, REQUEST_WINDOW, Remembered, RequestId, RequestKind, is_window_field};
 

@@ -85,6 +85,10 @@ pub enum RequestKind {
     Abort,
     /// `DeclineDraw`.
     DeclineDraw,
+    /// `PostChat`.
+    Chat,
+    /// `PostSpectatorChat`.
+    SpectatorChat,
 }
 
 impl RequestKind {
@@ -100,6 +104,8 @@ impl RequestKind {
             RequestKind::AddTime => "add-time",
             RequestKind::Abort => "abort",
             RequestKind::DeclineDraw => "decline-draw",
+            RequestKind::Chat => "chat",
+            RequestKind::SpectatorChat => "spectator-chat",
         }
     }
 

@@ -3,12 +3,13 @@
 //! rules. Matches are lost when the process stops.
 
 use super::{
-    ChangeResult, ClockCommit, CreateResult, DeclineCommit, EndCommit, HistoryUpdate, MatchStore,
+    CHAT_BURST, CHAT_WINDOW_MS, ChangeResult, ChatPost, ChatResult, ClockCommit, CreateResult,
+    DeclineCommit, EndCommit, HistoryUpdate, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT, MatchStore,
     MoveCommit, MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{
-    Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, encode_clock,
-    pack_into,
+    ChatEntry, ChatMessage, Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId,
+    StoredEvent, encode_clock, pack_into,
 };
 use arbiter_clocked::{Deadlines, MemoryDeadlines};
 use std::collections::{HashMap, VecDeque};
@@ -39,6 +40,27 @@ struct Stored {
     /// Requests applied under an id.
     done: Requests,
     expires: Instant,
+    /// The chat entries, as the Redis store keeps them.
+    chat: Vec<String>,
+    /// Per scope: its chat messages so far and the times of its latest [`CHAT_BURST`].
+    chat_scopes: HashMap<String, (u64, VecDeque<u64>)>,
+    /// Chat request ids (field → message number, fingerprint).
+    chat_requests: HashMap<String, (u64, String)>,
+}
+
+/// The message stored as line `id` of `chat`.
+fn chat_message(chat: &[String], id: u64) -> Result<Option<ChatMessage>, StoreError> {
+    let Some(line) = usize::try_from(id)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| chat.get(i))
+    else {
+        return Ok(None);
+    };
+    match ChatEntry::decode(id, line)? {
+        ChatEntry::Message(m) => Ok(Some(m)),
+        ChatEntry::Deleted { .. } => Ok(None),
+    }
 }
 
 /// The requests a match remembers: the latest [`REQUEST_WINDOW`] of each scope.
@@ -309,6 +331,9 @@ impl MatchStore for MemoryStore {
                 events: Vec::new(),
                 done: Requests::default(),
                 expires: now + self.retention.live_ttl(record),
+                chat: Vec::new(),
+                chat_scopes: HashMap::new(),
+                chat_requests: HashMap::new(),
             },
         );
         Ok(CreateResult::Created(stored))
@@ -425,6 +450,101 @@ impl MatchStore for MemoryStore {
                 ChangeResult::Applied(Arc::clone(&m.record))
             })
             .unwrap_or(ChangeResult::Missing))
+    }
+
+    async fn post_chat(&self, id: &str, p: &ChatPost) -> Result<ChatResult, StoreError> {
+        self.with(id, |m, _| {
+            if m.record.nonce != p.nonce {
+                return Ok(ChatResult::Stale);
+            }
+            if let Some((field, fingerprint)) = &p.request
+                && let Some((done, was)) = m.chat_requests.get(field)
+            {
+                if was != fingerprint {
+                    return Ok(ChatResult::Reused);
+                }
+                return Ok(match chat_message(&m.chat, *done)? {
+                    Some(msg) => ChatResult::Duplicate(msg),
+                    None => ChatResult::NoMessage,
+                });
+            }
+            if m.chat.len() as u64 >= MAX_CHAT_ENTRIES {
+                return Ok(ChatResult::Full);
+            }
+            let now = process_now();
+            if p.limited {
+                let (count, times) = m.chat_scopes.entry(p.message.scope.clone()).or_default();
+                if *count >= MAX_CHAT_PER_SEAT {
+                    return Ok(ChatResult::ScopeFull);
+                }
+                if times.len() >= CHAT_BURST
+                    && let Some(&oldest) = times.front()
+                    && now < oldest + CHAT_WINDOW_MS
+                {
+                    return Ok(ChatResult::TooFast(oldest + CHAT_WINDOW_MS - now));
+                }
+                *count += 1;
+                times.push_back(now);
+                while times.len() > CHAT_BURST {
+                    times.pop_front();
+                }
+            }
+            let message = ChatMessage {
+                id: m.chat.len() as u64 + 1,
+                at: now,
+                deleted: false,
+                ..p.message.clone()
+            };
+            m.chat.push(ChatEntry::Message(message.clone()).encode());
+            if let Some((field, fingerprint)) = &p.request {
+                m.chat_requests
+                    .insert(field.clone(), (message.id, fingerprint.clone()));
+            }
+            Ok(ChatResult::Done(message))
+        })
+        .unwrap_or(Ok(ChatResult::Missing))
+    }
+
+    async fn delete_chat(&self, id: &str, message: u64) -> Result<ChatResult, StoreError> {
+        self.with(id, |m, _| {
+            let Some(mut msg) = chat_message(&m.chat, message)? else {
+                return Ok(ChatResult::NoMessage);
+            };
+            if !msg.deleted {
+                msg.deleted = true;
+                msg.text.clear();
+                let at = usize::try_from(message - 1).unwrap_or(usize::MAX);
+                m.chat[at] = ChatEntry::Message(msg.clone()).encode();
+                m.chat.push(
+                    ChatEntry::Deleted {
+                        id: message,
+                        channel: msg.channel,
+                    }
+                    .encode(),
+                );
+            }
+            Ok(ChatResult::Done(msg))
+        })
+        .unwrap_or(Ok(ChatResult::Missing))
+    }
+
+    async fn chat(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        Ok(self
+            .with(id, |m, _| {
+                m.chat
+                    .iter()
+                    .enumerate()
+                    .skip(usize::try_from(after).unwrap_or(usize::MAX))
+                    .take(max)
+                    .map(|(i, e)| (i as u64 + 1, e.clone()))
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     async fn events(

@@ -297,6 +297,53 @@ pub enum ChangeResult {
     Missing,
 }
 
+/// Most chat entries (messages and deletions) one match holds.
+pub const MAX_CHAT_ENTRIES: u64 = 2_000;
+/// Most chat messages one seat posts in a match.
+pub const MAX_CHAT_PER_SEAT: u64 = 300;
+/// A seat posts at most this many messages within [`CHAT_WINDOW_MS`].
+pub const CHAT_BURST: usize = 5;
+/// The window of the chat rate limit, in ms.
+pub const CHAT_WINDOW_MS: u64 = 10_000;
+
+/// A chat message, as the store appends it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatPost {
+    /// The match's nonce the post was judged against (a match created again refuses it).
+    pub nonce: String,
+    /// The message (its `id` and `at` are set by the store).
+    pub message: crate::record::ChatMessage,
+    /// Whether the scope's count and rate limits apply (a seat's; the platform's posts are
+    /// bounded by the match's total only).
+    pub limited: bool,
+    /// The request id under which the post is remembered (field, fingerprint): a retry is
+    /// answered with the message it posted.
+    pub request: Option<(String, String)>,
+}
+
+/// What a chat post or deletion did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChatResult {
+    /// Posted (or deleted): the message as stored.
+    Done(crate::record::ChatMessage),
+    /// The request id was used before for this request: the message it posted.
+    Duplicate(crate::record::ChatMessage),
+    /// The request id was used before for another request.
+    Reused,
+    /// The scope posted [`CHAT_BURST`] messages within the window: retry after this many ms.
+    TooFast(u64),
+    /// The scope has posted [`MAX_CHAT_PER_SEAT`] messages.
+    ScopeFull,
+    /// The match holds [`MAX_CHAT_ENTRIES`] entries.
+    Full,
+    /// Deletion: no such message (or not of the channel named).
+    NoMessage,
+    /// The match was created again since the post was judged.
+    Stale,
+    /// No such match.
+    Missing,
+}
+
 /// A creation.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CreateResult {
@@ -358,6 +405,29 @@ pub trait MatchStore: Send + Sync + 'static {
         id: &str,
         commit: &DeclineCommit,
     ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
+
+    /// Appends a chat message (with its limits, atomically).
+    fn post_chat(
+        &self,
+        id: &str,
+        post: &ChatPost,
+    ) -> impl Future<Output = Result<ChatResult, StoreError>> + Send;
+
+    /// Deletes chat message `message` (blanks it, and appends a deletion entry); deleting a
+    /// deleted message changes nothing and answers it again.
+    fn delete_chat(
+        &self,
+        id: &str,
+        message: u64,
+    ) -> impl Future<Output = Result<ChatResult, StoreError>> + Send;
+
+    /// At most `max` chat entries after number `after`, with their numbers.
+    fn chat(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, String)>, StoreError>> + Send;
 
     /// At most `max` events after sequence number `after` (1-based), with their numbers.
     fn events(
@@ -447,6 +517,23 @@ impl MatchStore for AnyStore {
         commit: &DeclineCommit,
     ) -> Result<ChangeResult, StoreError> {
         dispatch!(self, s => s.commit_decline(id, commit).await)
+    }
+
+    async fn post_chat(&self, id: &str, post: &ChatPost) -> Result<ChatResult, StoreError> {
+        dispatch!(self, s => s.post_chat(id, post).await)
+    }
+
+    async fn delete_chat(&self, id: &str, message: u64) -> Result<ChatResult, StoreError> {
+        dispatch!(self, s => s.delete_chat(id, message).await)
+    }
+
+    async fn chat(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        dispatch!(self, s => s.chat(id, after, max).await)
     }
 
     async fn events(

@@ -13,12 +13,13 @@
 //! [`StoreError::Unavailable`] and nothing is applied.
 
 use super::{
-    ChangeResult, ClockCommit, CreateResult, DeclineCommit, EndCommit, HistoryUpdate, MatchStore,
+    CHAT_BURST, CHAT_WINDOW_MS, ChangeResult, ChatPost, ChatResult, ClockCommit, CreateResult,
+    DeclineCommit, EndCommit, HistoryUpdate, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT, MatchStore,
     MoveCommit, MoveResult, OfferCommit, Retention, StoreError, Timing,
 };
 use crate::record::{
-    MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId, StoredEvent, board_letter,
-    encode_outcome, is_window_field, pack, side_letter,
+    ChatEntry, ChatMessage, MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId,
+    StoredEvent, board_letter, encode_outcome, is_window_field, pack, side_letter,
 };
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
@@ -121,6 +122,31 @@ static DECLINE_ARGS: Schema = Schema::new(&[
     ("request", 1),
 ]);
 
+/// The `CHAT_POST` script (`lua/chat-post.lua`; its header lists its keys and arguments).
+const CHAT_POST: &str = include_str!("lua/chat-post.lua");
+
+/// The arguments of [`CHAT_POST`], by name.
+static CHAT_POST_ARGS: Schema = Schema::new(&[
+    ("nonce", 1),
+    ("channel", 1),
+    ("scope", 1),
+    ("author", 1),
+    ("text", 1),
+    ("limited", 1),
+    ("request_field", 1),
+    ("fingerprint", 1),
+    ("max_entries", 1),
+    ("max_per_seat", 1),
+    ("burst", 1),
+    ("window", 1),
+]);
+
+/// The `CHAT_DELETE` script (`lua/chat-delete.lua`).
+const CHAT_DELETE: &str = include_str!("lua/chat-delete.lua");
+
+/// The arguments of [`CHAT_DELETE`], by name.
+static CHAT_DELETE_ARGS: Schema = Schema::new(&[("message", 1)]);
+
 /// The `CLOCK` script (`lua/clock.lua`; its header lists its keys and arguments).
 const CLOCK: &str = include_str!("lua/clock.lua");
 /// The arguments of [`CLOCK`], by name.
@@ -194,6 +220,8 @@ pub struct RedisStore {
     end: Script,
     offer: Script,
     decline: Script,
+    chat_post: Script,
+    chat_delete: Script,
     clock: Script,
     deadlines: RedisDeadlines,
 }
@@ -236,12 +264,72 @@ fn invoke_named<'a>(
     Ok(inv)
 }
 
-/// A script invocation with the six keys of match `id`.
+/// The chat keys of match `id`: its list and its hash (limits, request ids).
+fn chat_keys(id: &str) -> [String; 2] {
+    [format!("chat:{{{id}}}:log"), format!("chat:{{{id}}}:meta")]
+}
+
+/// A script invocation with the eight keys of match `id`: the six of [`keys`], then the two of
+/// [`chat_keys`] (every script that sets the match's lifetime sets the chat's too).
 fn invoke<'a>(script: &'a Script, id: &str) -> redis::ScriptInvocation<'a> {
     let [k1, k2, k3, k4, k5, k6] = keys(id);
+    let [k7, k8] = chat_keys(id);
     let mut inv = script.key(k1);
-    inv.key(k2).key(k3).key(k4).key(k5).key(k6);
+    inv.key(k2).key(k3).key(k4).key(k5).key(k6).key(k7).key(k8);
     inv
+}
+
+/// A chat script's reply as a [`ChatResult`].
+fn chat_result(reply: Vec<redis::Value>) -> Result<ChatResult, StoreError> {
+    let text = |v: &redis::Value| -> Result<String, StoreError> {
+        match v {
+            redis::Value::BulkString(b) => utf8(b.clone()),
+            redis::Value::SimpleString(s) => Ok(s.clone()),
+            other => Err(StoreError::Corrupt(format!(
+                "unexpected chat reply {other:?}"
+            ))),
+        }
+    };
+    let num = |v: Option<&redis::Value>| -> Result<u64, StoreError> {
+        match v {
+            Some(redis::Value::Int(n)) => {
+                u64::try_from(*n).map_err(|_| StoreError::Corrupt("negative chat number".into()))
+            }
+            Some(v) => text(v)?
+                .parse()
+                .map_err(|_| StoreError::Corrupt("bad chat number".into())),
+            None => Err(StoreError::Corrupt("short chat reply".into())),
+        }
+    };
+    let status = text(
+        reply
+            .first()
+            .ok_or_else(|| StoreError::Corrupt("empty chat reply".into()))?,
+    )?;
+    let message = |reply: &[redis::Value]| -> Result<ChatMessage, StoreError> {
+        let id = num(reply.get(1))?;
+        let line = text(
+            reply
+                .get(2)
+                .ok_or_else(|| StoreError::Corrupt("short chat reply".into()))?,
+        )?;
+        match ChatEntry::decode(id, &line)? {
+            ChatEntry::Message(m) => Ok(m),
+            ChatEntry::Deleted { .. } => Err(StoreError::Corrupt("not a chat message".into())),
+        }
+    };
+    Ok(match status.as_str() {
+        "ok" => ChatResult::Done(message(&reply)?),
+        "dup" => ChatResult::Duplicate(message(&reply)?),
+        "reused" => ChatResult::Reused,
+        "full" => ChatResult::Full,
+        "scope_full" => ChatResult::ScopeFull,
+        "too_fast" => ChatResult::TooFast(num(reply.get(1))?),
+        "stale" => ChatResult::Stale,
+        "missing" => ChatResult::Missing,
+        "no_message" => ChatResult::NoMessage,
+        other => return Err(RedisStore::unexpected(other)),
+    })
 }
 
 fn millis(d: Duration) -> u64 {
@@ -276,6 +364,8 @@ impl RedisStore {
         let end = script(Some(&END_ARGS), END);
         let offer = script(Some(&OFFER_ARGS), OFFER);
         let decline = script(Some(&DECLINE_ARGS), DECLINE);
+        let chat_post = script(Some(&CHAT_POST_ARGS), CHAT_POST);
+        let chat_delete = script(Some(&CHAT_DELETE_ARGS), CHAT_DELETE);
         let clock = script(Some(&CLOCK_ARGS), CLOCK);
         let mut scripts = vec![
             create.clone(),
@@ -284,6 +374,8 @@ impl RedisStore {
             end.clone(),
             offer.clone(),
             decline.clone(),
+            chat_post.clone(),
+            chat_delete.clone(),
             clock.clone(),
         ];
         scripts.extend(DEADLINES.scripts());
@@ -300,6 +392,8 @@ impl RedisStore {
             end,
             offer,
             decline,
+            chat_post,
+            chat_delete,
             clock,
         })
     }
@@ -601,6 +695,61 @@ impl MatchStore for RedisStore {
             .set("request", request_arg(c.request.as_ref()));
         let mut inv = invoke_named(&self.decline, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
+    }
+
+    async fn post_chat(&self, id: &str, p: &ChatPost) -> Result<ChatResult, StoreError> {
+        let (field, fingerprint) = p.request.clone().unwrap_or_default();
+        let m = &p.message;
+        let mut args = CHAT_POST_ARGS.args();
+        args.set("nonce", &p.nonce)
+            .set("channel", m.channel.name())
+            .set("scope", &m.scope)
+            .set("author", &m.author)
+            .set("text", &m.text)
+            .set("limited", if p.limited { "1" } else { "0" })
+            .set("request_field", field)
+            .set("fingerprint", fingerprint)
+            .set("max_entries", MAX_CHAT_ENTRIES)
+            .set("max_per_seat", MAX_CHAT_PER_SEAT)
+            .set("burst", CHAT_BURST)
+            .set("window", CHAT_WINDOW_MS);
+        let inv = invoke_named(&self.chat_post, id, args)?;
+        let reply: Vec<redis::Value> = inv
+            .invoke_async(&mut self.conn()?)
+            .await
+            .map_err(unavailable)?;
+        chat_result(reply)
+    }
+
+    async fn delete_chat(&self, id: &str, message: u64) -> Result<ChatResult, StoreError> {
+        let mut args = CHAT_DELETE_ARGS.args();
+        args.set("message", message);
+        let inv = invoke_named(&self.chat_delete, id, args)?;
+        let reply: Vec<redis::Value> = inv
+            .invoke_async(&mut self.conn()?)
+            .await
+            .map_err(unavailable)?;
+        chat_result(reply)
+    }
+
+    async fn chat(
+        &self,
+        id: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let [list, _] = chat_keys(id);
+        let mut conn = self.conn()?;
+        let start = isize::try_from(after).unwrap_or(isize::MAX);
+        let end = start
+            .saturating_add(isize::try_from(max).unwrap_or(isize::MAX))
+            .saturating_sub(1);
+        let lines: Vec<Vec<u8>> = conn.lrange(&list, start, end).await.map_err(unavailable)?;
+        lines
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| Ok((after + i as u64 + 1, utf8(l)?)))
+            .collect()
     }
 
     async fn events(

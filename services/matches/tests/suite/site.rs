@@ -560,7 +560,7 @@ async fn correspondence(s: &Server) {
         (state.time_control.as_str(), state.speed.as_str()),
         ("3 days", "correspondence")
     );
-    let clock = state.boards[0].clock.clone().unwrap();
+    let clock = state.boards[0].clock.unwrap();
     assert_eq!(clock.phase, pb::ClockPhase::Opening as i32);
     let window = clock.deadline_ms - state.server_time_ms;
     assert!(
@@ -568,7 +568,7 @@ async fn correspondence(s: &Server) {
         "first-move window {window} ms"
     );
     let state = play_all(&mut c, &t, &["e4", "e5", "Nf3"]).await;
-    let clock = state.boards[0].clock.clone().unwrap();
+    let clock = state.boards[0].clock.unwrap();
     assert_eq!((clock.white_ms, clock.black_ms), (3 * DAY_MS, 3 * DAY_MS));
     assert_eq!(clock.phase, pb::ClockPhase::Running as i32);
     let game = read_games(&export(&mut c, &t.id).await.pgn)
@@ -595,12 +595,235 @@ async fn correspondence(s: &Server) {
     assert_eq!(get(&mut c, &t.id).await.speed, "blitz");
 }
 
+async fn post(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    (board, side): (i32, i32),
+    channel: pb::ChatChannel,
+    text: &str,
+    request_id: &str,
+) -> Result<pb::PostChatResponse, Status> {
+    c.post_chat(bearer(
+        pb::PostChatRequest {
+            match_id: t.id.clone(),
+            board,
+            side,
+            channel: channel as i32,
+            text: text.into(),
+            request_id: request_id.into(),
+        },
+        t.token(board, side),
+    ))
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+/// The first `n` entries of a seat's chat stream after `after`.
+async fn seat_chat(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    (board, side): (i32, i32),
+    after: u64,
+    n: usize,
+) -> Vec<pb::WatchChatResponse> {
+    let mut stream = c
+        .watch_chat(bearer(
+            pb::WatchChatRequest {
+                match_id: t.id.clone(),
+                board,
+                side,
+                after_id: after,
+            },
+            t.token(board, side),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seen = Vec::new();
+    while seen.len() < n {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(20), stream.message());
+        seen.push(
+            next.await
+                .expect("an entry in time")
+                .unwrap()
+                .expect("open"),
+        );
+    }
+    seen
+}
+
+fn text_of(e: &pb::WatchChatResponse) -> String {
+    match &e.entry {
+        Some(pb::watch_chat_response::Entry::Message(m)) => m.text.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Chat: the players' channel, a bughouse team's own, the spectators' channel the platform
+/// posts to, deletion, retries, bad text, and flooding held to its limits.
+async fn chats(s: &Server) {
+    use pb::ChatChannel::{Players, Spectators, Team};
+    let mut c = s.client();
+    let t = create_from(&mut c, creation(Variant::Chess, "", &[])).await;
+    let first = post(&mut c, &t, (A, WHITE), Players, "good luck!", "hi")
+        .await
+        .unwrap();
+    let m = first.message.unwrap();
+    assert_eq!(
+        (m.id, m.author.as_str(), m.channel),
+        (1, "ann", Players as i32)
+    );
+    assert_eq!(m.seat.unwrap().side, WHITE);
+    let again = post(&mut c, &t, (A, WHITE), Players, "good luck!", "hi")
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.message.unwrap().id, 1);
+    let reused = post(&mut c, &t, (A, WHITE), Players, "other", "hi").await;
+    assert_eq!(reused.unwrap_err().code(), Code::AlreadyExists);
+    let team = post(&mut c, &t, (A, BLACK), Team, "psst", "")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (team.code(), field(&team)),
+        (Code::InvalidArgument, "channel".into())
+    );
+    for bad in ["", "   ", "a\nb", "\u{7}", &"x".repeat(501)] {
+        let e = post(&mut c, &t, (A, BLACK), Players, bad, "")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), field(&e)),
+            (Code::InvalidArgument, "text".into()),
+            "{bad:?}"
+        );
+    }
+    let e = c
+        .post_chat(bearer(
+            pb::PostChatRequest {
+                match_id: t.id.clone(),
+                board: A,
+                side: WHITE,
+                text: "me".into(),
+                ..Default::default()
+            },
+            t.token(A, BLACK),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
+    // The platform posts for spectators.
+    let spect = c
+        .post_spectator_chat(pb::PostSpectatorChatRequest {
+            match_id: t.id.clone(),
+            author: "host".into(),
+            text: "welcome, spectators".into(),
+            request_id: "w1".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .message
+        .unwrap();
+    assert_eq!((spect.id, spect.channel), (2, Spectators as i32));
+    assert!(spect.seat.is_none());
+    // Flooding: a burst passes its limit and is refused, without touching the other seat.
+    let mut refused = 0;
+    for i in 0..12 {
+        match post(&mut c, &t, (A, WHITE), Players, &format!("spam {i}"), "").await {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(
+                    (e.code(), field(&e)),
+                    (Code::ResourceExhausted, "text".into())
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused >= 1, "a burst of 13 is limited");
+    post(&mut c, &t, (A, BLACK), Players, "gg", "")
+        .await
+        .unwrap();
+    // Bob reads the players' channel: ann's messages and his, not the spectators'.
+    let accepted = 1 + (12 - refused) + 1;
+    let seen = seat_chat(&mut c, &t, (A, BLACK), 0, accepted).await;
+    assert_eq!(text_of(&seen[0]), "good luck!");
+    assert_eq!(text_of(&seen[accepted - 1]), "gg");
+    assert!(seen.iter().all(|e| text_of(e) != "welcome, spectators"));
+    // The platform deletes ann's first message: readers past it are told.
+    let deleted = c
+        .delete_chat_message(pb::DeleteChatMessageRequest {
+            match_id: t.id.clone(),
+            message_id: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .message
+        .unwrap();
+    assert!(deleted.deleted && deleted.text.is_empty());
+    let last = seen.last().unwrap().id;
+    let news = seat_chat(&mut c, &t, (A, WHITE), last, 1).await;
+    assert_eq!(
+        news[0].entry,
+        Some(pb::watch_chat_response::Entry::DeletedId(1))
+    );
+    let from_start = seat_chat(&mut c, &t, (A, WHITE), 0, 1).await;
+    match &from_start[0].entry {
+        Some(pb::watch_chat_response::Entry::Message(m)) => assert!(m.deleted && m.text.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    let missing = c
+        .delete_chat_message(pb::DeleteChatMessageRequest {
+            match_id: t.id.clone(),
+            message_id: 9_999,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::InvalidArgument);
+    // Spectators see their channel only.
+    let mut stream = c
+        .watch_spectator_chat(pb::WatchSpectatorChatRequest {
+            match_id: t.id.clone(),
+            after_id: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let only = stream.message().await.unwrap().unwrap();
+    assert_eq!(only.id, 2);
+
+    // Bughouse: partners have a channel of their own.
+    let t = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    post(&mut c, &t, (A, WHITE), Team, "sit on b", "")
+        .await
+        .unwrap();
+    post(&mut c, &t, (B, WHITE), Team, "we need a knight", "")
+        .await
+        .unwrap();
+    post(&mut c, &t, (B, BLACK), Players, "hello all", "")
+        .await
+        .unwrap();
+    let partner = seat_chat(&mut c, &t, (B, BLACK), 0, 2).await;
+    let texts: Vec<String> = partner.iter().map(text_of).collect();
+    assert_eq!(
+        texts,
+        ["sit on b", "hello all"],
+        "team 1 sees its channel and the players'"
+    );
+    let other = seat_chat(&mut c, &t, (A, BLACK), 0, 2).await;
+    let texts: Vec<String> = other.iter().map(text_of).collect();
+    assert_eq!(texts, ["we need a knight", "hello all"]);
+}
+
 async fn site(s: &Server) {
     aborts(s).await;
     declines(s).await;
     exports(s).await;
     bughouse_options(s).await;
     correspondence(s).await;
+    chats(s).await;
 }
 
 #[tokio::test]
@@ -696,7 +919,7 @@ async fn a_correspondence_game_survives_restarts() {
     let after = get(&mut c, &t.id).await;
     assert_eq!(after, before, "the game as it was");
     let state = play_all(&mut c, &t, &["Nf3", "Nc6"]).await;
-    let clock = state.boards[0].clock.clone().unwrap();
+    let clock = state.boards[0].clock.unwrap();
     assert_eq!((clock.white_ms, clock.black_ms), (14 * DAY_MS, 14 * DAY_MS));
     assert!(ttl_ms().await > (14 * DAY_MS) as i64);
     resign(&mut c, &t, A, WHITE).await.unwrap();

@@ -5,7 +5,7 @@
 local S, E, D = pick()
 if S then return state(S, E, 'exists') end
 if A.kind == 'bug' then S, E, D = KEYS[1], KEYS[2], KEYS[3] else S, E, D = KEYS[4], KEYS[5], KEYS[6] end
-redis.call('DEL', E, D)
+redis.call('DEL', E, D, KEYS[7], KEYS[8])
 redis.call('HSET', S, unpack(A.fields))
 redis.call('PEXPIRE', S, A.ttl)
 index(S, ID)

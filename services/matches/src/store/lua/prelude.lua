@@ -1,5 +1,5 @@
 -- PRELUDE (services/matches/src/store/redis.rs)
--- KEYS: the match's six keys (`keys(id)`): 1–3 a bughouse match's state hash, events list and done hash; 4–6 a single board's (the script uses whichever exists).
+-- KEYS: the match's eight keys (`invoke`): 1–3 a bughouse match's state hash, events list and done hash; 4–6 a single board's (the script uses whichever exists); 7–8 its chat's list and hash.
 --
 -- Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
 -- the events it writes), `pick` (the three keys of the match, bughouse or single board:
@@ -17,6 +17,11 @@ local function expire(S, E, D, ms)
   redis.call('PEXPIRE', S, ms)
   redis.call('PEXPIRE', E, ms)
   redis.call('PEXPIRE', D, ms)
+  -- The match's chat (list and hash), if it has one, lives as long as the match.
+  if KEYS[7] then
+    redis.call('PEXPIRE', KEYS[7], ms)
+    redis.call('PEXPIRE', KEYS[8], ms)
+  end
 end
 -- The lifetime of a live match S: `ms`, or longer if the match keeps one of its own (`keep`,
 -- set at creation for a correspondence game).
