@@ -4,8 +4,8 @@
 //! A call is one of:
 //!
 //! - **public**: health, reflection (turned off by `--no-reflection`), clock `Sync`;
-//! - **seated**: the moves, resignations and draw calls of a match, which carry their seat
-//!   token in `authorization` (the match service checks it);
+//! - **seated**: the moves, resignations, draw calls and chat of a match's seats, which carry
+//!   their seat token in `authorization` (the match service checks it);
 //! - **spectating**: reading and watching a match: public, unless `--private-matches` makes
 //!   them need the `matches:read` scope;
 //! - **scoped**: every other method needs an API key (`x-api-key`) that grants its [`Scope`].
@@ -160,6 +160,12 @@ pub const METHODS: &[(&str, Rule)] = {
         ("/arbiter.matches.v1.MatchService/GetMatch", Spectating),
         ("/arbiter.matches.v1.MatchService/WatchMatch", Spectating),
         ("/arbiter.matches.v1.MatchService/ExportMatch", Spectating),
+        (
+            "/arbiter.matches.v1.MatchService/WatchSpectatorChat",
+            Spectating,
+        ),
+        ("/arbiter.matches.v1.MatchService/PostChat", Seated),
+        ("/arbiter.matches.v1.MatchService/WatchChat", Seated),
         ("/arbiter.matches.v1.MatchService/MakeMove", Seated),
         ("/arbiter.matches.v1.MatchService/Resign", Seated),
         ("/arbiter.matches.v1.MatchService/OfferDraw", Seated),
@@ -176,6 +182,14 @@ pub const METHODS: &[(&str, Rule)] = {
         ),
         (
             "/arbiter.matches.v1.MatchService/AddTime",
+            Scoped(MatchesAdmin),
+        ),
+        (
+            "/arbiter.matches.v1.MatchService/PostSpectatorChat",
+            Scoped(MatchesAdmin),
+        ),
+        (
+            "/arbiter.matches.v1.MatchService/DeleteChatMessage",
             Scoped(MatchesAdmin),
         ),
         ("/arbiter.clock.v1.ClockService/Sync", Public),
@@ -217,6 +231,46 @@ pub const METHODS: &[(&str, Rule)] = {
         (
             "/arbiter.matchmaking.v1.MatchmakingService/GetRatings",
             Scoped(MatchmakingRatings),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/CreateChallenge",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/AcceptChallenge",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/DeclineChallenge",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/CancelChallenge",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/GetChallenge",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/WatchChallenges",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/CreateSeek",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/ListSeeks",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/AcceptSeek",
+            Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/CancelSeek",
+            Scoped(MatchmakingQueue),
         ),
         (
             "/arbiter.analysis.v1.AnalysisService/Analyze",

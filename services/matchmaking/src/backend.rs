@@ -32,6 +32,8 @@ pub struct NewMatch {
     pub time_control: String,
     /// The players in seat order: [white, black], or [white A, black A, white B, black B].
     pub players: Vec<String>,
+    /// The variant's rule options (name, value); none for pool pairings.
+    pub rules: Vec<(String, String)>,
 }
 
 /// A created match.
@@ -258,7 +260,14 @@ impl MatchBackend for GrpcMatches {
             match_id: String::new(),
             variant: variant_to_proto(m.variant),
             start: String::new(),
-            rules: Vec::new(),
+            rules: m
+                .rules
+                .iter()
+                .map(|(name, value)| arbiter_proto::common::v1::RuleOption {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
             players: m.players.clone(),
             time_control: m.time_control.clone(),
         };

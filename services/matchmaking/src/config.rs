@@ -43,11 +43,38 @@ pub struct Tuning {
     pub elo_pools: Vec<(Variant, TimeControl)>,
     /// Glicko-2 settings.
     pub glicko: glicko2::Settings,
+    /// How long a challenge stays pending before it expires.
+    pub challenge_lifetime_ms: u64,
+    /// How long a seek stays in the lobby before it expires.
+    pub seek_lifetime_ms: u64,
+    /// Pending challenges one challenger may have out at once; more are RESOURCE_EXHAUSTED.
+    pub max_challenges_out: usize,
+    /// Pending challenges one player may be sent at once; more are RESOURCE_EXHAUSTED.
+    pub max_challenges_in: usize,
+    /// Open seeks one player may have at once.
+    pub max_seeks_per_player: usize,
+    /// Open seeks in the lobby, every player's together.
+    pub max_seeks: usize,
 }
+
+/// A challenge's lifetime unless configured: 10 minutes.
+pub const DEFAULT_CHALLENGE_LIFETIME_MS: u64 = 600_000;
+/// A seek's lifetime unless configured: 30 minutes.
+pub const DEFAULT_SEEK_LIFETIME_MS: u64 = 1_800_000;
+/// Pending challenges per challenger unless configured.
+pub const DEFAULT_MAX_CHALLENGES_OUT: usize = 20;
+/// Pending incoming challenges per player unless configured.
+pub const DEFAULT_MAX_CHALLENGES_IN: usize = 50;
+/// Open seeks per player unless configured.
+pub const DEFAULT_MAX_SEEKS_PER_PLAYER: usize = 5;
+/// Open seeks in the lobby unless configured.
+pub const DEFAULT_MAX_SEEKS: usize = 10_000;
 
 impl Default for Tuning {
     /// Leases of 15 s, waves every 5 s plus up to 1 s, at once from 64 players, at most 100,000
-    /// per pool, 1,000 pools, 16 candidates, Glicko-2 everywhere with Glickman's defaults.
+    /// per pool, 1,000 pools, 16 candidates, Glicko-2 everywhere with Glickman's defaults;
+    /// challenges live 10 minutes (20 out, 50 in per player), seeks 30 minutes (5 per player,
+    /// 10,000 in the lobby).
     fn default() -> Tuning {
         Tuning {
             lease_ms: 15_000,
@@ -65,6 +92,12 @@ impl Default for Tuning {
             follow_lease_ms: 60_000,
             elo_pools: Vec::new(),
             glicko: glicko2::Settings::default(),
+            challenge_lifetime_ms: DEFAULT_CHALLENGE_LIFETIME_MS,
+            seek_lifetime_ms: DEFAULT_SEEK_LIFETIME_MS,
+            max_challenges_out: DEFAULT_MAX_CHALLENGES_OUT,
+            max_challenges_in: DEFAULT_MAX_CHALLENGES_IN,
+            max_seeks_per_player: DEFAULT_MAX_SEEKS_PER_PLAYER,
+            max_seeks: DEFAULT_MAX_SEEKS,
         }
     }
 }
@@ -118,6 +151,28 @@ pub struct MatchmakingArgs {
     /// Glicko-2's τ (lichess uses 0.75).
     #[arg(long, env = "ARBITER_MM_TAU", default_value_t = 0.5)]
     pub mm_tau: f64,
+    /// Seconds a challenge stays pending before it expires.
+    #[arg(
+        long,
+        env = "ARBITER_MM_CHALLENGE_LIFETIME_SECS",
+        default_value_t = 600
+    )]
+    pub mm_challenge_lifetime_secs: u64,
+    /// Seconds a seek stays in the lobby before it expires.
+    #[arg(long, env = "ARBITER_MM_SEEK_LIFETIME_SECS", default_value_t = 1800)]
+    pub mm_seek_lifetime_secs: u64,
+    /// Pending challenges one challenger may have out at once.
+    #[arg(long, env = "ARBITER_MM_MAX_CHALLENGES_OUT", default_value_t = 20)]
+    pub mm_max_challenges_out: usize,
+    /// Pending challenges one player may be sent at once.
+    #[arg(long, env = "ARBITER_MM_MAX_CHALLENGES_IN", default_value_t = 50)]
+    pub mm_max_challenges_in: usize,
+    /// Open seeks one player may have at once.
+    #[arg(long, env = "ARBITER_MM_MAX_SEEKS_PER_PLAYER", default_value_t = 5)]
+    pub mm_max_seeks_per_player: usize,
+    /// Open seeks in the lobby.
+    #[arg(long, env = "ARBITER_MM_MAX_SEEKS", default_value_t = 10_000)]
+    pub mm_max_seeks: usize,
 }
 
 impl MatchmakingArgs {
@@ -163,6 +218,12 @@ impl MatchmakingArgs {
                 candidates: self.mm_candidates.clamp(1, 256),
                 elo_pools,
                 glicko,
+                challenge_lifetime_ms: self.mm_challenge_lifetime_secs.clamp(1, 86_400) * 1000,
+                seek_lifetime_ms: self.mm_seek_lifetime_secs.clamp(1, 86_400) * 1000,
+                max_challenges_out: self.mm_max_challenges_out.max(1),
+                max_challenges_in: self.mm_max_challenges_in.max(1),
+                max_seeks_per_player: self.mm_max_seeks_per_player.max(1),
+                max_seeks: self.mm_max_seeks.max(1),
                 ..Tuning::default()
             },
             health_interval: Duration::from_secs(2),
@@ -216,5 +277,17 @@ mod tests {
         assert!(config(&["--mm-tau=-1"]).unwrap_err().contains("--mm-tau"));
         let defaults = config(&[]).unwrap();
         assert_eq!(defaults.tuning, Tuning::default());
+        let c = config(&[
+            "--mm-challenge-lifetime-secs",
+            "30",
+            "--mm-max-challenges-out",
+            "3",
+            "--mm-max-seeks",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(c.tuning.challenge_lifetime_ms, 30_000);
+        assert_eq!(c.tuning.max_challenges_out, 3);
+        assert_eq!(c.tuning.max_seeks, 1);
     }
 }

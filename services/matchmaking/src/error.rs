@@ -13,6 +13,29 @@ pub const DOMAIN: &str = "arbiter.matchmaking.v1";
 pub const MATCHING: &str = "MATCHING";
 /// `FAILED_PRECONDITION` reason: only bughouse joins name a partner.
 pub const PARTNER_NOT_ALLOWED: &str = "PARTNER_NOT_ALLOWED";
+/// `FAILED_PRECONDITION` reason: the challenge was accepted, declined or cancelled already.
+pub const CHALLENGE_NOT_PENDING: &str = "CHALLENGE_NOT_PENDING";
+/// `FAILED_PRECONDITION` reason: the challenge expired before the call.
+pub const CHALLENGE_EXPIRED: &str = "CHALLENGE_EXPIRED";
+/// `FAILED_PRECONDITION` reason: only the challenged player may accept or decline.
+pub const NOT_CHALLENGED: &str = "NOT_CHALLENGED";
+/// `FAILED_PRECONDITION` reason: only the challenger may cancel.
+pub const NOT_CHALLENGER: &str = "NOT_CHALLENGER";
+/// `FAILED_PRECONDITION` reason: another player accepted the seek first.
+pub const SEEK_TAKEN: &str = "SEEK_TAKEN";
+/// `FAILED_PRECONDITION` reason: the seek was cancelled.
+pub const SEEK_NOT_OPEN: &str = "SEEK_NOT_OPEN";
+/// `FAILED_PRECONDITION` reason: the seek expired before the call.
+pub const SEEK_EXPIRED: &str = "SEEK_EXPIRED";
+/// `FAILED_PRECONDITION` reason: a seeker cannot accept their own seek.
+pub const OWN_SEEK: &str = "OWN_SEEK";
+/// `FAILED_PRECONDITION` reason: only the seeker may cancel a seek.
+pub const NOT_SEEKER: &str = "NOT_SEEKER";
+/// `FAILED_PRECONDITION` reason: the player's rating lies outside the rated seek's range.
+pub const RATING_OUT_OF_RANGE: &str = "RATING_OUT_OF_RANGE";
+/// `FAILED_PRECONDITION` reason: the match service refused the accepted offer's match (the
+/// offer is open again).
+pub const MATCH_REFUSED: &str = "MATCH_REFUSED";
 
 /// A matchmaking request was refused (nothing changed), or a join stream ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,11 +49,15 @@ pub enum MatchmakingError {
     },
     /// The request does not fit the player's state (see the reason constants).
     Precondition {
-        /// [`MATCHING`] or [`PARTNER_NOT_ALLOWED`].
+        /// One of the reason constants ([`MATCHING`], [`SEEK_TAKEN`], …).
         reason: &'static str,
         /// What happened.
         description: String,
     },
+    /// No such challenge or seek (`NOT_FOUND`).
+    NotFound(String),
+    /// A request id reused with other content (`ALREADY_EXISTS`).
+    AlreadyExists(String),
     /// A join stream's place was given up (the player left, or joined again elsewhere).
     Aborted(String),
     /// Over a limit of the server (`field` empty for a limit of the server as a whole).
@@ -95,6 +122,8 @@ impl MatchmakingError {
             | MatchmakingError::Precondition { description, .. }
             | MatchmakingError::Exhausted { description, .. }
             | MatchmakingError::Aborted(description)
+            | MatchmakingError::NotFound(description)
+            | MatchmakingError::AlreadyExists(description)
             | MatchmakingError::Unavailable(description)
             | MatchmakingError::Corrupt(description) => description,
         }
@@ -106,6 +135,8 @@ impl MatchmakingError {
             MatchmakingError::Invalid { .. } => tonic::Code::InvalidArgument,
             MatchmakingError::Precondition { .. } => tonic::Code::FailedPrecondition,
             MatchmakingError::Aborted(_) => tonic::Code::Aborted,
+            MatchmakingError::NotFound(_) => tonic::Code::NotFound,
+            MatchmakingError::AlreadyExists(_) => tonic::Code::AlreadyExists,
             MatchmakingError::Exhausted { .. } => tonic::Code::ResourceExhausted,
             MatchmakingError::Unavailable(_) => tonic::Code::Unavailable,
             MatchmakingError::Corrupt(_) => tonic::Code::DataLoss,
@@ -152,6 +183,8 @@ impl From<MatchmakingError> for tonic::Status {
             MatchmakingError::Exhausted { field, description } => {
                 ApiError::exhausted(field, description)
             }
+            MatchmakingError::NotFound(m) => ApiError::NotFound(m),
+            MatchmakingError::AlreadyExists(m) => ApiError::AlreadyExists(m),
             MatchmakingError::Unavailable(m) => ApiError::Unavailable(m),
             MatchmakingError::Corrupt(m) => ApiError::DataLoss(m),
         };
@@ -187,6 +220,8 @@ mod tests {
             MatchmakingError::precondition(MATCHING, "d"),
             MatchmakingError::exhausted("", "d"),
             MatchmakingError::Aborted("d".into()),
+            MatchmakingError::NotFound("d".into()),
+            MatchmakingError::AlreadyExists("d".into()),
             MatchmakingError::Unavailable("d".into()),
             MatchmakingError::Corrupt("d".into()),
         ] {

@@ -5,15 +5,19 @@
 //! versions, [`crate::legacy`]).
 
 use crate::backend::MatchBackend;
-use crate::domain::{JoinEvent, JoinSpec, Matchmaker, QueueStatus, Rating};
+use crate::domain::{
+    ChallengeEvent, JoinEvent, JoinSpec, Matchmaker, OfferSpec, QueueStatus, Rating,
+};
 use crate::error::{MatchmakingError, PARTNER_NOT_ALLOWED};
 use crate::found::{FoundSeat, MatchFound};
+use crate::offer::{ColorChoice, DeclineReason, Offer, OfferKind, OfferState, Terms};
 use crate::pool::Pool;
 use crate::store::PoolStore;
 use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
 use arbiter_core::pairing::wave::RatingRange;
 use arbiter_kit::convert::{variant, variant_to_proto};
+use arbiter_proto::common::v1 as common;
 use arbiter_proto::matchmaking::v1 as pb;
 use arbiter_proto::matchmaking::v1::matchmaking_service_server::{
     MatchmakingService, MatchmakingServiceServer,
@@ -95,6 +99,97 @@ impl From<Rating> for pb::Rating {
     }
 }
 
+fn color_to_proto(c: ColorChoice) -> i32 {
+    (match c {
+        ColorChoice::Random => pb::ColorChoice::Random,
+        ColorChoice::White => pb::ColorChoice::White,
+        ColorChoice::Black => pb::ColorChoice::Black,
+    }) as i32
+}
+
+fn rules_to_proto(rules: &[(String, String)]) -> Vec<common::RuleOption> {
+    rules
+        .iter()
+        .map(|(name, value)| common::RuleOption {
+            name: name.clone(),
+            value: value.clone(),
+        })
+        .collect()
+}
+
+/// A challenge on the wire.
+pub fn challenge_to_proto(o: Offer) -> pb::Challenge {
+    let state = match o.state {
+        OfferState::Open => pb::ChallengeState::Pending,
+        OfferState::Accepting => pb::ChallengeState::Accepting,
+        OfferState::Accepted => pb::ChallengeState::Accepted,
+        OfferState::Declined => pb::ChallengeState::Declined,
+        OfferState::Cancelled => pb::ChallengeState::Cancelled,
+        OfferState::Expired => pb::ChallengeState::Expired,
+    };
+    pb::Challenge {
+        challenge_id: o.id,
+        challenger_id: o.owner,
+        challenged_id: o.target.unwrap_or_default(),
+        variant: variant_to_proto(o.terms.variant),
+        rules: rules_to_proto(&o.terms.rules),
+        time_control: o.terms.control.to_string(),
+        rated: o.terms.rated,
+        color: color_to_proto(o.terms.color),
+        state: state as i32,
+        decline_reason: o.reason.map_or(0, |r| i32::from(r.code())),
+        match_id: o.match_id.unwrap_or_default(),
+        created_at_ms: o.created_at,
+        expires_at_ms: o.expires_at,
+    }
+}
+
+/// A seek on the wire.
+pub fn seek_to_proto(o: Offer) -> pb::Seek {
+    let state = match o.state {
+        OfferState::Open => pb::SeekState::Open,
+        OfferState::Accepting => pb::SeekState::Accepting,
+        OfferState::Accepted => pb::SeekState::Accepted,
+        OfferState::Declined | OfferState::Cancelled => pb::SeekState::Cancelled,
+        OfferState::Expired => pb::SeekState::Expired,
+    };
+    pb::Seek {
+        seek_id: o.id,
+        player_id: o.owner,
+        variant: variant_to_proto(o.terms.variant),
+        rules: rules_to_proto(&o.terms.rules),
+        time_control: o.terms.control.to_string(),
+        rated: o.terms.rated,
+        color: color_to_proto(o.terms.color),
+        range: o.terms.range.map(|r| pb::RatingRange {
+            min: r.min,
+            max: r.max,
+        }),
+        rating: o.rating,
+        state: state as i32,
+        match_id: o.match_id.unwrap_or_default(),
+        created_at_ms: o.created_at,
+        expires_at_ms: o.expires_at,
+    }
+}
+
+impl From<ChallengeEvent> for pb::WatchChallengesResponse {
+    fn from(e: ChallengeEvent) -> pb::WatchChallengesResponse {
+        let kind = match e.kind {
+            OfferState::Open | OfferState::Accepting => pb::ChallengeEventKind::Created,
+            OfferState::Accepted => pb::ChallengeEventKind::Accepted,
+            OfferState::Declined => pb::ChallengeEventKind::Declined,
+            OfferState::Cancelled => pb::ChallengeEventKind::Cancelled,
+            OfferState::Expired => pb::ChallengeEventKind::Expired,
+        };
+        pb::WatchChallengesResponse {
+            kind: kind as i32,
+            challenge: Some(challenge_to_proto(e.challenge)),
+            match_found: e.found.map(Into::into),
+        }
+    }
+}
+
 /// The longest player id, in bytes.
 pub const MAX_PLAYER_ID_BYTES: usize = 128;
 /// The most players one join may block.
@@ -103,6 +198,16 @@ pub const MAX_BLOCKED: usize = 100;
 pub const MAX_TIME_CONTROL_BYTES: usize = 64;
 /// The longest match id, in bytes.
 pub const MAX_MATCH_ID_BYTES: usize = 128;
+/// The longest request id, challenge id or seek id, in bytes.
+pub const MAX_ID_BYTES: usize = 128;
+/// The most rule options of a challenge or seek.
+pub const MAX_RULES: usize = 8;
+/// The longest rule option name or value, in bytes.
+pub const MAX_RULE_BYTES: usize = 64;
+/// Seeks in a lobby page unless asked otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// The most seeks in one lobby page.
+pub const MAX_PAGE_SIZE: usize = 200;
 /// Ratings outside ±100,000 are not ratings.
 const RATING_LIMIT: i32 = 100_000;
 
@@ -173,44 +278,8 @@ pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, MatchmakingError> {
     let player = player_id(&r.player_id, "player_id")?;
     let variant: Variant = variant(r.variant, "variant")
         .map_err(|e| MatchmakingError::invalid("variant", e.description()))?;
-    if r.time_control.is_empty() {
-        return Err(MatchmakingError::invalid(
-            "time_control",
-            "time_control is required",
-        ));
-    }
-    if r.time_control.len() > MAX_TIME_CONTROL_BYTES {
-        return Err(MatchmakingError::invalid(
-            "time_control",
-            format!(
-                "time_control is {} bytes; at most {MAX_TIME_CONTROL_BYTES}",
-                r.time_control.len()
-            ),
-        ));
-    }
-    let control = TimeControl::parse(&r.time_control)
-        .map_err(|e| MatchmakingError::invalid("time_control", e.to_string()))?;
-    let range = match &r.range {
-        None => None,
-        Some(range) => {
-            if range.min > range.max {
-                return Err(MatchmakingError::invalid(
-                    "range",
-                    format!("range min {} is above max {}", range.min, range.max),
-                ));
-            }
-            if range.min < -RATING_LIMIT || range.max > RATING_LIMIT {
-                return Err(MatchmakingError::invalid(
-                    "range",
-                    format!("range ends lie within ±{RATING_LIMIT}"),
-                ));
-            }
-            Some(RatingRange {
-                min: range.min,
-                max: range.max,
-            })
-        }
-    };
+    let control = time_control(&r.time_control)?;
+    let range = rating_range(r.range.as_ref())?;
     if r.blocked.len() > MAX_BLOCKED {
         return Err(MatchmakingError::invalid(
             "blocked",
@@ -252,6 +321,213 @@ pub fn join_spec(r: &pb::JoinRequest) -> Result<JoinSpec, MatchmakingError> {
         blocked,
         partner,
     })
+}
+
+/// Checks a time control's text and reads it.
+fn time_control(text: &str) -> Result<TimeControl, MatchmakingError> {
+    if text.is_empty() {
+        return Err(MatchmakingError::invalid(
+            "time_control",
+            "time_control is required",
+        ));
+    }
+    if text.len() > MAX_TIME_CONTROL_BYTES {
+        return Err(MatchmakingError::invalid(
+            "time_control",
+            format!(
+                "time_control is {} bytes; at most {MAX_TIME_CONTROL_BYTES}",
+                text.len()
+            ),
+        ));
+    }
+    TimeControl::parse(text).map_err(|e| MatchmakingError::invalid("time_control", e.to_string()))
+}
+
+/// Checks a rating range.
+fn rating_range(range: Option<&pb::RatingRange>) -> Result<Option<RatingRange>, MatchmakingError> {
+    let Some(range) = range else {
+        return Ok(None);
+    };
+    if range.min > range.max {
+        return Err(MatchmakingError::invalid(
+            "range",
+            format!("range min {} is above max {}", range.min, range.max),
+        ));
+    }
+    if range.min < -RATING_LIMIT || range.max > RATING_LIMIT {
+        return Err(MatchmakingError::invalid(
+            "range",
+            format!("range ends lie within ±{RATING_LIMIT}"),
+        ));
+    }
+    Ok(Some(RatingRange {
+        min: range.min,
+        max: range.max,
+    }))
+}
+
+/// Checks an id of the API (a request id, a challenge or seek id): 1 to 128 bytes, no control
+/// characters.
+fn api_id(value: &str, field: &str) -> Result<String, MatchmakingError> {
+    if value.len() > MAX_ID_BYTES {
+        return Err(MatchmakingError::invalid(
+            field,
+            format!("{field} is {} bytes; at most {MAX_ID_BYTES}", value.len()),
+        ));
+    }
+    player_id(value, field)
+}
+
+/// Checks the terms of a challenge or seek.
+fn terms(
+    variant_value: i32,
+    rules: &[common::RuleOption],
+    control: &str,
+    rated: bool,
+    color: i32,
+    range: Option<&pb::RatingRange>,
+) -> Result<Terms, MatchmakingError> {
+    let variant: Variant = variant(variant_value, "variant")
+        .map_err(|e| MatchmakingError::invalid("variant", e.description()))?;
+    if variant == Variant::Bughouse {
+        return Err(MatchmakingError::invalid(
+            "variant",
+            "bughouse matches have four players: join a bughouse pool instead",
+        ));
+    }
+    if rules.len() > MAX_RULES {
+        return Err(MatchmakingError::invalid(
+            "rules",
+            format!("{} rule options; at most {MAX_RULES}", rules.len()),
+        ));
+    }
+    let mut options = Vec::with_capacity(rules.len());
+    for (i, r) in rules.iter().enumerate() {
+        for text in [&r.name, &r.value] {
+            if text.is_empty() || text.len() > MAX_RULE_BYTES || text.chars().any(char::is_control)
+            {
+                return Err(MatchmakingError::invalid(
+                    format!("rules[{i}]"),
+                    format!(
+                        "a rule option's name and value are 1 to {MAX_RULE_BYTES} bytes without control characters"
+                    ),
+                ));
+            }
+        }
+        options.push((r.name.clone(), r.value.clone()));
+    }
+    arbiter_core::AnyPosition::with_rules(
+        variant,
+        None,
+        &arbiter_core::RuleOptions(options.clone()),
+    )
+    .map_err(|e| MatchmakingError::invalid("rules", e.to_string()))?;
+    let control = time_control(control)?;
+    let color = match pb::ColorChoice::try_from(color) {
+        Ok(pb::ColorChoice::Unspecified | pb::ColorChoice::Random) => ColorChoice::Random,
+        Ok(pb::ColorChoice::White) => ColorChoice::White,
+        Ok(pb::ColorChoice::Black) => ColorChoice::Black,
+        Err(_) => {
+            return Err(MatchmakingError::invalid(
+                "color",
+                format!("unknown color choice {color}"),
+            ));
+        }
+    };
+    let range = rating_range(range)?;
+    if range.is_some() && !rated {
+        return Err(MatchmakingError::invalid(
+            "range",
+            "only rated seeks take a rating range",
+        ));
+    }
+    Ok(Terms {
+        variant,
+        control,
+        rated,
+        color,
+        range,
+        rules: options,
+    })
+}
+
+/// Decodes and checks a challenge.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the field.
+pub fn challenge_spec(r: &pb::CreateChallengeRequest) -> Result<OfferSpec, MatchmakingError> {
+    let request_id = api_id(&r.request_id, "request_id")?;
+    let owner = player_id(&r.challenger_id, "challenger_id")?;
+    let target = player_id(&r.challenged_id, "challenged_id")?;
+    if owner == target {
+        return Err(MatchmakingError::invalid(
+            "challenged_id",
+            "a player cannot challenge themselves",
+        ));
+    }
+    let terms = terms(r.variant, &r.rules, &r.time_control, r.rated, r.color, None)?;
+    Ok(OfferSpec {
+        kind: OfferKind::Challenge,
+        owner,
+        target: Some(target),
+        terms,
+        request_id,
+    })
+}
+
+/// Decodes and checks a seek.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the field.
+pub fn seek_spec(r: &pb::CreateSeekRequest) -> Result<OfferSpec, MatchmakingError> {
+    let request_id = api_id(&r.request_id, "request_id")?;
+    let owner = player_id(&r.player_id, "player_id")?;
+    let terms = terms(
+        r.variant,
+        &r.rules,
+        &r.time_control,
+        r.rated,
+        r.color,
+        r.range.as_ref(),
+    )?;
+    Ok(OfferSpec {
+        kind: OfferKind::Seek,
+        owner,
+        target: None,
+        terms,
+        request_id,
+    })
+}
+
+/// Reads a lobby page token (`<expiry>.<seek id>`, as [`page_token`] writes it).
+fn page_after(token: &str) -> Result<Option<(u64, String)>, MatchmakingError> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    let bad = || MatchmakingError::invalid("page_token", "not a page token of ListSeeks");
+    if token.len() > MAX_ID_BYTES + 24 {
+        return Err(bad());
+    }
+    let (at, id) = token.split_once('.').ok_or_else(bad)?;
+    let at = at.parse().map_err(|_| bad())?;
+    Ok(Some((at, api_id(id, "page_token")?)))
+}
+
+/// The token of the page after `(expiry, id)`.
+fn page_token(next: Option<(u64, String)>) -> String {
+    next.map_or(String::new(), |(at, id)| format!("{at}.{id}"))
+}
+
+fn decline_reason(value: i32) -> Result<DeclineReason, MatchmakingError> {
+    if value == 0 {
+        return Ok(DeclineReason::Generic);
+    }
+    u8::try_from(value)
+        .ok()
+        .and_then(DeclineReason::from_code)
+        .ok_or_else(|| {
+            MatchmakingError::invalid("reason", format!("unknown decline reason {value}"))
+        })
 }
 
 #[tonic::async_trait]
@@ -301,6 +577,169 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         let ratings = self.inner.ratings(&player).await;
         reply(ratings.map(|ratings| pb::GetRatingsResponse {
             ratings: ratings.into_iter().map(Into::into).collect(),
+        }))
+    }
+
+    type WatchChallengesStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchChallengesResponse, Status>> + Send>>;
+
+    async fn create_challenge(
+        &self,
+        request: Request<pb::CreateChallengeRequest>,
+    ) -> Reply<pb::CreateChallengeResponse> {
+        let spec = challenge_spec(request.get_ref())?;
+        let challenge = self.inner.create_offer(spec).await;
+        reply(challenge.map(|c| pb::CreateChallengeResponse {
+            challenge: Some(challenge_to_proto(c)),
+        }))
+    }
+
+    async fn accept_challenge(
+        &self,
+        request: Request<pb::AcceptChallengeRequest>,
+    ) -> Reply<pb::AcceptChallengeResponse> {
+        let r = request.get_ref();
+        let id = api_id(&r.challenge_id, "challenge_id")?;
+        let player = player_id(&r.player_id, "player_id")?;
+        let request_id = api_id(&r.request_id, "request_id")?;
+        let accepted = self
+            .inner
+            .accept_offer(OfferKind::Challenge, &id, &player, &request_id)
+            .await;
+        reply(accepted.map(|(c, found)| pb::AcceptChallengeResponse {
+            challenge: Some(challenge_to_proto(c)),
+            match_found: Some(found.into()),
+        }))
+    }
+
+    async fn decline_challenge(
+        &self,
+        request: Request<pb::DeclineChallengeRequest>,
+    ) -> Reply<pb::DeclineChallengeResponse> {
+        let r = request.get_ref();
+        let id = api_id(&r.challenge_id, "challenge_id")?;
+        let player = player_id(&r.player_id, "player_id")?;
+        let reason = decline_reason(r.reason)?;
+        let declined = self
+            .inner
+            .end_offer(OfferKind::Challenge, &id, &player, Some(reason))
+            .await;
+        reply(declined.map(|c| pb::DeclineChallengeResponse {
+            challenge: Some(challenge_to_proto(c)),
+        }))
+    }
+
+    async fn cancel_challenge(
+        &self,
+        request: Request<pb::CancelChallengeRequest>,
+    ) -> Reply<pb::CancelChallengeResponse> {
+        let r = request.get_ref();
+        let id = api_id(&r.challenge_id, "challenge_id")?;
+        let player = player_id(&r.player_id, "player_id")?;
+        let cancelled = self
+            .inner
+            .end_offer(OfferKind::Challenge, &id, &player, None)
+            .await;
+        reply(cancelled.map(|c| pb::CancelChallengeResponse {
+            challenge: Some(challenge_to_proto(c)),
+        }))
+    }
+
+    async fn get_challenge(
+        &self,
+        request: Request<pb::GetChallengeRequest>,
+    ) -> Reply<pb::GetChallengeResponse> {
+        let id = api_id(&request.get_ref().challenge_id, "challenge_id")?;
+        let challenge = self.inner.offer(OfferKind::Challenge, &id).await;
+        reply(challenge.map(|c| pb::GetChallengeResponse {
+            challenge: Some(challenge_to_proto(c)),
+        }))
+    }
+
+    async fn watch_challenges(
+        &self,
+        request: Request<pb::WatchChallengesRequest>,
+    ) -> Reply<Self::WatchChallengesStream> {
+        let player = player_id(&request.get_ref().player_id, "player_id")?;
+        let (tx, rx) = tokio::sync::mpsc::channel(32);
+        let inner = Arc::clone(&self.inner);
+        let shutdown = self.shutting_down.clone();
+        tokio::spawn(async move { inner.watch_challenges(player, tx, shutdown).await });
+        let events = ReceiverStream::new(rx).map(|event| {
+            event
+                .map(pb::WatchChallengesResponse::from)
+                .map_err(Status::from)
+        });
+        Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn create_seek(
+        &self,
+        request: Request<pb::CreateSeekRequest>,
+    ) -> Reply<pb::CreateSeekResponse> {
+        let spec = seek_spec(request.get_ref())?;
+        let seek = self.inner.create_offer(spec).await;
+        reply(seek.map(|s| pb::CreateSeekResponse {
+            seek: Some(seek_to_proto(s)),
+        }))
+    }
+
+    async fn list_seeks(
+        &self,
+        request: Request<pb::ListSeeksRequest>,
+    ) -> Reply<pb::ListSeeksResponse> {
+        let r = request.get_ref();
+        let variant = if r.variant == 0 {
+            None
+        } else {
+            Some(
+                variant(r.variant, "variant")
+                    .map_err(|e| MatchmakingError::invalid("variant", e.description()))?,
+            )
+        };
+        let size = match usize::try_from(r.page_size).unwrap_or(MAX_PAGE_SIZE) {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        let after = page_after(&r.page_token)?;
+        let page = self.inner.list_seeks(variant, after, size).await;
+        reply(page.map(|p| pb::ListSeeksResponse {
+            seeks: p.seeks.into_iter().map(seek_to_proto).collect(),
+            next_page_token: page_token(p.next),
+        }))
+    }
+
+    async fn accept_seek(
+        &self,
+        request: Request<pb::AcceptSeekRequest>,
+    ) -> Reply<pb::AcceptSeekResponse> {
+        let r = request.get_ref();
+        let id = api_id(&r.seek_id, "seek_id")?;
+        let player = player_id(&r.player_id, "player_id")?;
+        let request_id = api_id(&r.request_id, "request_id")?;
+        let accepted = self
+            .inner
+            .accept_offer(OfferKind::Seek, &id, &player, &request_id)
+            .await;
+        reply(accepted.map(|(s, found)| pb::AcceptSeekResponse {
+            seek: Some(seek_to_proto(s)),
+            match_found: Some(found.into()),
+        }))
+    }
+
+    async fn cancel_seek(
+        &self,
+        request: Request<pb::CancelSeekRequest>,
+    ) -> Reply<pb::CancelSeekResponse> {
+        let r = request.get_ref();
+        let id = api_id(&r.seek_id, "seek_id")?;
+        let player = player_id(&r.player_id, "player_id")?;
+        let cancelled = self
+            .inner
+            .end_offer(OfferKind::Seek, &id, &player, None)
+            .await;
+        reply(cancelled.map(|s| pb::CancelSeekResponse {
+            seek: Some(seek_to_proto(s)),
         }))
     }
 }

@@ -12,6 +12,9 @@
 //!   token, kept until acknowledged;
 //! - **ratings** (Glicko-2 and FIDE Elo per player, variant and speed), updated from each
 //!   match's own outcome, read from the match service, once per match id.
+//! - **challenges** (one player to another) and **seeks** (open offers in a lobby), bounded per
+//!   player and in total, expiring, idempotent by request id; an accepted one's match is created
+//!   once, recorded and rated as a pairing's ([`offer`], `domain::offers`).
 //!
 //! State lives in Redis (several replicas share the pools) or in this process (the embedded
 //! default). [`mount`] adds the service to an `arbiter-kit` [`Host`]; [`serve`] runs it alone.
@@ -24,6 +27,7 @@ pub mod error;
 pub mod found;
 pub mod grpc;
 pub mod legacy;
+pub mod offer;
 pub mod pool;
 pub mod ratings;
 pub mod store;

@@ -312,6 +312,34 @@ impl MatchService for FakeMatches {
     ) -> Reply<pb::ExportMatchResponse> {
         unused()
     }
+    async fn post_chat(&self, _: Request<pb::PostChatRequest>) -> Reply<pb::PostChatResponse> {
+        unused()
+    }
+    async fn post_spectator_chat(
+        &self,
+        _: Request<pb::PostSpectatorChatRequest>,
+    ) -> Reply<pb::PostSpectatorChatResponse> {
+        unused()
+    }
+    async fn delete_chat_message(
+        &self,
+        _: Request<pb::DeleteChatMessageRequest>,
+    ) -> Reply<pb::DeleteChatMessageResponse> {
+        unused()
+    }
+    type WatchChatStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchChatResponse, Status>> + Send>>;
+    async fn watch_chat(&self, _: Request<pb::WatchChatRequest>) -> Reply<Self::WatchChatStream> {
+        unused()
+    }
+    type WatchSpectatorChatStream =
+        Pin<Box<dyn Stream<Item = Result<pb::WatchSpectatorChatResponse, Status>> + Send>>;
+    async fn watch_spectator_chat(
+        &self,
+        _: Request<pb::WatchSpectatorChatRequest>,
+    ) -> Reply<Self::WatchSpectatorChatStream> {
+        unused()
+    }
 }
 
 /// Serves `service` on `listener` (until the test ends).
@@ -384,6 +412,7 @@ fn new_match(request_id: &str) -> NewMatch {
         variant: Variant::Chess,
         time_control: "3+2".into(),
         players: vec!["ann".into(), "bob".into()],
+        rules: Vec::new(),
     }
 }
 

@@ -4,9 +4,10 @@
 //!
 //! One module per part of the work, each an `impl` block of [`Matchmaker`]: `players` (Join,
 //! Leave, AcknowledgeMatch, GetRatings), `wave` (the waves: pairing, creating matches, telling
-//! the players), `follow` (following matches to their end and rating them once).
+//! the players), `follow` (following matches to their end and rating them once), `offers`
+//! (challenges and seeks, whose accepted matches are created, recorded and rated as a pairing's).
 
-use crate::backend::{BackendError, MatchBackend, MatchEnd, NewMatch};
+use crate::backend::{BackendError, CreatedMatch, MatchBackend, MatchEnd, NewMatch};
 use crate::config::Tuning;
 pub use crate::error::DOMAIN;
 use crate::error::MatchmakingError;
@@ -27,8 +28,11 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
 
 mod follow;
+mod offers;
 mod players;
 mod wave;
+
+pub use offers::{ChallengeEvent, OfferSpec, SeekPage, WatchSender};
 
 use players::Hub;
 pub use players::{JoinEvent, JoinSender, JoinSpec, QueueStatus, Rating, Ticket};
@@ -43,6 +47,8 @@ pub struct Matchmaker<S, B> {
     trigger: Notify,
     follow_now: Notify,
     following: Mutex<HashSet<String>>,
+    /// This process's challenge watch streams, by player.
+    watchers: Mutex<HashMap<String, Vec<Arc<Notify>>>>,
 }
 
 impl<S, B> std::fmt::Debug for Matchmaker<S, B> {
@@ -75,6 +81,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             trigger: Notify::new(),
             follow_now: Notify::new(),
             following: Mutex::new(HashSet::new()),
+            watchers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -93,9 +100,20 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         self.store.probe().await
     }
 
-    /// Wakes this process's join stream of `player` (news from another replica).
+    /// Wakes this process's join stream and challenge watch streams of `player` (news from
+    /// this or another replica).
     pub fn wake_player(&self, player: &str) {
         self.hub.wake(player);
+        if let Some(list) = self
+            .watchers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(player)
+        {
+            for n in list {
+                n.notify_one();
+            }
+        }
     }
 
     /// Wakes this process's join streams in `pool` (it ran a wave).

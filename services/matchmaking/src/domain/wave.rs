@@ -77,6 +77,30 @@ fn seats_of(pool: &Pool, members: &[Waiting]) -> Vec<FoundSeat> {
         .collect()
 }
 
+/// Each player's match found for a created match, its seats in seat order (the players'
+/// order in the creation).
+pub(super) fn found_of(pool: &Pool, created: &CreatedMatch, seats: &[FoundSeat]) -> Vec<Found> {
+    let pool_name = pool.name();
+    seats
+        .iter()
+        .zip(&created.tokens)
+        .map(|(seat, token)| Found {
+            player: seat.player.clone(),
+            match_id: created.match_id.clone(),
+            found: MatchFound {
+                pool: pool_name.clone(),
+                match_id: created.match_id.clone(),
+                seat: seat.clone(),
+                token: token.clone(),
+                seats: seats.to_vec(),
+                variant: pool.variant,
+                time_control: pool.control.to_string(),
+                rated: pool.rated,
+            },
+        })
+        .collect()
+}
+
 /// Each player's history after the pairing: their board's opponent and their colour.
 fn histories_of(members: &[Waiting]) -> Vec<(String, History)> {
     members
@@ -395,17 +419,9 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             variant: pool.variant,
             time_control: pool.control.to_string(),
             players: players.clone(),
+            rules: Vec::new(),
         };
-        let mut pauses = Backoff::new(CREATE_PAUSES);
-        let created = loop {
-            match self.backend.create(&request).await {
-                Ok(c) => break Ok(c),
-                Err(e) if e.retryable && pauses.retries() < self.tuning.create_retries => {
-                    pauses.wait().await;
-                }
-                Err(e) => break Err(e),
-            }
-        };
+        let created = self.create_match(&request).await;
         let created = match created {
             Ok(c) => c,
             Err(BackendError { retryable, message }) => {
@@ -424,25 +440,7 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             }
         };
         let seats = seats_of(pool, &m.members);
-        let found: Vec<Found> = players
-            .iter()
-            .zip(&created.tokens)
-            .zip(&seats)
-            .map(|((player, token), seat)| Found {
-                player: player.clone(),
-                match_id: created.match_id.clone(),
-                found: MatchFound {
-                    pool: pool_name.to_owned(),
-                    match_id: created.match_id.clone(),
-                    seat: seat.clone(),
-                    token: token.clone(),
-                    seats: seats.clone(),
-                    variant: pool.variant,
-                    time_control: pool.control.to_string(),
-                    rated: pool.rated,
-                },
-            })
-            .collect();
+        let found = found_of(pool, &created, &seats);
         let histories = histories_of(&m.members);
         let follow = Follow {
             match_id: created.match_id.clone(),
@@ -454,12 +452,37 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             .matched(pool_name, &m.id, &found, &histories, &follow)
             .await?;
         if fresh {
-            self.follow_now.notify_one();
-            for p in &players {
-                self.hub.wake(p);
-            }
-            self.store.announce(&players, None).await?;
+            self.tell_matched(&players).await?;
         }
         Ok(Finished::Created)
+    }
+
+    /// Creates a match through the backend (idempotent by the request id), retrying a failure
+    /// that may pass up to the tuning's `create_retries` times: the one way matchmaking creates
+    /// matches, for pool pairings and accepted challenges and seeks alike.
+    pub(super) async fn create_match(
+        &self,
+        request: &NewMatch,
+    ) -> Result<CreatedMatch, BackendError> {
+        let mut pauses = Backoff::new(CREATE_PAUSES);
+        loop {
+            match self.backend.create(request).await {
+                Ok(c) => return Ok(c),
+                Err(e) if e.retryable && pauses.retries() < self.tuning.create_retries => {
+                    pauses.wait().await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A recorded match's players are told (their streams here and on every replica), and the
+    /// followers look for the new match at once.
+    pub(super) async fn tell_matched(&self, players: &[String]) -> Result<(), StoreError> {
+        self.follow_now.notify_one();
+        for p in players {
+            self.wake_player(p);
+        }
+        self.store.announce(players, None).await
     }
 }

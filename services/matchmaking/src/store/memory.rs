@@ -2,10 +2,14 @@
 //! timed by this process's clock.
 
 use super::{
-    Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError, mean_wait,
+    Applied, Found, Joined, OFFER_MEMORY_MS, OfferStore, Place, PoolStore, RECENT_CHALLENGES,
+    RatingWrite, Standing, StoreError, mean_wait,
+};
+use crate::offer::{
+    Accepting, Created, DeclineReason, Ended, NewOffer, Offer, OfferKind, OfferLimits, OfferState,
 };
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How long a rated match id is remembered (against applying its ratings twice).
@@ -54,6 +58,20 @@ struct State {
     /// The last fencing number handed out, over every pool (so that a pool dropped when empty
     /// and opened again never reuses one).
     fences: u64,
+    /// Challenges and seeks by id.
+    offers: HashMap<String, Offer>,
+    /// Creations by (owner, kind, request id): the fingerprint and the offer's id.
+    offer_requests: HashMap<(String, OfferKind, String), (String, String)>,
+    /// Open offers by kind and owner; pending challenges by challenged player (may hold
+    /// offers no longer open: pruned when counted).
+    open_out: HashMap<(OfferKind, String), BTreeSet<String>>,
+    open_in: HashMap<String, BTreeSet<String>>,
+    /// The lobby: open seeks by expiry.
+    lobby: BTreeSet<(u64, String)>,
+    /// Each player's recent challenges, oldest first.
+    recent: HashMap<String, VecDeque<String>>,
+    /// When each offer (and its creation's request id) may be forgotten, in order of filing.
+    forget: VecDeque<(u64, String, (String, OfferKind, String))>,
 }
 
 impl State {
@@ -75,6 +93,118 @@ impl State {
         if let Some(p) = self.pools.get_mut(pool) {
             p.entries.remove(player);
             p.positions.remove(player);
+        }
+    }
+}
+
+impl State {
+    /// Forgets offers whose time has come (an offer still open or accepting is kept on).
+    fn forget_offers(&mut self, now: u64) {
+        while let Some((at, _, _)) = self.forget.front() {
+            if *at > now {
+                break;
+            }
+            let Some((_, id, request)) = self.forget.pop_front() else {
+                break;
+            };
+            let keep = self.offers.get(&id).and_then(|o| {
+                let until = match o.state_at(now) {
+                    OfferState::Open => o.expires_at,
+                    _ => o.updated_at.max(o.expires_at),
+                }
+                .saturating_add(OFFER_MEMORY_MS);
+                (until > now).then_some(until)
+            });
+            match keep {
+                Some(until) => self.forget.push_back((until, id, request)),
+                None => {
+                    if let Some(o) = self.offers.remove(&id) {
+                        self.unlist(&o);
+                        for p in std::iter::once(&o.owner).chain(o.target.as_ref()) {
+                            if let Some(r) = self.recent.get_mut(p) {
+                                r.retain(|x| *x != id);
+                                if r.is_empty() {
+                                    self.recent.remove(p);
+                                }
+                            }
+                        }
+                    }
+                    self.offer_requests.remove(&request);
+                }
+            }
+        }
+    }
+
+    /// Takes an offer out of the open sets and the lobby.
+    fn unlist(&mut self, o: &Offer) {
+        let key = (o.kind, o.owner.clone());
+        if let Some(set) = self.open_out.get_mut(&key) {
+            set.remove(&o.id);
+            if set.is_empty() {
+                self.open_out.remove(&key);
+            }
+        }
+        if let Some(t) = &o.target
+            && let Some(set) = self.open_in.get_mut(t)
+        {
+            set.remove(&o.id);
+            if set.is_empty() {
+                self.open_in.remove(t);
+            }
+        }
+        self.lobby.remove(&(o.expires_at, o.id.clone()));
+    }
+
+    /// Puts an open offer into the open sets (and a seek into the lobby).
+    fn list(&mut self, o: &Offer) {
+        self.open_out
+            .entry((o.kind, o.owner.clone()))
+            .or_default()
+            .insert(o.id.clone());
+        if let Some(t) = &o.target {
+            self.open_in
+                .entry(t.clone())
+                .or_default()
+                .insert(o.id.clone());
+        }
+        if o.kind == OfferKind::Seek {
+            self.lobby.insert((o.expires_at, o.id.clone()));
+        }
+    }
+
+    /// The open offers among `ids`, expired ones dropped from every set.
+    fn count_open(&mut self, ids: Option<&BTreeSet<String>>, now: u64) -> usize {
+        let ids: Vec<String> = ids.map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        let mut open = 0;
+        for id in ids {
+            match self.offers.get(&id).cloned() {
+                Some(o) if o.state_at(now) == OfferState::Open => open += 1,
+                Some(o) => self.unlist(&o),
+                None => {}
+            }
+        }
+        open
+    }
+
+    fn prune_lobby(&mut self, now: u64) {
+        while let Some((x, id)) = self.lobby.first().cloned() {
+            if x > now {
+                break;
+            }
+            match self.offers.get(&id).cloned() {
+                Some(o) => self.unlist(&o),
+                None => {
+                    self.lobby.remove(&(x, id));
+                }
+            }
+        }
+    }
+
+    fn remember(&mut self, player: &str, id: &str) {
+        let r = self.recent.entry(player.to_owned()).or_default();
+        r.push_back(id.to_owned());
+        while r.len() > RECENT_CHALLENGES {
+            r.pop_front();
         }
     }
 }
@@ -542,5 +672,213 @@ impl PoolStore for MemoryStore {
 
     async fn probe(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+}
+
+impl OfferStore for MemoryStore {
+    async fn create_offer(
+        &self,
+        offer: &NewOffer,
+        limits: OfferLimits,
+    ) -> Result<Created, StoreError> {
+        let now = now_ms();
+        let mut s = self.lock();
+        s.forget_offers(now);
+        let request = (offer.owner.clone(), offer.kind, offer.request_id.clone());
+        if let Some((fingerprint, id)) = s.offer_requests.get(&request) {
+            if *fingerprint != offer.fingerprint() {
+                return Ok(Created::Conflict);
+            }
+            return Ok(match s.offers.get(id) {
+                Some(o) => Created::Existing(o.clone()),
+                None => Created::Conflict,
+            });
+        }
+        let out = s.open_out.get(&(offer.kind, offer.owner.clone())).cloned();
+        if s.count_open(out.as_ref(), now) >= limits.per_owner {
+            return Ok(Created::OwnerFull);
+        }
+        match (&offer.target, offer.kind) {
+            (Some(t), OfferKind::Challenge) => {
+                let incoming = s.open_in.get(t).cloned();
+                if s.count_open(incoming.as_ref(), now) >= limits.per_target {
+                    return Ok(Created::TargetFull);
+                }
+            }
+            _ => {
+                s.prune_lobby(now);
+                if s.lobby.len() >= limits.total {
+                    return Ok(Created::LobbyFull);
+                }
+            }
+        }
+        let filed = offer.filed(now);
+        s.list(&filed);
+        if filed.kind == OfferKind::Challenge {
+            s.remember(&filed.owner, &filed.id);
+            if let Some(t) = &filed.target {
+                s.remember(t, &filed.id);
+            }
+        }
+        s.offers.insert(filed.id.clone(), filed.clone());
+        s.offer_requests
+            .insert(request.clone(), (offer.fingerprint(), filed.id.clone()));
+        s.forget.push_back((
+            filed.expires_at.saturating_add(OFFER_MEMORY_MS),
+            filed.id.clone(),
+            request,
+        ));
+        Ok(Created::New(filed))
+    }
+
+    async fn offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
+        Ok(self.lock().offers.get(id).cloned())
+    }
+
+    async fn begin_accept(
+        &self,
+        id: &str,
+        acceptor: &str,
+        request: &str,
+        stale_ms: u64,
+    ) -> Result<Accepting, StoreError> {
+        let now = now_ms();
+        let mut s = self.lock();
+        let Some(o) = s.offers.get(id).cloned() else {
+            return Ok(Accepting::Missing);
+        };
+        let mine =
+            o.acceptor.as_deref() == Some(acceptor) && o.accept_request.as_deref() == Some(request);
+        if matches!(o.state, OfferState::Accepting | OfferState::Accepted) && mine {
+            return Ok(Accepting::Again(o));
+        }
+        let stale =
+            o.state == OfferState::Accepting && now.saturating_sub(o.updated_at) >= stale_ms;
+        if !(stale || o.state_at(now) == OfferState::Open) {
+            return Ok(Accepting::NotOpen(o));
+        }
+        s.unlist(&o);
+        let mut o = o;
+        o.state = OfferState::Accepting;
+        o.acceptor = Some(acceptor.to_owned());
+        o.accept_request = Some(request.to_owned());
+        o.updated_at = now;
+        s.offers.insert(id.to_owned(), o.clone());
+        Ok(Accepting::Started(o))
+    }
+
+    async fn finish_accept(
+        &self,
+        id: &str,
+        request: &str,
+        found: &[Found],
+        follow: &Follow,
+    ) -> Result<Option<(Offer, bool)>, StoreError> {
+        let now = now_ms();
+        let mut s = self.lock();
+        let Some(o) = s.offers.get(id).cloned() else {
+            return Ok(None);
+        };
+        if o.state != OfferState::Accepting || o.accept_request.as_deref() != Some(request) {
+            return Ok(Some((o, false)));
+        }
+        let mut o = o;
+        o.state = OfferState::Accepted;
+        o.match_id = Some(follow.match_id.clone());
+        o.updated_at = now;
+        s.offers.insert(id.to_owned(), o.clone());
+        for f in found {
+            s.found
+                .entry(f.player.clone())
+                .or_default()
+                .push((now.saturating_add(FOUND_MEMORY_MS), f.clone()));
+        }
+        s.follows
+            .insert(follow.match_id.clone(), (now, follow.clone()));
+        Ok(Some((o, true)))
+    }
+
+    async fn release_accept(&self, id: &str, request: &str) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut s = self.lock();
+        let Some(o) = s.offers.get(id).cloned() else {
+            return Ok(false);
+        };
+        if o.state != OfferState::Accepting || o.accept_request.as_deref() != Some(request) {
+            return Ok(false);
+        }
+        let mut o = o;
+        o.state = OfferState::Open;
+        o.acceptor = None;
+        o.accept_request = None;
+        o.updated_at = now;
+        if now < o.expires_at {
+            s.list(&o);
+        }
+        s.offers.insert(id.to_owned(), o);
+        Ok(true)
+    }
+
+    async fn end_offer(
+        &self,
+        id: &str,
+        player: &str,
+        by_owner: bool,
+        state: OfferState,
+        reason: u8,
+    ) -> Result<Ended, StoreError> {
+        let now = now_ms();
+        let mut s = self.lock();
+        let Some(o) = s.offers.get(id).cloned() else {
+            return Ok(Ended::Missing);
+        };
+        let who = if by_owner {
+            Some(&o.owner)
+        } else {
+            o.target.as_ref()
+        };
+        if who.map(String::as_str) != Some(player) {
+            return Ok(Ended::NotYours(o));
+        }
+        if o.state == state {
+            return Ok(Ended::Done(o));
+        }
+        if o.state_at(now) != OfferState::Open {
+            return Ok(Ended::NotOpen(o));
+        }
+        s.unlist(&o);
+        let mut o = o;
+        o.state = state;
+        o.reason = DeclineReason::from_code(reason);
+        o.updated_at = now;
+        s.offers.insert(id.to_owned(), o.clone());
+        Ok(Ended::Done(o))
+    }
+
+    async fn challenges_of(&self, player: &str) -> Result<Vec<Offer>, StoreError> {
+        let s = self.lock();
+        Ok(s.recent
+            .get(player)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|id| s.offers.get(id).cloned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn seeks(
+        &self,
+        variant: Option<arbiter_core::Variant>,
+    ) -> Result<Vec<Offer>, StoreError> {
+        let now = now_ms();
+        let s = self.lock();
+        Ok(s.lobby
+            .iter()
+            .filter(|(x, _)| *x > now)
+            .filter_map(|(_, id)| s.offers.get(id))
+            .filter(|o| variant.is_none_or(|v| o.terms.variant == v))
+            .cloned()
+            .collect())
     }
 }

@@ -6,11 +6,17 @@
 //! join stream), **matching** (a wave committed their pairing and the match is being created),
 //! or neither. A wave runs under a pool lock with a fencing number: only the holder of the
 //! current number can commit, so two replicas never pair one player twice.
+//!
+//! Challenges and seeks ([`crate::offer`]) are kept beside the pools, with the same rules in both
+//! stores: each change of an offer is one atomic step (a Lua script in Redis) at the store's
+//! time, creations are idempotent by the owner's request id, and an offer's records are
+//! forgotten [`OFFER_MEMORY_MS`] after it ends.
 
 pub mod memory;
 pub mod redis;
 
 use crate::found::MatchFound;
+use crate::offer::{Accepting, Created, Ended, NewOffer, Offer, OfferLimits, OfferState};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
 use std::future::Future;
 
@@ -115,7 +121,8 @@ pub struct Found {
 }
 
 /// The operations of a matchmaking store (see the module documentation).
-pub trait PoolStore: Send + Sync + 'static {
+/// (Every store keeps challenges and seeks too: [`OfferStore`].)
+pub trait PoolStore: OfferStore + Send + Sync + 'static {
     /// The store's time, Unix ms (Redis `TIME`; this process's clock in process).
     fn now(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
@@ -259,6 +266,87 @@ pub trait PoolStore: Send + Sync + 'static {
 
     /// Checks that the store can be reached.
     fn probe(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// How long an offer is remembered after it ended or expired (and a creation's request id with
+/// it): an hour.
+pub const OFFER_MEMORY_MS: u64 = 3_600_000;
+/// How many recent challenges are kept per player for their watch streams.
+pub const RECENT_CHALLENGES: usize = 200;
+/// An accept whose match is still not recorded after this long (its replica died) may be
+/// taken over by another accept.
+pub const ACCEPT_STALE_MS: u64 = 60_000;
+
+/// The operations on challenges and seeks (see [`crate::offer`]); every one atomic.
+pub trait OfferStore: Send + Sync + 'static {
+    /// Files `offer` unless its owner used its request id before (then: that offer, or
+    /// [`Created::Conflict`] when the terms or the challenged player differ), or a bound of
+    /// `limits` is reached (open offers past their expiry do not count).
+    fn create_offer(
+        &self,
+        offer: &NewOffer,
+        limits: OfferLimits,
+    ) -> impl Future<Output = Result<Created, StoreError>> + Send;
+
+    /// The offer `id`, as stored.
+    fn offer(&self, id: &str) -> impl Future<Output = Result<Option<Offer>, StoreError>> + Send;
+
+    /// Turns an open, unexpired offer accepting by `acceptor` under `request` (an accepting
+    /// offer older than `stale_ms` too: its accept was lost). The same acceptor and request
+    /// again: [`Accepting::Again`].
+    fn begin_accept(
+        &self,
+        id: &str,
+        acceptor: &str,
+        request: &str,
+        stale_ms: u64,
+    ) -> impl Future<Output = Result<Accepting, StoreError>> + Send;
+
+    /// The accept `request` created its match: the offer turns accepted with the match id, its
+    /// players get `found` and the match is filed to be followed (as a pool pairing's,
+    /// [`PoolStore::matched`]). Returns the offer as it then stands and whether this call
+    /// recorded it (false: recorded before, or another accept took the offer over).
+    fn finish_accept(
+        &self,
+        id: &str,
+        request: &str,
+        found: &[Found],
+        follow: &Follow,
+    ) -> impl Future<Output = Result<Option<(Offer, bool)>, StoreError>> + Send;
+
+    /// The accept `request`'s match could not be created: the offer is open again (if still
+    /// accepting under `request`). False when nothing changed.
+    fn release_accept(
+        &self,
+        id: &str,
+        request: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Ends an open offer as `state` (declined or cancelled) by `player`, who must be its owner
+    /// (`by_owner`) or its challenged player; `reason` is a decline's code. Ending it the same
+    /// way again answers [`Ended::Done`].
+    fn end_offer(
+        &self,
+        id: &str,
+        player: &str,
+        by_owner: bool,
+        state: OfferState,
+        reason: u8,
+    ) -> impl Future<Output = Result<Ended, StoreError>> + Send;
+
+    /// `player`'s recent challenges, made and received (at most [`RECENT_CHALLENGES`]), oldest
+    /// first.
+    fn challenges_of(
+        &self,
+        player: &str,
+    ) -> impl Future<Output = Result<Vec<Offer>, StoreError>> + Send;
+
+    /// The lobby's open seeks (of `variant` only, when given), soonest to expire first (ties
+    /// by id).
+    fn seeks(
+        &self,
+        variant: Option<arbiter_core::Variant>,
+    ) -> impl Future<Output = Result<Vec<Offer>, StoreError>> + Send;
 }
 
 /// The mean wait kept per pool moves this fraction (1/8) towards each new pairing's wait.

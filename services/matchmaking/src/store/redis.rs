@@ -13,10 +13,20 @@
 //! - `mm:follow` (matches followed for their outcome, by lease end) and `mm:follow:d`;
 //!   `mm:rated:<match>`: a match whose ratings were applied (kept 30 days).
 //!
+//! - challenges and seeks: `mm:of:<id>`, `mm:ofq:…`, `mm:ofo:…`, `mm:ofi:<player>`,
+//!   `mm:ofr:<player>`, `mm:seeks`, `mm:seeks:<variant>` (`lua/offers.lua` describes them).
+//!
 //! Every replica hears [`EVENTS`]: `p<player>` (news for a player) and `w<pool>` (a wave ran).
 
-use super::{Applied, Found, Joined, Place, PoolStore, RatingWrite, Standing, StoreError};
+use super::{
+    Applied, Found, Joined, OFFER_MEMORY_MS, OfferStore, Place, PoolStore, RECENT_CHALLENGES,
+    RatingWrite, Standing, StoreError,
+};
 use crate::found::{pack, unpack};
+use crate::offer::{
+    Accepting, Created, DeclineReason, Ended, NewOffer, Offer, OfferKind, OfferLimits, OfferState,
+    Terms,
+};
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
 use arbiter_kit::retry::{Backoff, RetryPolicy};
 use arbiter_redis_conn::Connection;
@@ -115,7 +125,77 @@ const APPLY: &str = include_str!("lua/apply.lua");
 /// The arguments of [`APPLY`], by name.
 static APPLY_ARGS: Schema = Schema::with_rest(&[("match_id", 1), ("ttl", 1)], "writes");
 
+/// The helpers of the offer scripts (`lua/offers.lua`).
+const OFFERS: &str = include_str!("lua/offers.lua");
+
+/// The `OFFER_CREATE` script (`lua/offer-create.lua`; its header lists its arguments).
+const OFFER_CREATE: &str = include_str!("lua/offer-create.lua");
+/// The arguments of [`OFFER_CREATE`], by name.
+static OFFER_CREATE_ARGS: Schema = Schema::new(&[
+    ("kind", 1),
+    ("id", 1),
+    ("owner", 1),
+    ("target", 1),
+    ("variant", 1),
+    ("terms", 1),
+    ("rating", 1),
+    ("request", 1),
+    ("fingerprint", 1),
+    ("lifetime", 1),
+    ("memory", 1),
+    ("max_owner", 1),
+    ("max_target", 1),
+    ("max_total", 1),
+    ("recent", 1),
+]);
+
+/// The `OFFER_ACCEPT` script (`lua/offer-accept.lua`; its header lists its arguments).
+const OFFER_ACCEPT: &str = include_str!("lua/offer-accept.lua");
+/// The arguments of [`OFFER_ACCEPT`], by name.
+static OFFER_ACCEPT_ARGS: Schema = Schema::new(&[
+    ("id", 1),
+    ("acceptor", 1),
+    ("request", 1),
+    ("stale", 1),
+    ("memory", 1),
+]);
+
+/// The `OFFER_FINISH` script (`lua/offer-finish.lua`; its header lists its arguments).
+const OFFER_FINISH: &str = include_str!("lua/offer-finish.lua");
+/// The arguments of [`OFFER_FINISH`], by name.
+static OFFER_FINISH_ARGS: Schema = Schema::new(&[
+    ("id", 1),
+    ("request", 1),
+    ("match_id", 1),
+    ("follow", 1),
+    ("found_ttl", 1),
+    ("found", 1),
+    ("memory", 1),
+]);
+
+/// The `OFFER_RELEASE` script (`lua/offer-release.lua`; its header lists its arguments).
+const OFFER_RELEASE: &str = include_str!("lua/offer-release.lua");
+/// The arguments of [`OFFER_RELEASE`], by name.
+static OFFER_RELEASE_ARGS: Schema = Schema::new(&[("id", 1), ("request", 1)]);
+
+/// The `OFFER_END` script (`lua/offer-end.lua`; its header lists its arguments).
+const OFFER_END: &str = include_str!("lua/offer-end.lua");
+/// The arguments of [`OFFER_END`], by name.
+static OFFER_END_ARGS: Schema = Schema::new(&[
+    ("id", 1),
+    ("player", 1),
+    ("by", 1),
+    ("state", 1),
+    ("reason", 1),
+    ("memory", 1),
+]);
+
 struct Scripts {
+    offer_create: Script,
+    offer_accept: Script,
+    offer_finish: Script,
+    offer_release: Script,
+    offer_end: Script,
     join: Script,
     place: Script,
     leave: Script,
@@ -134,6 +214,68 @@ struct Scripts {
 /// arguments of `schema`, and `body`.
 fn script(schema: &Schema, body: &str) -> Script {
     Script::new(&format!("{BASICS}{PRELUDE}{}{body}", schema.prologue()))
+}
+
+/// An offer script: the basics, the prelude, the offer helpers, the argument names, `body`.
+fn offer_script(schema: &Schema, body: &str) -> Script {
+    Script::new(&format!(
+        "{BASICS}{PRELUDE}{OFFERS}{}{body}",
+        schema.prologue()
+    ))
+}
+
+/// Reads offer `id` from its hash's fields and values.
+fn offer_of(id: &str, fields: &[String]) -> Result<Offer, StoreError> {
+    let map: std::collections::HashMap<&str, &str> = fields
+        .chunks_exact(2)
+        .map(|c| (c[0].as_str(), c[1].as_str()))
+        .collect();
+    let bad = || corrupt(&format!("offer {id:?}"));
+    let get = |f: &str| map.get(f).copied().ok_or_else(bad);
+    let opt = |f: &str| {
+        map.get(f)
+            .copied()
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let kind = match get("k")? {
+        "ch" => OfferKind::Challenge,
+        "sk" => OfferKind::Seek,
+        _ => return Err(bad()),
+    };
+    let time = |f: &str| get(f).and_then(|v| score(v).ok_or_else(bad));
+    Ok(Offer {
+        kind,
+        // The hash names its own id (an existing offer answered for a new creation's id).
+        id: map.get("i").copied().unwrap_or(id).to_owned(),
+        owner: get("o")?.to_owned(),
+        target: opt("t"),
+        terms: Terms::decode(get("r")?).ok_or_else(bad)?,
+        rating: get("g")?.parse().map_err(|_| bad())?,
+        state: OfferState::from_name(get("s")?).ok_or_else(bad)?,
+        reason: opt("d")
+            .and_then(|d| d.parse().ok())
+            .and_then(DeclineReason::from_code),
+        acceptor: opt("a"),
+        accept_request: opt("q"),
+        match_id: opt("m"),
+        created_at: time("c")?,
+        expires_at: time("x")?,
+        updated_at: time("u")?,
+    })
+}
+
+/// A script's answer: its status, and the offer that follows it (if any).
+fn status_and_offer(id: &str, r: &[String]) -> Result<(String, Option<Offer>), StoreError> {
+    let (status, fields) = r
+        .split_first()
+        .ok_or_else(|| corrupt("an offer script answered nothing"))?;
+    let offer = if fields.is_empty() {
+        None
+    } else {
+        Some(offer_of(id, fields)?)
+    };
+    Ok((status.clone(), offer))
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {
@@ -188,6 +330,11 @@ impl RedisStore {
     pub fn open(config: &RedisConfig) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
         let scripts = Scripts {
+            offer_create: offer_script(&OFFER_CREATE_ARGS, OFFER_CREATE),
+            offer_accept: offer_script(&OFFER_ACCEPT_ARGS, OFFER_ACCEPT),
+            offer_finish: offer_script(&OFFER_FINISH_ARGS, OFFER_FINISH),
+            offer_release: offer_script(&OFFER_RELEASE_ARGS, OFFER_RELEASE),
+            offer_end: offer_script(&OFFER_END_ARGS, OFFER_END),
             join: script(&JOIN_ARGS, JOIN),
             place: script(&PLACE_ARGS, PLACE),
             leave: script(&LEAVE_ARGS, LEAVE),
@@ -214,6 +361,11 @@ impl RedisStore {
             scripts.claim_follows.clone(),
             scripts.renew_follows.clone(),
             scripts.apply.clone(),
+            scripts.offer_create.clone(),
+            scripts.offer_accept.clone(),
+            scripts.offer_finish.clone(),
+            scripts.offer_release.clone(),
+            scripts.offer_end.clone(),
         ];
         Ok(RedisStore {
             conn: connect_in_background(client, "matchmaking store", all),
@@ -675,6 +827,194 @@ impl PoolStore for RedisStore {
             .await
             .map(|_| ())
             .map_err(unavailable)
+    }
+}
+
+impl RedisStore {
+    /// The offers `ids` (those still remembered), read in one round trip.
+    async fn offers(&self, ids: &[String]) -> Result<Vec<Offer>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn()?;
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HGETALL").arg(format!("mm:of:{id}"));
+        }
+        let all: Vec<Vec<String>> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
+        ids.iter()
+            .zip(all)
+            .filter(|(_, fields)| !fields.is_empty())
+            .map(|(id, fields)| offer_of(id, &fields))
+            .collect()
+    }
+}
+
+impl OfferStore for RedisStore {
+    async fn create_offer(
+        &self,
+        offer: &NewOffer,
+        limits: OfferLimits,
+    ) -> Result<Created, StoreError> {
+        let mut args = OFFER_CREATE_ARGS.args();
+        args.set("kind", offer.kind.tag())
+            .set("id", &offer.id)
+            .set("owner", &offer.owner)
+            .set("target", offer.target.as_deref().unwrap_or(""))
+            .set("variant", offer.terms.variant.name())
+            .set("terms", offer.terms.encode())
+            .set("rating", offer.rating)
+            .set("request", &offer.request_id)
+            .set("fingerprint", offer.fingerprint())
+            .set("lifetime", offer.lifetime_ms)
+            .set("memory", OFFER_MEMORY_MS)
+            .set("max_owner", limits.per_owner)
+            .set("max_target", limits.per_target)
+            .set("max_total", limits.total)
+            .set("recent", RECENT_CHALLENGES);
+        let r: Vec<String> = self.run(&self.scripts.offer_create, args).await?;
+        let (status, filed) = status_and_offer(&offer.id, &r)?;
+        let filed = || filed.ok_or_else(|| corrupt("create answered no offer"));
+        Ok(match status.as_str() {
+            "new" => Created::New(filed()?),
+            "existing" => Created::Existing(filed()?),
+            "conflict" => Created::Conflict,
+            "owner" => Created::OwnerFull,
+            "target" => Created::TargetFull,
+            "lobby" => Created::LobbyFull,
+            other => return Err(corrupt(&format!("create answered {other:?}"))),
+        })
+    }
+
+    async fn offer(&self, id: &str) -> Result<Option<Offer>, StoreError> {
+        Ok(self.offers(&[id.to_owned()]).await?.pop())
+    }
+
+    async fn begin_accept(
+        &self,
+        id: &str,
+        acceptor: &str,
+        request: &str,
+        stale_ms: u64,
+    ) -> Result<Accepting, StoreError> {
+        let mut args = OFFER_ACCEPT_ARGS.args();
+        args.set("id", id)
+            .set("acceptor", acceptor)
+            .set("request", request)
+            .set("stale", stale_ms)
+            .set("memory", OFFER_MEMORY_MS);
+        let r: Vec<String> = self.run(&self.scripts.offer_accept, args).await?;
+        let (status, offer) = status_and_offer(id, &r)?;
+        let offer = || offer.ok_or_else(|| corrupt("accept answered no offer"));
+        Ok(match status.as_str() {
+            "started" => Accepting::Started(offer()?),
+            "again" => Accepting::Again(offer()?),
+            "notopen" => Accepting::NotOpen(offer()?),
+            "missing" => Accepting::Missing,
+            other => return Err(corrupt(&format!("accept answered {other:?}"))),
+        })
+    }
+
+    async fn finish_accept(
+        &self,
+        id: &str,
+        request: &str,
+        found: &[Found],
+        follow: &Follow,
+    ) -> Result<Option<(Offer, bool)>, StoreError> {
+        let found: Vec<String> = found
+            .iter()
+            .flat_map(|f| [f.player.clone(), f.match_id.clone(), f.found.encode()])
+            .collect();
+        let mut args = OFFER_FINISH_ARGS.args();
+        args.set("id", id)
+            .set("request", request)
+            .set("match_id", &follow.match_id)
+            .set("follow", follow.encode())
+            .set("found_ttl", FOUND_TTL_MS)
+            .set("found", pack(&found))
+            .set("memory", OFFER_MEMORY_MS);
+        let r: Vec<String> = self.run(&self.scripts.offer_finish, args).await?;
+        let (status, offer) = status_and_offer(id, &r)?;
+        Ok(match (status.as_str(), offer) {
+            ("done", Some(o)) => Some((o, true)),
+            ("other", Some(o)) => Some((o, false)),
+            ("missing", _) => None,
+            (other, _) => return Err(corrupt(&format!("finish answered {other:?}"))),
+        })
+    }
+
+    async fn release_accept(&self, id: &str, request: &str) -> Result<bool, StoreError> {
+        let mut args = OFFER_RELEASE_ARGS.args();
+        args.set("id", id).set("request", request);
+        let r: i64 = self.run(&self.scripts.offer_release, args).await?;
+        Ok(r == 1)
+    }
+
+    async fn end_offer(
+        &self,
+        id: &str,
+        player: &str,
+        by_owner: bool,
+        state: OfferState,
+        reason: u8,
+    ) -> Result<Ended, StoreError> {
+        let mut args = OFFER_END_ARGS.args();
+        args.set("id", id)
+            .set("player", player)
+            .set("by", if by_owner { "o" } else { "t" })
+            .set("state", state.name())
+            .set("reason", reason)
+            .set("memory", OFFER_MEMORY_MS);
+        let r: Vec<String> = self.run(&self.scripts.offer_end, args).await?;
+        let (status, offer) = status_and_offer(id, &r)?;
+        let offer = || offer.ok_or_else(|| corrupt("end answered no offer"));
+        Ok(match status.as_str() {
+            "done" => Ended::Done(offer()?),
+            "notyours" => Ended::NotYours(offer()?),
+            "notopen" => Ended::NotOpen(offer()?),
+            "missing" => Ended::Missing,
+            other => return Err(corrupt(&format!("end answered {other:?}"))),
+        })
+    }
+
+    async fn challenges_of(&self, player: &str) -> Result<Vec<Offer>, StoreError> {
+        let mut conn = self.conn()?;
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(format!("mm:ofr:{player}"))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        self.offers(&ids).await
+    }
+
+    async fn seeks(
+        &self,
+        variant: Option<arbiter_core::Variant>,
+    ) -> Result<Vec<Offer>, StoreError> {
+        let now = self.now().await?;
+        let key = match variant {
+            Some(v) => format!("mm:seeks:{}", v.name()),
+            None => "mm:seeks".to_owned(),
+        };
+        let mut conn = self.conn()?;
+        let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&key)
+            .arg(format!("({now}"))
+            .arg("+inf")
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        let mut seeks: Vec<Offer> = self
+            .offers(&ids)
+            .await?
+            .into_iter()
+            .filter(|o| o.state == OfferState::Open && o.expires_at > now)
+            .collect();
+        seeks.sort_by(|a, b| (a.expires_at, &a.id).cmp(&(b.expires_at, &b.id)));
+        Ok(seeks)
     }
 }
 

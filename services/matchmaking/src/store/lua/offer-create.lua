@@ -1,0 +1,50 @@
+-- OFFER_CREATE (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_CREATE_ARGS`)
+-- KEYS: none: the keys are named from the arguments (see OFFERS).
+-- A: kind (`ch` or `sk`), id (a fresh id), owner, target (challenges: the challenged player),
+-- variant (its name), terms (the stored terms), rating, request (the creation's request id),
+-- fingerprint, lifetime (ms open), memory (ms remembered after), max_owner, max_target,
+-- max_total (the bounds), recent (challenges kept per player).
+-- Returns `new`, `existing`, `conflict`, `owner`, `target` or `lobby`, then the offer's fields.
+local now = tnow()
+local qk = 'mm:ofq:' .. pack({A.owner, A.kind, A.request})
+local prior = redis.call('HGET', qk, 'f')
+if prior then
+  local id = redis.call('HGET', qk, 'i')
+  if prior ~= A.fingerprint or redis.call('EXISTS', ofkey(id)) == 0 then return {'conflict'} end
+  return reply('existing', id)
+end
+local ok = 'mm:ofo:' .. A.kind .. ':' .. A.owner
+prune(ok, now)
+if redis.call('ZCARD', ok) >= tonumber(A.max_owner) then return {'owner'} end
+if A.kind == 'ch' then
+  local ik = 'mm:ofi:' .. A.target
+  prune(ik, now)
+  if redis.call('ZCARD', ik) >= tonumber(A.max_target) then return {'target'} end
+else
+  prune('mm:seeks', now)
+  prune('mm:seeks:' .. A.variant, now)
+  if redis.call('ZCARD', 'mm:seeks') >= tonumber(A.max_total) then return {'lobby'} end
+end
+local x = now + tonumber(A.lifetime)
+local ttl = x - now + tonumber(A.memory)
+local key = ofkey(A.id)
+redis.call('HSET', key, 'i', A.id, 'k', A.kind, 'r', A.terms, 'o', A.owner, 't', A.target, 'v', A.variant,
+  'g', A.rating, 's', 'open', 'c', fmt(now), 'x', fmt(x), 'u', fmt(now))
+redis.call('PEXPIRE', key, fmt(ttl))
+redis.call('HSET', qk, 'f', A.fingerprint, 'i', A.id)
+redis.call('PEXPIRE', qk, fmt(ttl))
+relist(A.id)
+if A.kind == 'ch' then
+  for _, p in ipairs({A.owner, A.target}) do
+    local rk = 'mm:ofr:' .. p
+    redis.call('ZADD', rk, fmt(now), A.id)
+    local n = redis.call('ZCARD', rk)
+    if n > tonumber(A.recent) then
+      for _, old in ipairs(redis.call('ZRANGE', rk, 0, n - tonumber(A.recent) - 1)) do
+        redis.call('ZREM', rk, old)
+      end
+    end
+    redis.call('PEXPIRE', rk, fmt(ttl))
+  end
+end
+return reply('new', A.id)
