@@ -3,8 +3,8 @@
 //! `arbiter-kit`'s one map.
 
 use crate::domain::{
-    BoardStatus, ChatReader, Creation, Matches, MoveRequest, PlayedMove, SeatChannel, SeatRef,
-    board_status, seats_of,
+    BoardStatus, ChatReader, Creation, ListFilter, Matches, MoveRequest, PlayedMove, SeatChannel,
+    SeatRef, board_status, seats_of,
 };
 use crate::error::MatchError;
 use crate::record::{ChatChannel, ChatEntry, ChatMessage, Record, StoredEvent};
@@ -738,6 +738,46 @@ impl MatchService for MatchGrpc {
             spectator_chat_entry,
         )?;
         Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn list_matches(
+        &self,
+        request: Request<pb::ListMatchesRequest>,
+    ) -> Reply<pb::ListMatchesResponse> {
+        let r = request.into_inner();
+        let filter = ListFilter {
+            variant: match r.variant {
+                0 => None,
+                value => Some(variant(value, "variant").map_err(Status::from)?),
+            },
+            finished: match pb::MatchStateFilter::try_from(r.state) {
+                Ok(pb::MatchStateFilter::Unspecified) => None,
+                Ok(pb::MatchStateFilter::Live) => Some(false),
+                Ok(pb::MatchStateFilter::Finished) => Some(true),
+                Err(_) => {
+                    return Err(fail(MatchError::invalid(
+                        "state",
+                        format!("unknown state filter {}", r.state),
+                    )));
+                }
+            },
+        };
+        let page = self
+            .inner
+            .list(&r.player_id, filter, r.page_size, &r.page_token)
+            .await
+            .map_err(fail)?;
+        let mut matches = Vec::with_capacity(page.matches.len());
+        for (created_ms, record) in &page.matches {
+            matches.push(pb::MatchListing {
+                state: Some(self.state(record).await?),
+                created_ms: *created_ms,
+            });
+        }
+        reply(Ok::<_, ApiError>(pb::ListMatchesResponse {
+            matches,
+            next_page_token: page.next_page_token,
+        }))
     }
 
     async fn export_match(

@@ -18,7 +18,7 @@
 //! One module per RPC, each an `impl` block of [`Matches`]: `create` (CreateMatch),
 //! `make_move` (MakeMove: plan on a snapshot, commit, answer retries),
 //! `resign`, `abort` (AbortMatch), `offer_draw`, `decline_draw`, `claim_draw`, `export`
-//! (ExportMatch: PGN or BPGN from the events), `chat` (PostChat, PostSpectatorChat,
+//! (ExportMatch: PGN or BPGN from the events), `listing` (ListMatches), `chat` (PostChat, PostSpectatorChat,
 //! DeleteChatMessage, and reading a channel for WatchChat and WatchSpectatorChat),
 //! `clocks` (PauseClocks, ResumeClocks, AddTime), and `flag` (ending a
 //! match on time, the step of the flag worker). GetMatch and WatchMatch read through
@@ -36,6 +36,7 @@ mod create;
 mod decline_draw;
 mod export;
 mod flag;
+mod listing;
 mod make_move;
 mod offer_draw;
 mod resign;
@@ -49,6 +50,7 @@ pub use checks::{
 pub use clocks::MAX_EVENTS_FOR_CLOCK_ACTIONS;
 pub use create::{Created, Creation};
 pub use export::Exported;
+pub use listing::{DEFAULT_PAGE_SIZE, ListFilter, MAX_PAGE_SIZE, MatchPage};
 pub use make_move::{MoveAnswer, MoveRequest, PlayedMove};
 pub use status::{BoardStatus, board_status};
 

@@ -4,8 +4,9 @@
 
 use super::{
     CHAT_BURST, CHAT_WINDOW_MS, ChangeResult, ChatPost, ChatResult, ClockCommit, CreateResult,
-    DeclineCommit, EndCommit, HistoryUpdate, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT, MatchStore,
-    MoveCommit, MoveResult, OfferCommit, Retention, StoreError, Timing,
+    DeclineCommit, EndCommit, HistoryUpdate, IndexPlace, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT,
+    MAX_PLAYER_MATCHES, MatchStore, MoveCommit, MoveResult, OfferCommit, Retention, StoreError,
+    Timing,
 };
 use crate::record::{
     ChatEntry, ChatMessage, Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId,
@@ -46,6 +47,8 @@ struct Stored {
     chat_scopes: HashMap<String, (u64, VecDeque<u64>)>,
     /// Chat request ids (field → message number, fingerprint).
     chat_requests: HashMap<String, (u64, String)>,
+    /// When it was created (Unix ms, this process's clock).
+    created: u64,
 }
 
 /// The message stored as line `id` of `chat`.
@@ -334,6 +337,7 @@ impl MatchStore for MemoryStore {
                 chat: Vec::new(),
                 chat_scopes: HashMap::new(),
                 chat_requests: HashMap::new(),
+                created: process_now(),
             },
         );
         Ok(CreateResult::Created(stored))
@@ -526,6 +530,27 @@ impl MatchStore for MemoryStore {
             Ok(ChatResult::Done(msg))
         })
         .unwrap_or(Ok(ChatResult::Missing))
+    }
+
+    /// Scans the live matches (at most the store's maximum): no index to keep in step.
+    async fn player_matches(
+        &self,
+        player: &str,
+        before: Option<&IndexPlace>,
+        max: usize,
+    ) -> Result<Vec<IndexPlace>, StoreError> {
+        let all = self.matches.lock().expect("not poisoned");
+        let now = Instant::now();
+        let mut places: Vec<IndexPlace> = all
+            .by_id
+            .iter()
+            .filter(|(_, m)| m.expires > now && m.record.players.iter().any(|p| p == player))
+            .map(|(id, m)| (m.created, id.clone()))
+            .filter(|place| before.is_none_or(|b| place < b))
+            .collect();
+        places.sort_unstable_by(|a, b| b.cmp(a));
+        places.truncate(max.min(MAX_PLAYER_MATCHES));
+        Ok(places)
     }
 
     async fn chat(

@@ -306,6 +306,15 @@ pub const CHAT_BURST: usize = 5;
 /// The window of the chat rate limit, in ms.
 pub const CHAT_WINDOW_MS: u64 = 10_000;
 
+/// Most matches a player's index keeps (the newest); older entries are dropped.
+pub const MAX_PLAYER_MATCHES: usize = 1_000;
+/// How long a player's index is kept after their latest match was created (Redis).
+pub const PLAYER_INDEX_TTL: Duration = Duration::from_secs(30 * 24 * 3_600);
+
+/// A place in a player's index: when the match was created (Unix ms) and its id. Listing goes
+/// from the newest; a page resumes after the last place it returned.
+pub type IndexPlace = (u64, String);
+
 /// A chat message, as the store appends it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChatPost {
@@ -421,6 +430,16 @@ pub trait MatchStore: Send + Sync + 'static {
         message: u64,
     ) -> impl Future<Output = Result<ChatResult, StoreError>> + Send;
 
+    /// At most `max` places of `player`'s matches, newest first, strictly older than `before`
+    /// (from the newest without it). Places of matches that have expired may be among them
+    /// (their loads answer nothing); each creation adds one for every player of the match.
+    fn player_matches(
+        &self,
+        player: &str,
+        before: Option<&IndexPlace>,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<IndexPlace>, StoreError>> + Send;
+
     /// At most `max` chat entries after number `after`, with their numbers.
     fn chat(
         &self,
@@ -534,6 +553,15 @@ impl MatchStore for AnyStore {
         max: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
         dispatch!(self, s => s.chat(id, after, max).await)
+    }
+
+    async fn player_matches(
+        &self,
+        player: &str,
+        before: Option<&IndexPlace>,
+        max: usize,
+    ) -> Result<Vec<IndexPlace>, StoreError> {
+        dispatch!(self, s => s.player_matches(player, before, max).await)
     }
 
     async fn events(

@@ -14,8 +14,9 @@
 
 use super::{
     CHAT_BURST, CHAT_WINDOW_MS, ChangeResult, ChatPost, ChatResult, ClockCommit, CreateResult,
-    DeclineCommit, EndCommit, HistoryUpdate, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT, MatchStore,
-    MoveCommit, MoveResult, OfferCommit, Retention, StoreError, Timing,
+    DeclineCommit, EndCommit, HistoryUpdate, IndexPlace, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT,
+    MAX_PLAYER_MATCHES, MatchStore, MoveCommit, MoveResult, OfferCommit, PLAYER_INDEX_TTL,
+    Retention, StoreError, Timing,
 };
 use crate::record::{
     ChatEntry, ChatMessage, MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId,
@@ -165,7 +166,16 @@ static CLOCK_ARGS: Schema = Schema::with_rest(
 );
 
 /// The arguments of [`CREATE`], by name.
-static CREATE_ARGS: Schema = Schema::with_rest(&[("kind", 1), ("ttl", 1)], "fields");
+static CREATE_ARGS: Schema = Schema::with_rest(
+    &[
+        ("kind", 1),
+        ("ttl", 1),
+        ("index_ttl", 1),
+        ("index_max", 1),
+        ("players", 1),
+    ],
+    "fields",
+);
 
 /// The arguments of [`PRESS_CHECK`], by name.
 static PRESS_CHECK_ARGS: Schema = Schema::new(&[("plan", 13), ("now", 1)]);
@@ -193,6 +203,8 @@ fn script(schema: Option<&Schema>, body: &str) -> Script {
     let defs = constants(&[
         ("MUTABLE", Constant::List(&MUTABLE_FIELDS)),
         ("WINDOW", Constant::Number(REQUEST_WINDOW as u64)),
+        ("FINISHED", Constant::Text(FINISHED)),
+        ("FINISHED_MAX", Constant::Number(FINISHED_MAX)),
     ]);
     Script::new(&format!(
         "{defs}{}{PRELUDE}{}{body}",
@@ -200,6 +212,13 @@ fn script(schema: Option<&Schema>, body: &str) -> Script {
         schema.map_or_else(String::new, Schema::prologue),
     ))
 }
+
+/// The Redis Stream every finished match is appended to, in the step that ends it, for the
+/// platform to archive (a consumer group reads it; `docs/api/matches.md` lists the fields).
+pub const FINISHED: &str = "arbiter:matches:finished";
+/// About how many entries [`FINISHED`] keeps (`XADD … MAXLEN ~`): the oldest beyond it are
+/// trimmed, consumed or not.
+pub const FINISHED_MAX: u64 = 100_000;
 
 /// The channel every change is announced on (its message: the match id), so that each replica's
 /// watchers wake at once.
@@ -542,6 +561,9 @@ impl MatchStore for RedisStore {
         }
         args.set("kind", if record.is_bughouse() { "bug" } else { "game" })
             .set("ttl", live)
+            .set("index_ttl", millis(PLAYER_INDEX_TTL))
+            .set("index_max", MAX_PLAYER_MATCHES)
+            .set("players", pack(&record.players))
             .rest(fields.into_iter().flat_map(|(k, v)| [k, v]));
         let mut inv = invoke_named(&self.create, &record.id, args)?;
         let (status, stored) = with_record(self.run(&record.id, &mut inv, None).await?)?;
@@ -730,6 +752,39 @@ impl MatchStore for RedisStore {
             .await
             .map_err(unavailable)?;
         chat_result(reply)
+    }
+
+    async fn player_matches(
+        &self,
+        player: &str,
+        before: Option<&IndexPlace>,
+        max: usize,
+    ) -> Result<Vec<IndexPlace>, StoreError> {
+        let key = format!("arbiter:matches:player:{player}");
+        let mut conn = self.conn()?;
+        let max = max.min(MAX_PLAYER_MATCHES);
+        // Matches created in the same millisecond as `before` come first at that score: read a
+        // few more and keep those strictly older.
+        let top = before.map_or_else(|| "+inf".to_owned(), |(at, _)| at.to_string());
+        let raw: Vec<(String, f64)> = redis::cmd("ZREVRANGEBYSCORE")
+            .arg(&key)
+            .arg(top)
+            .arg("-inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(max + 64)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        let mut places: Vec<IndexPlace> = raw
+            .into_iter()
+            .map(|(id, score)| (score as u64, id))
+            .filter(|place| before.is_none_or(|b| place < b))
+            .collect();
+        places.sort_unstable_by(|a, b| b.cmp(a));
+        places.truncate(max);
+        Ok(places)
     }
 
     async fn chat(

@@ -817,6 +817,184 @@ async fn chats(s: &Server) {
     assert_eq!(texts, ["we need a knight", "hello all"]);
 }
 
+async fn list(
+    c: &mut MatchServiceClient<Channel>,
+    player: &str,
+    variant: Variant,
+    state: pb::MatchStateFilter,
+    page_size: u32,
+    page_token: &str,
+) -> Result<pb::ListMatchesResponse, Status> {
+    c.list_matches(pb::ListMatchesRequest {
+        player_id: player.into(),
+        variant: variant as i32,
+        state: state as i32,
+        page_size,
+        page_token: page_token.into(),
+    })
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+fn ids(r: &pb::ListMatchesResponse) -> Vec<String> {
+    r.matches
+        .iter()
+        .map(|m| m.state.as_ref().unwrap().match_id.clone())
+        .collect()
+}
+
+/// A player's matches, newest first, by variant and state, page by page.
+async fn listing(s: &Server) {
+    use pb::MatchStateFilter::{Finished, Live, Unspecified};
+    let mut c = s.client();
+    let mut made = Vec::new();
+    for (variant, players) in [
+        (Variant::Chess, ["lia", "max"]),
+        (Variant::Crazyhouse, ["max", "lia"]),
+        (Variant::Chess, ["lia", "zoe"]),
+    ] {
+        let mut req = creation(variant, "", &[]);
+        req.players = players.iter().map(|p| (*p).to_owned()).collect();
+        made.push(create_from(&mut c, req).await);
+    }
+    resign(&mut c, &made[0], A, BLACK).await.unwrap();
+    let all = list(&mut c, "lia", Variant::Unspecified, Unspecified, 0, "")
+        .await
+        .unwrap();
+    let mut got = ids(&all);
+    got.sort();
+    let mut want: Vec<String> = made.iter().map(|t| t.id.clone()).collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(all.next_page_token.is_empty());
+    let created: Vec<u64> = all.matches.iter().map(|m| m.created_ms).collect();
+    assert!(
+        created.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {created:?}"
+    );
+    let chess = list(&mut c, "lia", Variant::Chess, Unspecified, 0, "")
+        .await
+        .unwrap();
+    assert_eq!(chess.matches.len(), 2);
+    let finished = list(&mut c, "lia", Variant::Unspecified, Finished, 0, "")
+        .await
+        .unwrap();
+    assert_eq!(ids(&finished), [made[0].id.clone()]);
+    let live = list(&mut c, "lia", Variant::Unspecified, Live, 0, "")
+        .await
+        .unwrap();
+    assert_eq!(live.matches.len(), 2);
+    assert_eq!(
+        list(&mut c, "zoe", Variant::Unspecified, Unspecified, 0, "")
+            .await
+            .unwrap()
+            .matches
+            .len(),
+        1
+    );
+    assert!(
+        list(&mut c, "nobody", Variant::Unspecified, Unspecified, 0, "")
+            .await
+            .unwrap()
+            .matches
+            .is_empty()
+    );
+    // One at a time: every match once, then an empty last page.
+    let mut token = String::new();
+    let mut paged = Vec::new();
+    for _ in 0..10 {
+        let page = list(&mut c, "lia", Variant::Unspecified, Unspecified, 1, &token)
+            .await
+            .unwrap();
+        paged.extend(ids(&page));
+        token = page.next_page_token;
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert!(token.is_empty(), "the pages end");
+    assert_eq!(paged, ids(&all));
+    // Hostile requests name the field.
+    for (player, size, token, field_name) in [
+        ("", 0, "", "player_id"),
+        ("lia\n", 0, "", "player_id"),
+        ("lia", 101, "", "page_size"),
+        ("lia", u32::MAX, "", "page_size"),
+        ("lia", 0, "garbage", "page_token"),
+        ("lia", 0, "1.bad id", "page_token"),
+    ] {
+        let e = list(
+            &mut c,
+            player,
+            Variant::Unspecified,
+            Unspecified,
+            size,
+            token,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            (e.code(), field(&e)),
+            (Code::InvalidArgument, field_name.into())
+        );
+    }
+    let long = "x".repeat(200);
+    let e = list(&mut c, &long, Variant::Unspecified, Unspecified, 0, "")
+        .await
+        .unwrap_err();
+    assert_eq!(field(&e), "player_id");
+}
+
+/// The finished-matches stream on Redis: each finished match once, with its moves.
+async fn finished_stream(s: &Server, redis: &arbiter_testkit::Redis) {
+    let mut c = s.client();
+    let mut req = creation(Variant::Chess, "", &[]);
+    req.players = vec!["uma".into(), "vic".into()];
+    let t = create_from(&mut c, req).await;
+    play_all(
+        &mut c,
+        &t,
+        &["e4", "e5", "Qh5", "Nc6", "Bc4", "Nf6", "Qxf7#"],
+    )
+    .await;
+    let t2 = create_from(&mut c, creation(Variant::Bughouse, "", &[])).await;
+    make_move(&mut c, &t2, A, WHITE, "e4", 0).await.unwrap();
+    make_move(&mut c, &t2, B, WHITE, "d4", 0).await.unwrap();
+    resign(&mut c, &t2, A, BLACK).await.unwrap();
+    // A request retried after the end adds nothing.
+    resign(&mut c, &t2, A, BLACK).await.unwrap_err();
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(arbiter_matches::store::redis::FINISHED)
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let of = |id: &str| -> Vec<std::collections::HashMap<String, String>> {
+        entries
+            .iter()
+            .map(|(_, fields)| {
+                fields
+                    .iter()
+                    .cloned()
+                    .collect::<std::collections::HashMap<_, _>>()
+            })
+            .filter(|f| f.get("match_id").map(String::as_str) == Some(id))
+            .collect()
+    };
+    let mate = of(&t.id);
+    assert_eq!(mate.len(), 1, "once");
+    assert_eq!(mate[0]["moves_san"], "e4 e5 Qh5 Nc6 Bc4 Nf6 Qxf7#");
+    assert_eq!(mate[0]["moves_uci"].split(' ').count(), 7);
+    assert!(mate[0]["players"].contains("uma") && mate[0]["players"].contains("vic"));
+    assert!(mate[0]["outcome"].contains("checkmate"), "{:?}", mate[0]);
+    let bug = of(&t2.id);
+    assert_eq!(bug.len(), 1);
+    assert_eq!(bug[0]["moves_san"], "A:e4 B:d4");
+}
+
 async fn site(s: &Server) {
     aborts(s).await;
     declines(s).await;
@@ -824,6 +1002,7 @@ async fn site(s: &Server) {
     bughouse_options(s).await;
     correspondence(s).await;
     chats(s).await;
+    listing(s).await;
 }
 
 #[tokio::test]
@@ -881,6 +1060,7 @@ async fn site_features_on_redis() {
     let redis = arbiter_testkit::redis().await;
     let s = on_redis(redis.secure("arbiter-matches")).await;
     site(&s).await;
+    finished_stream(&s, &redis).await;
     s.stop().await;
 }
 

@@ -22,6 +22,7 @@ local ttl = live(S, A.ttl)
 if A.outcome ~= '' then
   redis.call('HSET', S, 'over', '1', 'outcome', A.outcome .. pack({fmt(now)}))
   redis.call('RPUSH', E, A.end_event)
+  archive(S, E)
   ttl = A.grace
 end
 expire(S, E, D, ttl)

@@ -134,6 +134,7 @@ if A.end_outcome ~= '' then
   ttl = A.grace
 end
 redis.call('RPUSH', E, unpack(events))
+if A.end_outcome ~= '' then archive(S, E) end
 expire(S, E, D, ttl)
 if clock then
   if A.end_outcome ~= '' then

@@ -27,6 +27,7 @@ if redis.call('HGET', S, 'draw:' .. other) == '1' then
   index(S, ID)
   redis.call('HSET', S, 'over', '1', 'outcome', A.agreed .. pack({fmt(now)}))
   redis.call('RPUSH', E, A.end_event)
+  archive(S, E)
   ttl = A.grace
 end
 expire(S, E, D, ttl)

@@ -3,7 +3,8 @@
 --
 -- Helpers every script starts with: `pack` (the packed-list encoding of `crate::record`, for
 -- the events it writes), `pick` (the three keys of the match, bughouse or single board:
--- state, events, done), `expire`, `live` (a live match's lifetime), `state` (a reply with the record: the status, the event
+-- state, events, done), `expire`, `live` (a live match's lifetime), `archive` (a finished
+-- match to the finished stream), `state` (a reply with the record: the status, the event
 -- count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
 -- ID: the match id, from the first key (none for a script without keys).
@@ -28,6 +29,28 @@ end
 local function live(S, ms)
   local keep = tonumber(redis.call('HGET', S, 'keep') or '0')
   return math.max(tonumber(ms), keep)
+end
+-- Appends the match S, just finished (its outcome set), to the stream of finished matches
+-- (FINISHED, trimmed to about FINISHED_MAX entries), for the platform to archive: the fields
+-- fixed at creation, the stored outcome, and the moves in the order played (UCI and SAN,
+-- space-separated; bughouse moves prefixed with their board, `A:e2e4`).
+local function archive(S, E)
+  local f = redis.call('HMGET', S, 'variant', 'rules', 'players', 'tc', 'start', 'outcome')
+  local bug = string.sub(S, 1, 4) == 'bug:'
+  local uci, san = {}, {}
+  for _, line in ipairs(redis.call('LRANGE', E, 0, -1)) do
+    local t = unpk(line)
+    if t[1] == 'M' then
+      local board = ''
+      if bug then board = t[2] .. ':' end
+      uci[#uci + 1] = board .. t[5]
+      san[#san + 1] = board .. t[6]
+    end
+  end
+  redis.call('XADD', FINISHED, 'MAXLEN', '~', FINISHED_MAX, '*',
+    'match_id', ID, 'variant', f[1] or '', 'rules', f[2] or '', 'players', f[3] or '',
+    'time_control', f[4] or '', 'start', f[5] or '', 'outcome', f[6] or '',
+    'moves_uci', table.concat(uci, ' '), 'moves_san', table.concat(san, ' '))
 end
 local function announce()
   redis.call('PUBLISH', 'arbiter:matches:changes', string.match(KEYS[1], '{(.*)}'))
