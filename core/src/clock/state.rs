@@ -660,6 +660,61 @@ impl Clock {
         Ok(())
     }
 
+    /// A takeback at `now`: the moves of `undone` (one or two, the latest first) are taken
+    /// back, and `to_move`'s turn begins now. The running turn is charged its time so far (as
+    /// [`Clock::stop`] would), times already used stay used, and the move counts go back. With
+    /// `opening_window_ms` (a game whose first moves are untimed) and fewer than two plies left,
+    /// the first moves are untimed again, each within the window. Refused paused, not started,
+    /// over, or at or after the running side's deadline (the game is then lost on time).
+    ///
+    /// Meant for a single stage without a move count: a stage already completed is not given
+    /// back.
+    pub fn take_back(
+        &mut self,
+        undone: &[Color],
+        to_move: Color,
+        plies_after: u32,
+        opening_window_ms: Option<u64>,
+        now: u64,
+    ) -> Result<(), ClockError> {
+        match self.phase {
+            Phase::Idle => return Err(ClockError::NotStarted),
+            Phase::Paused { .. } => return Err(ClockError::Paused),
+            _ if self.is_over() => return Err(ClockError::Over),
+            _ => {}
+        }
+        if let Some(d) = self.deadline()
+            && now >= d.at
+        {
+            return Err(ClockError::OutOfTime(d));
+        }
+        if let Phase::Running { turn, since } = self.phase {
+            let used = now
+                .saturating_sub(since)
+                .saturating_sub(self.bonus(turn).simple_delay_ms());
+            let side = &mut self.sides[turn.index()];
+            side.remaining_ms = side.remaining_ms.saturating_sub(used);
+        }
+        for &c in undone {
+            let side = &mut self.sides[c.index()];
+            side.moves = side.moves.saturating_sub(1);
+            side.stage_moves = side.stage_moves.saturating_sub(1);
+        }
+        self.phase = match opening_window_ms {
+            Some(window_ms) if plies_after < 2 => Phase::Opening {
+                turn: to_move,
+                since: now,
+                window_ms,
+                other_moved: plies_after == 1,
+            },
+            _ => Phase::Running {
+                turn: to_move,
+                since: now,
+            },
+        };
+        Ok(())
+    }
+
     /// Remaining times as of `now`, for display.
     pub fn snapshot(&self, now: u64) -> Snapshot {
         let mut remaining = [self.sides[0].remaining_ms, self.sides[1].remaining_ms];

@@ -588,3 +588,50 @@ fn correspondence_gives_the_whole_allowance_for_every_move() {
     assert_eq!((d.color, d.at), (White, late + c.limit_ms(White)));
     assert!(c.limit_ms(White) >= 3 * DAY && c.limit_ms(White) <= 3 * DAY + MAX_GRACE_MS);
 }
+
+#[test]
+fn a_takeback_charges_the_running_turn_and_hands_the_turn_back() {
+    let mut c = Clock::new(tc("5+0"));
+    c.start_after_first_moves(White, 0, 30_000).unwrap();
+    c.press(White, 1_000, 0).unwrap();
+    c.press(Black, 2_000, 0).unwrap();
+    c.press(White, 12_000, 0).unwrap(); // White used 10 s.
+    assert_eq!(c.side(White).remaining_ms, 290_000);
+    // Black thinks 4 s, then White's last move is taken back: Black is charged, White moves.
+    c.take_back(&[White], White, 2, Some(30_000), 16_000)
+        .unwrap();
+    assert_eq!(c.side(Black).remaining_ms, 296_000);
+    assert_eq!(c.side(White).moves, 1);
+    assert_eq!(
+        c.phase(),
+        Phase::Running {
+            turn: White,
+            since: 16_000
+        }
+    );
+    // Back to before both first moves: untimed again, within the window.
+    c.take_back(&[Black, White], White, 0, Some(30_000), 17_000)
+        .unwrap();
+    assert!(matches!(
+        c.phase(),
+        Phase::Opening {
+            turn: White,
+            since: 17_000,
+            other_moved: false,
+            ..
+        }
+    ));
+    assert_eq!((c.side(White).moves, c.side(Black).moves), (0, 0));
+    // Refused once the running side's flag has fallen, and when paused.
+    let mut c = running("1+0");
+    let e = c
+        .take_back(&[Black], Black, 3, None, 60_000 + MAX_GRACE_MS)
+        .unwrap_err();
+    assert!(matches!(e, ClockError::OutOfTime(_)), "{e:?}");
+    let mut c = running("1+0");
+    c.pause(1_000).unwrap();
+    assert_eq!(
+        c.take_back(&[Black], Black, 3, None, 2_000),
+        Err(ClockError::Paused)
+    );
+}

@@ -28,6 +28,13 @@ pub const NOT_ABORTABLE: &str = "NOT_ABORTABLE";
 /// bughouse match created with `illegal_move=loses`: the match is over, lost by the mover's
 /// team (the one refusal that changes the match).
 pub const ILLEGAL_MOVE_LOST: &str = "ILLEGAL_MOVE_LOST";
+/// `FAILED_PRECONDITION` reason: the match was created without takebacks.
+pub const TAKEBACKS_OFF: &str = "TAKEBACKS_OFF";
+/// `FAILED_PRECONDITION` reason: no takeback proposal of the other side stands (none was made,
+/// it lapsed with a move, or it was answered).
+pub const NO_TAKEBACK: &str = "NO_TAKEBACK";
+/// `FAILED_PRECONDITION` reason: the proposing side has no move on the board to take back.
+pub const NOTHING_TO_TAKE_BACK: &str = "NOTHING_TO_TAKE_BACK";
 /// `FAILED_PRECONDITION` reason: the other side has no standing draw offer to decline.
 pub const NO_DRAW_OFFER: &str = "NO_DRAW_OFFER";
 

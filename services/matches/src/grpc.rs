@@ -330,6 +330,10 @@ fn state_to(record: &Record, status: &[BoardStatus], now: u64) -> pb::MatchState
             .as_ref()
             .map_or_else(String::new, |c| c.speed().name().to_owned()),
         ended_at_ms: record.ended_at.unwrap_or(0),
+        takebacks: record.takebacks,
+        takeback_offer: record
+            .standing_takeback()
+            .map_or(pb::Side::Unspecified as i32, side_to),
     }
 }
 
@@ -380,6 +384,17 @@ fn event_to(seq: u64, e: &StoredEvent, bughouse: bool) -> pb::WatchMatchResponse
         }),
         StoredEvent::DrawOffer(side) => Event::DrawOffer(side_to(*side)),
         StoredEvent::DrawDeclined(side) => Event::DrawDeclined(side_to(*side)),
+        StoredEvent::TakebackOffer(side) => Event::TakebackOffer(side_to(*side)),
+        StoredEvent::TakebackDeclined(side) => Event::TakebackDeclined(side_to(*side)),
+        StoredEvent::Takeback {
+            board,
+            ply,
+            position,
+        } => Event::Takeback(pb::Takeback {
+            board: board_to(*board),
+            ply: *ply,
+            position: position.clone(),
+        }),
         StoredEvent::End(o) => Event::End(outcome_to(o, bughouse)),
         StoredEvent::Clock {
             board,
@@ -475,6 +490,7 @@ impl MatchService for MatchGrpc {
                 rules: rule_options(&r.rules),
                 players: r.players,
                 time_control: r.time_control,
+                takebacks: r.takebacks,
             })
             .await
             .map_err(fail)?;
@@ -583,6 +599,55 @@ impl MatchService for MatchGrpc {
             .map_err(fail)?;
         let state = self.state(&done.record).await?;
         reply(Ok::<_, ApiError>(pb::OfferDrawResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn propose_takeback(
+        &self,
+        request: Request<pb::ProposeTakebackRequest>,
+    ) -> Reply<pb::ProposeTakebackResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let done = self
+            .inner
+            .propose_takeback(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                request_id(&r.request_id),
+            )
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::ProposeTakebackResponse {
+            state: Some(state),
+            duplicate: done.duplicate,
+        }))
+    }
+
+    async fn answer_takeback(
+        &self,
+        request: Request<pb::AnswerTakebackRequest>,
+    ) -> Reply<pb::AnswerTakebackResponse> {
+        let token = token(&request)?;
+        let r = request.into_inner();
+        let seat = seat_ref(r.board, r.side).map_err(fail)?;
+        let done = self
+            .inner
+            .answer_takeback(
+                &r.match_id,
+                seat,
+                token.as_deref(),
+                r.accept,
+                request_id(&r.request_id),
+            )
+            .await
+            .map_err(fail)?;
+        let state = self.state(&done.record).await?;
+        reply(Ok::<_, ApiError>(pb::AnswerTakebackResponse {
             state: Some(state),
             duplicate: done.duplicate,
         }))

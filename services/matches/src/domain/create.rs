@@ -33,6 +33,9 @@ pub struct Creation {
     pub players: Vec<String>,
     /// The time control reference.
     pub time_control: String,
+    /// Whether the players may take moves back (single boards, and clocks of one stage without
+    /// a move count).
+    pub takebacks: bool,
 }
 
 /// A created (or found again) match with its seat tokens.
@@ -253,7 +256,28 @@ impl<S: MatchStore> Matches<S> {
         } else {
             single_start(variant, &c)?
         };
-        let spec = spec_digest(variant, &start, &players, &time_control);
+        if c.takebacks {
+            if variant == Variant::Bughouse {
+                return Err(MatchError::invalid(
+                    "takebacks",
+                    "bughouse has no takebacks: a capture has already fed the partner's reserve",
+                ));
+            }
+            if control
+                .as_ref()
+                .is_some_and(|c| c.stages().len() > 1 || c.stages()[0].moves.is_some())
+            {
+                return Err(MatchError::invalid(
+                    "takebacks",
+                    "takebacks need a time control of one stage without a move count",
+                ));
+            }
+        }
+        let mut spec = spec_digest(variant, &start, &players, &time_control);
+        if c.takebacks {
+            // Only a creation with takebacks differs: older digests stay valid.
+            spec.push_str("+tb");
+        }
         let id = self.match_id(&c)?;
         if let Some(control) = &control {
             self.start_clocks(&mut start, control, variant == Variant::Bughouse)
@@ -278,6 +302,8 @@ impl<S: MatchStore> Matches<S> {
             outcome: None,
             ended_at: None,
             draw_offers: [false, false],
+            takebacks: c.takebacks,
+            takeback: None,
             last_seq: 0,
         };
         let (stored, created) = self.store_new(&record).await?;

@@ -200,6 +200,18 @@ impl<S: MatchStore> Matches<S> {
                             clock_ms: None,
                         });
                     }
+                    StoredEvent::Takeback { board, ply, .. } => {
+                        // The board went back to `ply`: its later moves are no longer the game.
+                        let mut kept = 0;
+                        moves.retain(|m| {
+                            if m.board != board {
+                                return true;
+                            }
+                            kept += 1;
+                            kept <= ply
+                        });
+                        waiting[board.index()] = None;
+                    }
                     StoredEvent::Clock {
                         board,
                         remaining_ms,

@@ -17,7 +17,7 @@
 //!
 //! One module per RPC, each an `impl` block of [`Matches`]: `create` (CreateMatch),
 //! `make_move` (MakeMove: plan on a snapshot, commit, answer retries),
-//! `resign`, `abort` (AbortMatch), `offer_draw`, `decline_draw`, `claim_draw`, `export`
+//! `resign`, `abort` (AbortMatch), `takeback` (ProposeTakeback, AnswerTakeback), `offer_draw`, `decline_draw`, `claim_draw`, `export`
 //! (ExportMatch: PGN or BPGN from the events), `listing` (ListMatches), `chat` (PostChat, PostSpectatorChat,
 //! DeleteChatMessage, and reading a channel for WatchChat and WatchSpectatorChat),
 //! `clocks` (PauseClocks, ResumeClocks, AddTime), and `flag` (ending a
@@ -41,6 +41,7 @@ mod make_move;
 mod offer_draw;
 mod resign;
 mod status;
+mod takeback;
 
 pub use chat::{ChatReader, MAX_AUTHOR_BYTES, MAX_CHAT_BYTES, SeatChannel};
 pub use checks::{

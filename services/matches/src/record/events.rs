@@ -42,6 +42,19 @@ pub enum StoredEvent {
     DrawDeclined(Color),
     /// The match ended.
     End(MatchOutcome),
+    /// A side proposed to take back moves.
+    TakebackOffer(Color),
+    /// The other side declined a side's takeback proposal.
+    TakebackDeclined(Color),
+    /// A board went back to `ply` (a takeback accepted): its position then.
+    Takeback {
+        /// The board.
+        board: BoardId,
+        /// The board's ply now.
+        ply: u32,
+        /// The position string.
+        position: String,
+    },
     /// A board's clocks: remaining times at `at` (Unix ms), and whose clock runs from then.
     Clock {
         /// The board.
@@ -93,6 +106,18 @@ impl StoredEvent {
             } => pack(&["R", board_letter(*board), side_letter(*side), pieces]),
             StoredEvent::DrawOffer(side) => pack(&["D", side_letter(*side)]),
             StoredEvent::DrawDeclined(side) => pack(&["X", side_letter(*side)]),
+            StoredEvent::TakebackOffer(side) => pack(&["TP", side_letter(*side)]),
+            StoredEvent::TakebackDeclined(side) => pack(&["TN", side_letter(*side)]),
+            StoredEvent::Takeback {
+                board,
+                ply,
+                position,
+            } => pack(&[
+                "T",
+                board_letter(*board),
+                ply.to_string().as_str(),
+                position,
+            ]),
             StoredEvent::Clock {
                 board,
                 remaining_ms,
@@ -133,6 +158,13 @@ impl StoredEvent {
             },
             ["D", side] => StoredEvent::DrawOffer(parse_side(side)?),
             ["X", side] => StoredEvent::DrawDeclined(parse_side(side)?),
+            ["TP", side] => StoredEvent::TakebackOffer(parse_side(side)?),
+            ["TN", side] => StoredEvent::TakebackDeclined(parse_side(side)?),
+            ["T", board, ply, position] => StoredEvent::Takeback {
+                board: parse_board(board)?,
+                ply: parse_num(ply, "ply")?,
+                position: (*position).to_owned(),
+            },
             ["E", rest @ ..] => match decode_outcome_parts(rest)? {
                 (o, None) => StoredEvent::End(o),
                 _ => return Err(corrupt("bad end event")),

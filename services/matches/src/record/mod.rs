@@ -22,6 +22,8 @@
 //! | `start` | the start position string (bughouse: BFEN) |
 //! | `over` | `1` once the match has ended |
 //! | `outcome` | packed `white quarters, board (A/B/-), reason name, ended (Unix ms)` |
+//! | `tb` | `1` when the players may take moves back (absent otherwise) |
+//! | `tbp` | a takeback proposal: packed `side, ply` (it stands while the board is at that ply) |
 //! | `draw:w` `draw:b` | `1` while White (bughouse: team 1) / Black (team 2) offers a draw |
 //! | `pos:A` `pos:B` | the board's position string (bughouse: the FEN without the reserve) |
 //! | `ply:A` `ply:B` | moves played on the board |
@@ -302,6 +304,11 @@ pub struct Record {
     pub ended_at: Option<u64>,
     /// Whether White (team 1) and Black (team 2) offer a draw.
     pub draw_offers: [bool; 2],
+    /// Whether the players may take moves back (chosen at creation; single boards only).
+    pub takebacks: bool,
+    /// A takeback proposal: the side that proposed it and the board's ply then. It stands only
+    /// while the board is still at that ply ([`Record::standing_takeback`]).
+    pub takeback: Option<(Color, u32)>,
     /// The number of events so far (the latest event's sequence number).
     pub last_seq: u64,
 }
@@ -311,10 +318,10 @@ pub const BOARDS: [BoardId; 2] = [BoardId::A, BoardId::B];
 
 /// The fields a record's changes touch (everything else is written once, at creation), in the
 /// order a move script returns them.
-pub const MUTABLE_FIELDS: [&str; 22] = [
+pub const MUTABLE_FIELDS: [&str; 23] = [
     "over", "outcome", "draw:w", "draw:b", "pos:A", "ply:A", "last:A", "hist:A", "res:A:w",
     "res:A:b", "pos:B", "ply:B", "last:B", "hist:B", "res:B:w", "res:B:b", "ck:A", "ck:A:w",
-    "ck:A:b", "ck:B", "ck:B:w", "ck:B:b",
+    "ck:A:b", "ck:B", "ck:B:w", "ck:B:b", "tbp",
 ];
 
 /// The raw values of a record, by field.
@@ -332,6 +339,8 @@ struct Slots {
     over: Option<String>,
     outcome: Option<String>,
     draw: [bool; 2],
+    tb: Option<String>,
+    tbp: Option<String>,
     pos: [Option<String>; 2],
     ply: [Option<String>; 2],
     last: [Option<String>; 2],
@@ -357,6 +366,8 @@ impl Slots {
             "outcome" => self.outcome = Some(value),
             "draw:w" => self.draw[0] = value == "1",
             "draw:b" => self.draw[1] = value == "1",
+            "tb" => self.tb = Some(value),
+            "tbp" => self.tbp = Some(value),
             "pos:A" => self.pos[0] = Some(value),
             "pos:B" => self.pos[1] = Some(value),
             "ply:A" => self.ply[0] = Some(value),
@@ -419,6 +430,15 @@ impl Record {
                 stored.push_str(&pack(&[at.to_string().as_str()]));
             }
             f.push(("outcome".into(), stored));
+        }
+        if self.takebacks {
+            f.push(("tb".into(), "1".into()));
+        }
+        if let Some((side, ply)) = self.takeback {
+            f.push((
+                "tbp".into(),
+                pack(&[side_letter(side), ply.to_string().as_str()]),
+            ));
         }
         for (c, offers) in [Color::White, Color::Black]
             .into_iter()
@@ -522,6 +542,8 @@ impl Record {
             outcome: None,
             ended_at: None,
             draw_offers: [false; 2],
+            takebacks: f.tb.take().is_some_and(|v| v == "1"),
+            takeback: None,
             last_seq,
         };
         // A record written before clocks existed has no clock field: it has no clocks.
@@ -567,6 +589,8 @@ impl Record {
             outcome: None,
             ended_at: None,
             draw_offers: [false; 2],
+            takebacks: self.takebacks,
+            takeback: None,
             last_seq,
         };
         record.set_mutable(f)?;
@@ -624,7 +648,22 @@ impl Record {
             other => return Err(corrupt(format!("bad 'over' value '{other}'"))),
         };
         self.draw_offers = f.draw;
+        self.takeback = match f.tbp {
+            None => None,
+            Some(v) => match unpack(&v)?.as_slice() {
+                [side, ply] => Some((parse_side(side)?, parse_num(ply, "takeback ply")?)),
+                _ => return Err(corrupt("bad takeback proposal")),
+            },
+        };
         Ok(())
+    }
+
+    /// The takeback proposal that stands now: made at the board's current ply, the match not
+    /// over.
+    pub fn standing_takeback(&self) -> Option<Color> {
+        let (side, ply) = self.takeback?;
+        (self.outcome.is_none() && self.boards.first().is_some_and(|b| b.ply == ply))
+            .then_some(side)
     }
 
     /// Decodes a record from a `field, value, field, value, …` list (what the Redis scripts
@@ -869,6 +908,8 @@ mod tests {
             }),
             ended_at: Some(1_700_000_000_123),
             draw_offers: [true, false],
+            takebacks: !bughouse,
+            takeback: (!bughouse).then_some((Color::Black, 0)),
             last_seq: 12,
         }
     }

@@ -32,6 +32,8 @@ pub enum Done {
     Offered,
     /// A draw offer declined.
     Declined,
+    /// A takeback proposed, declined or accepted.
+    Takeback,
     /// A platform's clock action (pause, resume, time added).
     Clock,
 }
@@ -44,6 +46,7 @@ impl Done {
             Done::Ended => "E".into(),
             Done::Offered => "D".into(),
             Done::Declined => "X".into(),
+            Done::Takeback => "T".into(),
             Done::Clock => "K".into(),
         }
     }
@@ -54,6 +57,7 @@ impl Done {
             "E" => Ok(Done::Ended),
             "D" => Ok(Done::Offered),
             "X" => Ok(Done::Declined),
+            "T" => Ok(Done::Takeback),
             "K" => Ok(Done::Clock),
             _ => text
                 .strip_prefix('M')
@@ -85,6 +89,10 @@ pub enum RequestKind {
     Abort,
     /// `DeclineDraw`.
     DeclineDraw,
+    /// `ProposeTakeback`.
+    ProposeTakeback,
+    /// `AnswerTakeback`.
+    AnswerTakeback,
     /// `PostChat`.
     Chat,
     /// `PostSpectatorChat`.
@@ -104,6 +112,8 @@ impl RequestKind {
             RequestKind::AddTime => "add-time",
             RequestKind::Abort => "abort",
             RequestKind::DeclineDraw => "decline-draw",
+            RequestKind::ProposeTakeback => "propose-takeback",
+            RequestKind::AnswerTakeback => "answer-takeback",
             RequestKind::Chat => "chat",
             RequestKind::SpectatorChat => "spectator-chat",
         }

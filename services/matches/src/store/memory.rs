@@ -6,7 +6,7 @@ use super::{
     CHAT_BURST, CHAT_WINDOW_MS, ChangeResult, ChatPost, ChatResult, ClockCommit, CreateResult,
     DeclineCommit, EndCommit, HistoryUpdate, IndexPlace, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT,
     MAX_PLAYER_MATCHES, MatchStore, MoveCommit, MoveResult, OfferCommit, Retention, StoreError,
-    Timing,
+    TakebackAction, TakebackCommit, Timing,
 };
 use crate::record::{
     ChatEntry, ChatMessage, Done, LastMove, REQUEST_WINDOW, Record, Remembered, RequestId,
@@ -448,6 +448,70 @@ impl MatchStore for MemoryStore {
                 let mut record = (*current).clone();
                 record.draw_offers[c.offerer.index()] = false;
                 m.events.push(StoredEvent::DrawDeclined(c.offerer).encode());
+                m.expires = Instant::now() + r.live_ttl(&record);
+                record.last_seq = m.events.len() as u64;
+                m.record = Arc::new(record);
+                ChangeResult::Applied(Arc::clone(&m.record))
+            })
+            .unwrap_or(ChangeResult::Missing))
+    }
+
+    async fn commit_takeback(
+        &self,
+        id: &str,
+        c: &TakebackCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        Ok(self
+            .change(id, |m, r| {
+                if let Some(answer) = settled(m, c.request.as_ref()) {
+                    return answer;
+                }
+                let current = Arc::clone(&m.record);
+                if current.nonce != c.nonce
+                    || current.boards[0].ply != c.ply
+                    || current.takeback != c.expected
+                {
+                    return ChangeResult::Stale(current);
+                }
+                let now = process_now();
+                if late(&current, now) {
+                    return ChangeResult::Late(current);
+                }
+                let mut record = (*current).clone();
+                let mut events = Vec::new();
+                match &c.action {
+                    TakebackAction::Propose(side) => {
+                        record.takeback = Some((*side, c.ply));
+                        events.push(StoredEvent::TakebackOffer(*side).encode());
+                    }
+                    TakebackAction::Decline => {
+                        if let Some((side, _)) = record.takeback.take() {
+                            events.push(StoredEvent::TakebackDeclined(side).encode());
+                        }
+                    }
+                    TakebackAction::Accept(undo) => {
+                        let board = &mut record.boards[0];
+                        match (&undo.clock, &board.clock) {
+                            (Some(change), Some(clock))
+                                if encode_clock(clock) == change.expected =>
+                            {
+                                board.clock = Some(change.clock.clone());
+                            }
+                            (None, None) => {}
+                            _ => return ChangeResult::Stale(current),
+                        }
+                        board.position = undo.position.clone();
+                        board.ply = undo.ply;
+                        board.last = undo.last.clone();
+                        board.history = undo.history.clone();
+                        record.takeback = None;
+                        events.extend(undo.events.iter().cloned());
+                    }
+                }
+                if let Some(r) = &c.request {
+                    m.done.remember(r, Done::Takeback);
+                }
+                m.events.extend(events);
                 m.expires = Instant::now() + r.live_ttl(&record);
                 record.last_seq = m.events.len() as u64;
                 m.record = Arc::new(record);

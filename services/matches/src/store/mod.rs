@@ -278,6 +278,50 @@ pub struct DeclineCommit {
     pub request: Option<RequestId>,
 }
 
+/// A takeback proposal, its refusal, or the takeback itself, as the store applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TakebackCommit {
+    /// The match's nonce the request was judged against.
+    pub nonce: String,
+    /// The board's ply it was judged at: a move since refuses it as stale.
+    pub ply: u32,
+    /// The stored proposal as judged (side, ply; `None`: none stored): anything else refuses
+    /// it as stale.
+    pub expected: Option<(Color, u32)>,
+    /// What it does.
+    pub action: TakebackAction,
+    /// The request's id, if it has one (remembered once applied).
+    pub request: Option<RequestId>,
+}
+
+/// What a [`TakebackCommit`] does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TakebackAction {
+    /// The side proposes to take back (the proposal stands at the commit's ply).
+    Propose(Color),
+    /// The proposal is declined (removed).
+    Decline,
+    /// The proposal is accepted: the board goes back.
+    Accept(Box<Undo>),
+}
+
+/// A board taken back to an earlier ply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Undo {
+    /// The position string then.
+    pub position: String,
+    /// The ply then.
+    pub ply: u32,
+    /// The move that led there (none at ply 0).
+    pub last: Option<LastMove>,
+    /// The repetition history then.
+    pub history: Vec<u64>,
+    /// The board's clock, as judged and after the takeback (with clocks).
+    pub clock: Option<ClockChange>,
+    /// The takeback event, then the clock snapshot's (with clocks).
+    pub events: Vec<String>,
+}
+
 /// What an end, offer or decline commit did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChangeResult {
@@ -415,6 +459,13 @@ pub trait MatchStore: Send + Sync + 'static {
         commit: &DeclineCommit,
     ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
 
+    /// Applies a takeback proposal, its refusal, or the takeback.
+    fn commit_takeback(
+        &self,
+        id: &str,
+        commit: &TakebackCommit,
+    ) -> impl Future<Output = Result<ChangeResult, StoreError>> + Send;
+
     /// Appends a chat message (with its limits, atomically).
     fn post_chat(
         &self,
@@ -536,6 +587,14 @@ impl MatchStore for AnyStore {
         commit: &DeclineCommit,
     ) -> Result<ChangeResult, StoreError> {
         dispatch!(self, s => s.commit_decline(id, commit).await)
+    }
+
+    async fn commit_takeback(
+        &self,
+        id: &str,
+        commit: &TakebackCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        dispatch!(self, s => s.commit_takeback(id, commit).await)
     }
 
     async fn post_chat(&self, id: &str, post: &ChatPost) -> Result<ChatResult, StoreError> {

@@ -16,14 +16,16 @@ use super::{
     CHAT_BURST, CHAT_WINDOW_MS, ChangeResult, ChatPost, ChatResult, ClockCommit, CreateResult,
     DeclineCommit, EndCommit, HistoryUpdate, IndexPlace, MAX_CHAT_ENTRIES, MAX_CHAT_PER_SEAT,
     MAX_PLAYER_MATCHES, MatchStore, MoveCommit, MoveResult, OfferCommit, PLAYER_INDEX_TTL,
-    Retention, StoreError, Timing,
+    Retention, StoreError, TakebackAction, TakebackCommit, Timing,
 };
 use crate::record::{
-    ChatEntry, ChatMessage, MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered, RequestId,
-    StoredEvent, board_letter, encode_outcome, is_window_field, pack, side_letter,
+    ChatEntry, ChatMessage, LastMove, MUTABLE_FIELDS, REQUEST_WINDOW, Record, Remembered,
+    RequestId, StoredEvent, board_letter, encode_history, encode_outcome, is_window_field, pack,
+    side_letter,
 };
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
+use arbiter_core::Color;
 use arbiter_core::clock::PressPlan;
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
@@ -122,6 +124,29 @@ static DECLINE_ARGS: Schema = Schema::new(&[
     ("ttl", 1),
     ("request", 1),
 ]);
+
+/// The `TAKEBACK` script (`lua/takeback.lua`; its header lists its keys and arguments).
+const TAKEBACK: &str = include_str!("lua/takeback.lua");
+
+/// The arguments of [`TAKEBACK`], by name.
+static TAKEBACK_ARGS: Schema = Schema::with_rest(
+    &[
+        ("nonce", 1),
+        ("ply", 1),
+        ("expected", 1),
+        ("action", 1),
+        ("proposal", 1),
+        ("event", 1),
+        ("request", 1),
+        ("ttl", 1),
+        ("position", 1),
+        ("new_ply", 1),
+        ("last", 1),
+        ("history", 1),
+        ("clocks", 1),
+    ],
+    "events",
+);
 
 /// The `CHAT_POST` script (`lua/chat-post.lua`; its header lists its keys and arguments).
 const CHAT_POST: &str = include_str!("lua/chat-post.lua");
@@ -239,6 +264,7 @@ pub struct RedisStore {
     end: Script,
     offer: Script,
     decline: Script,
+    takeback: Script,
     chat_post: Script,
     chat_delete: Script,
     clock: Script,
@@ -383,6 +409,7 @@ impl RedisStore {
         let end = script(Some(&END_ARGS), END);
         let offer = script(Some(&OFFER_ARGS), OFFER);
         let decline = script(Some(&DECLINE_ARGS), DECLINE);
+        let takeback = script(Some(&TAKEBACK_ARGS), TAKEBACK);
         let chat_post = script(Some(&CHAT_POST_ARGS), CHAT_POST);
         let chat_delete = script(Some(&CHAT_DELETE_ARGS), CHAT_DELETE);
         let clock = script(Some(&CLOCK_ARGS), CLOCK);
@@ -393,6 +420,7 @@ impl RedisStore {
             end.clone(),
             offer.clone(),
             decline.clone(),
+            takeback.clone(),
             chat_post.clone(),
             chat_delete.clone(),
             clock.clone(),
@@ -411,6 +439,7 @@ impl RedisStore {
             end,
             offer,
             decline,
+            takeback,
             chat_post,
             chat_delete,
             clock,
@@ -716,6 +745,60 @@ impl MatchStore for RedisStore {
             .set("ttl", millis(self.retention.ttl))
             .set("request", request_arg(c.request.as_ref()));
         let mut inv = invoke_named(&self.decline, id, args)?;
+        change_result(self.run(id, &mut inv, None).await?)
+    }
+
+    async fn commit_takeback(
+        &self,
+        id: &str,
+        c: &TakebackCommit,
+    ) -> Result<ChangeResult, StoreError> {
+        let proposal = |(side, ply): (Color, u32)| pack(&[side_letter(side), &ply.to_string()]);
+        let mut args = TAKEBACK_ARGS.args();
+        args.set("nonce", &c.nonce)
+            .set("ply", c.ply)
+            .set("expected", c.expected.map(proposal).unwrap_or_default())
+            .set("request", request_arg(c.request.as_ref()))
+            .set("ttl", millis(self.retention.ttl));
+        let (mut position, mut new_ply, mut last, mut history, mut clocks) = Default::default();
+        let mut events: Vec<String> = Vec::new();
+        match &c.action {
+            TakebackAction::Propose(side) => {
+                args.set("action", "propose")
+                    .set("proposal", proposal((*side, c.ply)))
+                    .set("event", StoredEvent::TakebackOffer(*side).encode());
+            }
+            TakebackAction::Decline => {
+                let side = c.expected.map_or(Color::White, |(s, _)| s);
+                args.set("action", "decline")
+                    .set("proposal", "")
+                    .set("event", StoredEvent::TakebackDeclined(side).encode());
+            }
+            TakebackAction::Accept(undo) => {
+                args.set("action", "accept")
+                    .set("proposal", "")
+                    .set("event", "");
+                position = undo.position.clone();
+                new_ply = undo.ply.to_string();
+                last = undo.last.as_ref().map(LastMove::encode).unwrap_or_default();
+                history = encode_history(&undo.history);
+                clocks = undo.clock.as_ref().map_or_else(String::new, |ch| {
+                    encode_changes(std::iter::once(encode_change(
+                        ch.board.index(),
+                        &ch.expected,
+                        &ch.clock,
+                    )))
+                });
+                events.clone_from(&undo.events);
+            }
+        }
+        args.set("position", position)
+            .set("new_ply", new_ply)
+            .set("last", last)
+            .set("history", history)
+            .set("clocks", clocks)
+            .rest(&events);
+        let mut inv = invoke_named(&self.takeback, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 

@@ -995,6 +995,191 @@ async fn finished_stream(s: &Server, redis: &arbiter_testkit::Redis) {
     assert_eq!(bug[0]["moves_san"], "A:e4 B:d4");
 }
 
+async fn propose(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    side: i32,
+) -> Result<pb::MatchState, Status> {
+    c.propose_takeback(bearer(
+        pb::ProposeTakebackRequest {
+            match_id: t.id.clone(),
+            side,
+            ..Default::default()
+        },
+        t.token(A, side),
+    ))
+    .await
+    .map(|r| r.into_inner().state.unwrap())
+}
+
+async fn answer(
+    c: &mut MatchServiceClient<Channel>,
+    t: &Table,
+    side: i32,
+    accept: bool,
+    request_id: &str,
+) -> Result<pb::AnswerTakebackResponse, Status> {
+    c.answer_takeback(bearer(
+        pb::AnswerTakebackRequest {
+            match_id: t.id.clone(),
+            side,
+            accept,
+            request_id: request_id.into(),
+            ..Default::default()
+        },
+        t.token(A, side),
+    ))
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+fn with_takebacks(variant: Variant, time_control: &str) -> pb::CreateMatchRequest {
+    let mut req = creation(variant, "", &[]);
+    req.time_control = time_control.into();
+    req.takebacks = true;
+    req
+}
+
+/// Takebacks: proposed, accepted (one ply, or two when the opponent has replied), declined,
+/// lapsing with a move, racing the reply; clocks handed back; the export without the moves
+/// taken back; refused where the match has none.
+async fn takebacks(s: &Server) {
+    let mut c = s.client();
+    for (variant, tc) in [(Variant::Bughouse, ""), (Variant::Chess, "90/40+30, 30+30")] {
+        let e = c
+            .create_match(with_takebacks(variant, tc))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), field(&e)),
+            (Code::InvalidArgument, "takebacks".into())
+        );
+    }
+    let off = create_from(&mut c, creation(Variant::Chess, "", &[])).await;
+    play_all(&mut c, &off, &["e4"]).await;
+    assert_eq!(
+        reason(&propose(&mut c, &off, WHITE).await.unwrap_err()),
+        "TAKEBACKS_OFF"
+    );
+
+    let t = create_from(&mut c, with_takebacks(Variant::Chess, "5+3")).await;
+    assert_eq!(
+        reason(&propose(&mut c, &t, WHITE).await.unwrap_err()),
+        "NOTHING_TO_TAKE_BACK"
+    );
+    let before_nf3 = play_all(&mut c, &t, &["e4", "e5"]).await;
+    play_all(&mut c, &t, &["Nf3"]).await;
+    assert_eq!(
+        reason(&answer(&mut c, &t, BLACK, true, "").await.unwrap_err()),
+        "NO_TAKEBACK"
+    );
+    // White takes back its last move: one ply.
+    let state = propose(&mut c, &t, WHITE).await.unwrap();
+    assert_eq!(state.takeback_offer, WHITE);
+    let again = propose(&mut c, &t, WHITE).await.unwrap();
+    assert_eq!(
+        again.last_seq, state.last_seq,
+        "a standing proposal adds nothing"
+    );
+    assert_eq!(
+        reason(&answer(&mut c, &t, WHITE, true, "").await.unwrap_err()),
+        "NO_TAKEBACK",
+        "not one's own proposal"
+    );
+    let r = answer(&mut c, &t, BLACK, true, "yes-1").await.unwrap();
+    assert!(!r.duplicate);
+    let after = r.state.unwrap();
+    assert_eq!(after.boards[0].position, before_nf3.boards[0].position);
+    assert_eq!(after.boards[0].ply, 2);
+    assert_eq!(after.boards[0].last_move.as_ref().unwrap().san, "e5");
+    assert_eq!(after.takeback_offer, pb::Side::Unspecified as i32);
+    let clock = after.boards[0].clock.unwrap();
+    assert_eq!(
+        (clock.phase, clock.running),
+        (pb::ClockPhase::Running as i32, WHITE)
+    );
+    assert!(
+        answer(&mut c, &t, BLACK, true, "yes-1")
+            .await
+            .unwrap()
+            .duplicate
+    );
+    // Black proposes on White's turn: its e5 and nothing of White's; White declines.
+    propose(&mut c, &t, BLACK).await.unwrap();
+    let declined = answer(&mut c, &t, WHITE, false, "")
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    assert_eq!(declined.boards[0].ply, 2);
+    assert_eq!(declined.takeback_offer, pb::Side::Unspecified as i32);
+    // White, to move, takes back two plies (Black's reply and its own move): back to the start,
+    // where the first moves are untimed again.
+    propose(&mut c, &t, WHITE).await.unwrap();
+    let start = answer(&mut c, &t, BLACK, true, "")
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    assert_eq!(start.boards[0].ply, 0);
+    assert!(start.boards[0].last_move.is_none());
+    assert_eq!(
+        start.boards[0].clock.unwrap().phase,
+        pb::ClockPhase::Opening as i32
+    );
+    // The game goes on, and its export holds only the moves that stand.
+    play_all(&mut c, &t, &["d4", "d5", "c4"]).await;
+    // A proposal lapses with a move.
+    propose(&mut c, &t, WHITE).await.unwrap();
+    play_all(&mut c, &t, &["e6"]).await;
+    assert_eq!(
+        reason(&answer(&mut c, &t, BLACK, true, "").await.unwrap_err()),
+        "NO_TAKEBACK"
+    );
+    resign(&mut c, &t, A, BLACK).await.unwrap();
+    let events = watch_all(&mut c, &t.id).await;
+    let count = |f: &dyn Fn(&Event) -> bool| {
+        events
+            .iter()
+            .filter(|e| e.event.as_ref().is_some_and(f))
+            .count()
+    };
+    assert_eq!(count(&|e| matches!(e, Event::TakebackOffer(_))), 4);
+    assert_eq!(count(&|e| matches!(e, Event::TakebackDeclined(BLACK))), 1);
+    assert_eq!(count(&|e| matches!(e, Event::Takeback(_))), 2);
+    let mut game = read_games(&export(&mut c, &t.id).await.pgn)
+        .unwrap()
+        .remove(0);
+    let sans: Vec<&str> = game.moves.iter().map(|m| m.san.as_str()).collect();
+    assert_eq!(sans, ["d4", "d5", "c4", "e6"]);
+    game.validate(Locale::English, Locale::English).unwrap();
+
+    // A takeback racing the reply: exactly one lands.
+    for i in 0..12 {
+        let t = create_from(&mut c, with_takebacks(Variant::Chess, "")).await;
+        play_all(&mut c, &t, &["e4"]).await;
+        propose(&mut c, &t, WHITE).await.unwrap();
+        let (mut c1, mut c2) = (s.client(), s.client());
+        let rid = format!("race-{i}");
+        let (moved, accepted) = tokio::join!(
+            make_move(&mut c1, &t, A, BLACK, "e5", 1),
+            answer(&mut c2, &t, BLACK, true, &rid),
+        );
+        let state = get(&mut c, &t.id).await;
+        match (moved, accepted) {
+            (Ok(_), Err(e)) => {
+                assert_eq!(reason(&e), "NO_TAKEBACK");
+                assert_eq!(state.boards[0].ply, 2);
+            }
+            (Err(e), Ok(_)) => {
+                assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+                assert_eq!(state.boards[0].ply, 0);
+            }
+            other => panic!("both or neither landed: {other:?}"),
+        }
+    }
+}
+
 async fn site(s: &Server) {
     aborts(s).await;
     declines(s).await;
@@ -1003,6 +1188,7 @@ async fn site(s: &Server) {
     correspondence(s).await;
     chats(s).await;
     listing(s).await;
+    takebacks(s).await;
 }
 
 #[tokio::test]
