@@ -1,6 +1,7 @@
 """Calls every RPC of arbiter.rules.v1.RulesService, plays hosted games through
 arbiter.matches.v1.MatchService (a chess game to mate, a Glinski stalemate, a bughouse match,
-seat tokens refused and accepted, a game lost on time), and syncs with and presses a standalone
+seat tokens refused and accepted, a game lost on time, its PGN export read by python-chess, chat
+and an abort), and syncs with and presses a standalone
 clock of arbiter.clock.v1.ClockService, and matches two players through
 arbiter.matchmaking.v1.MatchmakingService (join streams, the match found, play with its tokens,
 ratings after the end), and analyses positions through arbiter.analysis.v1.AnalysisService
@@ -11,8 +12,11 @@ sys.path). Exits non-zero on the first failed check.
 The channel retries calls that fail with UNAVAILABLE (a server restarting behind a proxy, a
 connection lost), as a client of a deployment with several replicas should: see RETRY_POLICY."""
 
+import io
 import json
 import sys
+
+import chess.pgn
 
 import grpc
 
@@ -329,6 +333,32 @@ def matches(channel):
           and end.outcome.outcome.reason_name == "checkmate", "chess mate")
     events = list(m.WatchMatch(mt.WatchMatchRequest(match_id=mid, after_seq=0)))
     check(len(events) == end.last_seq and events[-1].WhichOneof("event") == "end", "WatchMatch")
+    # The game exported as PGN and read by python-chess: its moves, its clocks, its tags.
+    exported = m.ExportMatch(mt.ExportMatchRequest(match_id=mid))
+    game = chess.pgn.read_game(io.StringIO(exported.pgn))
+    check([n.san() for n in game.mainline()] == ["f3", "e5", "g4", "Qh4#"],
+          "ExportMatch moves (python-chess)")
+    check(all(n.clock() is not None and n.clock() > 10_000 for n in game.mainline()),
+          "ExportMatch [%clk] (python-chess)")
+    check(game.headers["Result"] == "0-1" and game.headers["Termination"] == "normal"
+          and game.headers["White"] == "ann", "ExportMatch tags")
+
+    # Chat between the seats, then an abort before both sides have moved.
+    created = m.CreateMatch(mt.CreateMatchRequest(
+        variant=common.VARIANT_CHESS, players=["eve", "fay"], request_id="py-chat-1"))
+    chat_id, ctokens = created.state.match_id, seat_tokens(created)
+    posted = m.PostChat(mt.PostChatRequest(match_id=chat_id, side=W, text="good luck!",
+                                           request_id="py-chat-m1"),
+                        metadata=auth(ctokens[(A, W)]))
+    check(posted.message.id == 1 and posted.message.author == "eve", "PostChat")
+    stream = m.WatchChat(mt.WatchChatRequest(match_id=chat_id, side=K, after_id=0),
+                         metadata=auth(ctokens[(A, K)]))
+    check(next(stream).message.text == "good luck!", "WatchChat")
+    stream.cancel()
+    aborted = m.AbortMatch(mt.AbortMatchRequest(match_id=chat_id, side=K),
+                           metadata=auth(ctokens[(A, K)])).state
+    check(aborted.outcome.outcome.reason_name == "aborted"
+          and not aborted.outcome.outcome.HasField("score"), "AbortMatch")
 
     created = m.CreateMatch(mt.CreateMatchRequest(
         variant=common.VARIANT_GLINSKI, players=["ann", "bob"],
