@@ -35,8 +35,8 @@ mod control;
 mod state;
 
 pub use control::{
-    Bonus, ErrorKind, MAX_BONUS_MS, MAX_STAGE_MOVES, MAX_STAGE_TIME_MS, MAX_STAGES, MAX_TEXT_BYTES,
-    Speed, Stage, TimeControl, TimeControlError,
+    Bonus, ErrorKind, MAX_BONUS_MS, MAX_CORRESPONDENCE_DAYS, MAX_STAGE_MOVES, MAX_STAGE_TIME_MS,
+    MAX_STAGES, MAX_TEXT_BYTES, Speed, Stage, TimeControl, TimeControlError,
 };
 pub use state::{
     Clock, ClockError, Deadline, MAX_GRACE_MS, MAX_REMAINING_MS, Phase, PressPlan, PressResult,
