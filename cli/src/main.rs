@@ -601,7 +601,7 @@ struct NewKeyArgs {
     client: String,
     /// A scope the key grants (repeatable; `all` for every scope): rules, matches:create,
     /// matches:read, matches:admin, clock:write, clock:read, matchmaking:queue,
-    /// matchmaking:ratings, analysis:live, analysis:batch.
+    /// matchmaking:ratings, matchmaking:admin, analysis:live, analysis:batch.
     #[arg(long = "scope", required = true)]
     scopes: Vec<String>,
     /// A rate limit for each method, in calls per second (burst: twice that).

@@ -49,8 +49,10 @@ pub enum Scope {
     ClockRead,
     /// Joining and leaving queues, acknowledging pairings.
     MatchmakingQueue,
-    /// Reading ratings.
+    /// Reading ratings and their history.
     MatchmakingRatings,
+    /// Matchmaking's administrative calls: importing ratings.
+    MatchmakingAdmin,
     /// Live analysis: `Analyze`, `BestMove`.
     AnalysisLive,
     /// Batch analysis jobs: submitting, reading, watching, cancelling one's own.
@@ -59,7 +61,7 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope.
-    pub const ALL: [Scope; 10] = [
+    pub const ALL: [Scope; 11] = [
         Scope::Rules,
         Scope::MatchesCreate,
         Scope::MatchesRead,
@@ -68,6 +70,7 @@ impl Scope {
         Scope::ClockRead,
         Scope::MatchmakingQueue,
         Scope::MatchmakingRatings,
+        Scope::MatchmakingAdmin,
         Scope::AnalysisLive,
         Scope::AnalysisBatch,
     ];
@@ -83,6 +86,7 @@ impl Scope {
             Scope::ClockRead => "clock:read",
             Scope::MatchmakingQueue => "matchmaking:queue",
             Scope::MatchmakingRatings => "matchmaking:ratings",
+            Scope::MatchmakingAdmin => "matchmaking:admin",
             Scope::AnalysisLive => "analysis:live",
             Scope::AnalysisBatch => "analysis:batch",
         }
@@ -171,6 +175,8 @@ pub const METHODS: &[(&str, Rule)] = {
         ("/arbiter.matches.v1.MatchService/OfferDraw", Seated),
         ("/arbiter.matches.v1.MatchService/DeclineDraw", Seated),
         ("/arbiter.matches.v1.MatchService/AbortMatch", Seated),
+        ("/arbiter.matches.v1.MatchService/ProposeTakeback", Seated),
+        ("/arbiter.matches.v1.MatchService/AnswerTakeback", Seated),
         ("/arbiter.matches.v1.MatchService/ClaimDraw", Seated),
         (
             "/arbiter.matches.v1.MatchService/PauseClocks",
@@ -187,6 +193,10 @@ pub const METHODS: &[(&str, Rule)] = {
         (
             "/arbiter.matches.v1.MatchService/PostSpectatorChat",
             Scoped(MatchesAdmin),
+        ),
+        (
+            "/arbiter.matches.v1.MatchService/ListMatches",
+            Scoped(MatchesRead),
         ),
         (
             "/arbiter.matches.v1.MatchService/DeleteChatMessage",
@@ -271,6 +281,14 @@ pub const METHODS: &[(&str, Rule)] = {
         (
             "/arbiter.matchmaking.v1.MatchmakingService/CancelSeek",
             Scoped(MatchmakingQueue),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/ImportRatings",
+            Scoped(MatchmakingAdmin),
+        ),
+        (
+            "/arbiter.matchmaking.v1.MatchmakingService/GetRatingHistory",
+            Scoped(MatchmakingRatings),
         ),
         (
             "/arbiter.analysis.v1.AnalysisService/Analyze",

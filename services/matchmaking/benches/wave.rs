@@ -71,7 +71,10 @@ async fn run<S: PoolStore>(label: &str, store: S, n: usize, tag: &str) {
                     key: pool.rating_key(),
                     old: None,
                     new: record.encode(),
+                    // Seeding only: the history is never read here.
+                    change: String::new(),
                 }],
+                1,
             )
             .await
             .expect("seeding a rating");

@@ -270,6 +270,8 @@ impl MatchBackend for GrpcMatches {
                 .collect(),
             players: m.players.clone(),
             time_control: m.time_control.clone(),
+            // Matchmaking's matches (pools, challenges, seeks) take no moves back.
+            takebacks: false,
         };
         // Every attempt sends the same request id and content: the match service answers a
         // repeat with the match it created, so a lost answer never creates a second match.

@@ -55,6 +55,16 @@ pub struct Tuning {
     pub max_seeks_per_player: usize,
     /// Open seeks in the lobby, every player's together.
     pub max_seeks: usize,
+    /// Challenges (and, apart, seeks) one player may create per hour, ended ones included;
+    /// more are RESOURCE_EXHAUSTED.
+    pub max_offers_per_hour: usize,
+    /// Challenge watch streams one player may hold open at once.
+    pub max_watches_per_player: usize,
+    /// Challenge watch streams this replica holds open at once, every player's together.
+    pub max_watches: usize,
+    /// Rating changes kept per player, variant and speed (the oldest dropped beyond it;
+    /// [`crate::store::RATING_HISTORY_LIMIT`] unless set).
+    pub rating_history: usize,
 }
 
 /// A challenge's lifetime unless configured: 10 minutes.
@@ -69,6 +79,12 @@ pub const DEFAULT_MAX_CHALLENGES_IN: usize = 50;
 pub const DEFAULT_MAX_SEEKS_PER_PLAYER: usize = 5;
 /// Open seeks in the lobby unless configured.
 pub const DEFAULT_MAX_SEEKS: usize = 10_000;
+/// Challenges (and, apart, seeks) one player may create per hour unless configured.
+pub const DEFAULT_MAX_OFFERS_PER_HOUR: usize = 200;
+/// Challenge watch streams per player unless configured.
+pub const DEFAULT_MAX_WATCHES_PER_PLAYER: usize = 4;
+/// Challenge watch streams per replica unless configured.
+pub const DEFAULT_MAX_WATCHES: usize = 10_000;
 
 impl Default for Tuning {
     /// Leases of 15 s, waves every 5 s plus up to 1 s, at once from 64 players, at most 100,000
@@ -98,6 +114,10 @@ impl Default for Tuning {
             max_challenges_in: DEFAULT_MAX_CHALLENGES_IN,
             max_seeks_per_player: DEFAULT_MAX_SEEKS_PER_PLAYER,
             max_seeks: DEFAULT_MAX_SEEKS,
+            max_offers_per_hour: DEFAULT_MAX_OFFERS_PER_HOUR,
+            max_watches_per_player: DEFAULT_MAX_WATCHES_PER_PLAYER,
+            max_watches: DEFAULT_MAX_WATCHES,
+            rating_history: crate::store::RATING_HISTORY_LIMIT,
         }
     }
 }
@@ -173,6 +193,15 @@ pub struct MatchmakingArgs {
     /// Open seeks in the lobby.
     #[arg(long, env = "ARBITER_MM_MAX_SEEKS", default_value_t = 10_000)]
     pub mm_max_seeks: usize,
+    /// Challenges (and, apart, seeks) one player may create per hour, ended ones included.
+    #[arg(long, env = "ARBITER_MM_MAX_OFFERS_PER_HOUR", default_value_t = 200)]
+    pub mm_max_offers_per_hour: usize,
+    /// Challenge watch streams one player may hold open at once (on one replica).
+    #[arg(long, env = "ARBITER_MM_MAX_WATCHES_PER_PLAYER", default_value_t = 4)]
+    pub mm_max_watches_per_player: usize,
+    /// Challenge watch streams one replica holds open at once.
+    #[arg(long, env = "ARBITER_MM_MAX_WATCHES", default_value_t = 10_000)]
+    pub mm_max_watches: usize,
 }
 
 impl MatchmakingArgs {
@@ -224,6 +253,9 @@ impl MatchmakingArgs {
                 max_challenges_in: self.mm_max_challenges_in.max(1),
                 max_seeks_per_player: self.mm_max_seeks_per_player.max(1),
                 max_seeks: self.mm_max_seeks.max(1),
+                max_offers_per_hour: self.mm_max_offers_per_hour.max(1),
+                max_watches_per_player: self.mm_max_watches_per_player.max(1),
+                max_watches: self.mm_max_watches.max(1),
                 ..Tuning::default()
             },
             health_interval: Duration::from_secs(2),

@@ -33,6 +33,9 @@ pub const OWN_SEEK: &str = "OWN_SEEK";
 pub const NOT_SEEKER: &str = "NOT_SEEKER";
 /// `FAILED_PRECONDITION` reason: the player's rating lies outside the rated seek's range.
 pub const RATING_OUT_OF_RANGE: &str = "RATING_OUT_OF_RANGE";
+/// `FAILED_PRECONDITION` reason: an accept's player (the acceptor or the offer's owner) holds an
+/// unacknowledged match found or is being matched (a pool pairing, or another offer's accept).
+pub const PLAYER_BUSY: &str = "PLAYER_BUSY";
 /// `FAILED_PRECONDITION` reason: the match service refused the accepted offer's match (the
 /// offer is open again).
 pub const MATCH_REFUSED: &str = "MATCH_REFUSED";

@@ -6,15 +6,18 @@
 
 use crate::backend::MatchBackend;
 use crate::domain::{
-    ChallengeEvent, JoinEvent, JoinSpec, Matchmaker, OfferSpec, QueueStatus, Rating,
+    ChallengeEvent, EloImport, GlickoImport, HistoryPage, ImportEntry, ImportOutcome, ImportReport,
+    JoinEvent, JoinSpec, MAX_IMPORT_ENTRIES, Matchmaker, OfferSpec, QueueStatus, Rating,
+    RatingChange,
 };
 use crate::error::{MatchmakingError, PARTNER_NOT_ALLOWED};
 use crate::found::{FoundSeat, MatchFound};
 use crate::offer::{ColorChoice, DeclineReason, Offer, OfferKind, OfferState, Terms};
 use crate::pool::Pool;
+use crate::ratings::{ChangeKind, System};
 use crate::store::PoolStore;
 use arbiter_core::Variant;
-use arbiter_core::clock::TimeControl;
+use arbiter_core::clock::{Speed, TimeControl};
 use arbiter_core::pairing::wave::RatingRange;
 use arbiter_kit::convert::{variant, variant_to_proto};
 use arbiter_proto::common::v1 as common;
@@ -530,6 +533,206 @@ fn decline_reason(value: i32) -> Result<DeclineReason, MatchmakingError> {
         })
 }
 
+/// The lowest imported rating (Glicko-2 or Elo).
+pub const MIN_IMPORTED_RATING: f64 = 100.0;
+/// The highest imported rating (Glicko-2 or Elo).
+pub const MAX_IMPORTED_RATING: f64 = 4_000.0;
+/// The highest imported Glicko-2 deviation (a newcomer's).
+pub const MAX_IMPORTED_DEVIATION: f64 = 350.0;
+
+/// Reads a speed category by name (`blitz`).
+fn speed(name: &str, field: &str) -> Result<Speed, MatchmakingError> {
+    Speed::ALL
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| {
+            MatchmakingError::invalid(
+                field,
+                format!(
+                    "{field} must be bullet, blitz, rapid, classical or correspondence, not {:?}",
+                    name.chars().take(32).collect::<String>()
+                ),
+            )
+        })
+}
+
+/// Checks one import entry (`at` names it: `entries[3]`).
+fn import_entry(e: &pb::RatingImportEntry, at: &str) -> Result<ImportEntry, MatchmakingError> {
+    let field = |f: &str| format!("{at}.{f}");
+    let player = player_id(&e.player_id, &field("player_id"))?;
+    let variant = variant(e.variant, "variant")
+        .map_err(|err| MatchmakingError::invalid(field("variant"), err.description()))?;
+    let speed = speed(&e.speed, &field("speed"))?;
+    let rating_in_range = |x: f64, name: &str| {
+        if (MIN_IMPORTED_RATING..=MAX_IMPORTED_RATING).contains(&x) {
+            Ok(())
+        } else {
+            Err(MatchmakingError::invalid(
+                field(name),
+                format!(
+                    "{} is {x}; a rating lies within {MIN_IMPORTED_RATING}–{MAX_IMPORTED_RATING}",
+                    field(name)
+                ),
+            ))
+        }
+    };
+    let glicko = match &e.glicko {
+        None => None,
+        Some(g) => {
+            rating_in_range(g.rating, "glicko.rating")?;
+            if !(g.deviation > 0.0 && g.deviation <= MAX_IMPORTED_DEVIATION) {
+                return Err(MatchmakingError::invalid(
+                    field("glicko.deviation"),
+                    format!(
+                        "{} is {}; a deviation is greater than 0 and at most {MAX_IMPORTED_DEVIATION}",
+                        field("glicko.deviation"),
+                        g.deviation
+                    ),
+                ));
+            }
+            if !(g.volatility > 0.0 && g.volatility < 1.0) {
+                return Err(MatchmakingError::invalid(
+                    field("glicko.volatility"),
+                    format!(
+                        "{} is {}; a volatility lies strictly between 0 and 1",
+                        field("glicko.volatility"),
+                        g.volatility
+                    ),
+                ));
+            }
+            Some(GlickoImport {
+                rating: g.rating,
+                deviation: g.deviation,
+                volatility: g.volatility,
+            })
+        }
+    };
+    let elo = match &e.elo {
+        None => None,
+        Some(x) => {
+            rating_in_range(f64::from(x.rating), "elo.rating")?;
+            Some(EloImport {
+                rating: u16::try_from(x.rating)
+                    .map_err(|_| MatchmakingError::invalid(field("elo.rating"), "out of range"))?,
+                games: x.games,
+                reached_2400: x.reached_2400,
+            })
+        }
+    };
+    if glicko.is_none() && elo.is_none() {
+        return Err(MatchmakingError::invalid(
+            field("glicko"),
+            format!("{at} imports no rating: give glicko, elo or both"),
+        ));
+    }
+    Ok(ImportEntry {
+        player,
+        variant,
+        speed,
+        glicko,
+        elo,
+    })
+}
+
+/// Checks an import: its request id, 1 to [`MAX_IMPORT_ENTRIES`] entries, each valid, at most
+/// one per player, variant and speed.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the field (`entries[3].glicko.deviation`).
+pub fn import_spec(
+    r: &pb::ImportRatingsRequest,
+) -> Result<(String, Vec<ImportEntry>), MatchmakingError> {
+    let request = api_id(&r.request_id, "request_id")?;
+    if r.entries.is_empty() || r.entries.len() > MAX_IMPORT_ENTRIES {
+        return Err(MatchmakingError::invalid(
+            "entries",
+            format!(
+                "an import has 1 to {MAX_IMPORT_ENTRIES} entries, not {}",
+                r.entries.len()
+            ),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut entries = Vec::with_capacity(r.entries.len());
+    for (i, e) in r.entries.iter().enumerate() {
+        let at = format!("entries[{i}]");
+        let entry = import_entry(e, &at)?;
+        if !seen.insert((entry.player.clone(), entry.variant, entry.speed)) {
+            return Err(MatchmakingError::invalid(
+                format!("{at}.player_id"),
+                format!("{at} repeats an earlier entry's player, variant and speed"),
+            ));
+        }
+        entries.push(entry);
+    }
+    Ok((request, entries))
+}
+
+impl From<ImportReport> for pb::ImportRatingsResponse {
+    fn from(r: ImportReport) -> pb::ImportRatingsResponse {
+        pb::ImportRatingsResponse {
+            outcomes: r
+                .outcomes
+                .into_iter()
+                .map(|o| match o {
+                    ImportOutcome::Imported => pb::ImportOutcome::Imported,
+                    ImportOutcome::SkippedExisting => pb::ImportOutcome::SkippedExisting,
+                    ImportOutcome::Overwritten => pb::ImportOutcome::Overwritten,
+                } as i32)
+                .collect(),
+            replayed: r.replayed,
+        }
+    }
+}
+
+/// A history change as the API shows it (only `system`'s part, when given).
+fn change_to_proto(c: RatingChange, system: Option<System>) -> pb::RatingChange {
+    let RatingChange { change, before, .. } = c;
+    let after = change.after;
+    let glicko = (change.glicko && system != Some(System::Elo)).then_some(pb::GlickoChange {
+        rating_before: before.glicko.rating,
+        rating_after: after.glicko.rating,
+        deviation_before: before.glicko.deviation,
+        deviation_after: after.glicko.deviation,
+        volatility_before: before.glicko.volatility,
+        volatility_after: after.glicko.volatility,
+    });
+    let elo = (change.elo && system != Some(System::Glicko2)).then_some(pb::EloChange {
+        rating_before: u32::from(before.elo.rating),
+        rating_after: u32::from(after.elo.rating),
+        games_before: before.elo.games,
+        games_after: after.elo.games,
+    });
+    pb::RatingChange {
+        kind: match change.kind {
+            ChangeKind::Match => pb::RatingChangeKind::Match,
+            ChangeKind::Import => pb::RatingChangeKind::Import,
+        } as i32,
+        at_ms: change.at_ms,
+        match_id: change.match_id,
+        opponent_ids: change.opponents,
+        score_quarters: change.score_quarters,
+        glicko,
+        elo,
+        first: change.before.is_none(),
+    }
+}
+
+/// Reads a rating history page token (a change's sequence number).
+fn history_after(token: &str) -> Result<Option<u64>, MatchmakingError> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    token
+        .parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0 && token.len() <= 20)
+        .map(Some)
+        .ok_or_else(|| {
+            MatchmakingError::invalid("page_token", "not a page token of GetRatingHistory")
+        })
+}
+
 #[tonic::async_trait]
 impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B> {
     type JoinStream = Pin<Box<dyn Stream<Item = Result<pb::JoinResponse, Status>> + Send>>;
@@ -577,6 +780,60 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         let ratings = self.inner.ratings(&player).await;
         reply(ratings.map(|ratings| pb::GetRatingsResponse {
             ratings: ratings.into_iter().map(Into::into).collect(),
+        }))
+    }
+
+    async fn import_ratings(
+        &self,
+        request: Request<pb::ImportRatingsRequest>,
+    ) -> Reply<pb::ImportRatingsResponse> {
+        let r = request.get_ref();
+        let (request_id, entries) = import_spec(r)?;
+        let report = self
+            .inner
+            .import_ratings(&request_id, &entries, r.overwrite)
+            .await;
+        reply(report.map(Into::into))
+    }
+
+    async fn get_rating_history(
+        &self,
+        request: Request<pb::GetRatingHistoryRequest>,
+    ) -> Reply<pb::GetRatingHistoryResponse> {
+        let r = request.get_ref();
+        let player = player_id(&r.player_id, "player_id")?;
+        let variant = variant(r.variant, "variant")
+            .map_err(|e| MatchmakingError::invalid("variant", e.description()))?;
+        let speed = speed(&r.speed, "speed")?;
+        let system = match pb::RatingSystem::try_from(r.system) {
+            Ok(pb::RatingSystem::Unspecified) => None,
+            Ok(pb::RatingSystem::Glicko2) => Some(System::Glicko2),
+            Ok(pb::RatingSystem::Elo) => Some(System::Elo),
+            Err(_) => {
+                return Err(MatchmakingError::invalid(
+                    "system",
+                    format!("unknown rating system {}", r.system),
+                )
+                .into());
+            }
+        };
+        let size = match usize::try_from(r.page_size).unwrap_or(MAX_PAGE_SIZE) {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        let after = history_after(&r.page_token)?;
+        let page = self
+            .inner
+            .rating_history(&player, variant, speed, system, after, size)
+            .await;
+        reply(page.map(|HistoryPage { changes, next }| {
+            pb::GetRatingHistoryResponse {
+                changes: changes
+                    .into_iter()
+                    .map(|c| change_to_proto(c, system))
+                    .collect(),
+                next_page_token: next.map_or(String::new(), |n| n.to_string()),
+            }
         }))
     }
 
@@ -661,10 +918,11 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
         request: Request<pb::WatchChallengesRequest>,
     ) -> Reply<Self::WatchChallengesStream> {
         let player = player_id(&request.get_ref().player_id, "player_id")?;
+        let ticket = self.inner.open_watch(&player)?;
         let (tx, rx) = tokio::sync::mpsc::channel(32);
         let inner = Arc::clone(&self.inner);
         let shutdown = self.shutting_down.clone();
-        tokio::spawn(async move { inner.watch_challenges(player, tx, shutdown).await });
+        tokio::spawn(async move { inner.watch_challenges(ticket, tx, shutdown).await });
         let events = ReceiverStream::new(rx).map(|event| {
             event
                 .map(pb::WatchChallengesResponse::from)
@@ -697,9 +955,19 @@ impl<S: PoolStore, B: MatchBackend> MatchmakingService for MatchmakingGrpc<S, B>
                     .map_err(|e| MatchmakingError::invalid("variant", e.description()))?,
             )
         };
-        let size = match usize::try_from(r.page_size).unwrap_or(MAX_PAGE_SIZE) {
-            0 => DEFAULT_PAGE_SIZE,
-            n => n.min(MAX_PAGE_SIZE),
+        let size = match usize::try_from(r.page_size) {
+            Ok(0) => DEFAULT_PAGE_SIZE,
+            Ok(n) if n <= MAX_PAGE_SIZE => n,
+            _ => {
+                return Err(MatchmakingError::invalid(
+                    "page_size",
+                    format!(
+                        "page_size {} lies outside 0–{MAX_PAGE_SIZE} (0: {DEFAULT_PAGE_SIZE})",
+                        r.page_size
+                    ),
+                )
+                .into());
+            }
         };
         let after = page_after(&r.page_token)?;
         let page = self.inner.list_seeks(variant, after, size).await;

@@ -8,13 +8,19 @@
 //! exists, **accepted** with the match id, its players' matches found and the match filed to be
 //! followed for its outcome — the same records a pool pairing writes.
 //!
+//! The first step is a committed pairing for both players: it is refused while either holds an
+//! unacknowledged match found or is being matched (a pool pairing, or another offer's accept),
+//! and it takes both out of any pool and marks them being matched (waves skip them, Join
+//! answers `MATCHING`) until the second step, or the release of an accept whose match could
+//! not be created, or [`crate::store::ACCEPT_STALE_MS`].
+//!
 //! # Stored form
 //!
 //! The terms ([`Terms::encode`]): the packed list (as [`crate::found`] packs) of variant name,
 //! canonical time control, rated (`1`/`0`), colour (`random`, `white`, `black`), the range's
 //! ends (both empty without one), then each rule option as name and value.
 
-use crate::found::{pack, unpack};
+use crate::found::{MatchFound, pack, unpack};
 use crate::pool::Pool;
 use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
@@ -266,6 +272,8 @@ pub struct Offer {
     pub accept_request: Option<String>,
     /// Accepted: the match.
     pub match_id: Option<String>,
+    /// Accepted: the acceptor's match found, as recorded (a retried accept answers it).
+    pub found: Option<MatchFound>,
     /// When it was made (Unix ms, the store's time).
     pub created_at: u64,
     /// When an open offer expires (Unix ms, the store's time).
@@ -358,6 +366,7 @@ impl NewOffer {
             acceptor: None,
             accept_request: None,
             match_id: None,
+            found: None,
             created_at: now,
             expires_at: now.saturating_add(self.lifetime_ms),
             updated_at: now,
@@ -374,6 +383,12 @@ pub struct OfferLimits {
     pub per_target: usize,
     /// Seeks: open seeks in the lobby.
     pub total: usize,
+    /// Offers of this kind one owner may create per [`OfferLimits::window_ms`] (ended ones
+    /// included: what bounds the ended offers the store remembers).
+    pub created: usize,
+    /// The window [`OfferLimits::created`] counts in (ms; a fixed window from the owner's
+    /// first creation in it).
+    pub window_ms: u64,
 }
 
 /// What filing a new offer did.
@@ -387,6 +402,8 @@ pub enum Created {
     Conflict,
     /// The owner holds their maximum of open offers.
     OwnerFull,
+    /// The owner created their maximum of offers of this kind in the current window.
+    OwnerRate,
     /// The challenged player holds their maximum of pending challenges.
     TargetFull,
     /// The lobby holds its maximum of seeks.
@@ -403,6 +420,9 @@ pub enum Accepting {
     Again(Offer),
     /// Not open (another acceptor's, declined, cancelled, expired): the offer as it stands.
     NotOpen(Offer),
+    /// This player (the owner or the acceptor) holds an unacknowledged match found or is being
+    /// matched (a pool pairing, or another offer's accept): nothing changed.
+    Busy(String),
     /// No such offer.
     Missing,
 }
@@ -476,6 +496,7 @@ mod tests {
             acceptor: Some("bob".into()),
             accept_request: Some("r1".into()),
             match_id: None,
+            found: None,
             created_at: 1,
             expires_at: 10,
             updated_at: 1,

@@ -191,6 +191,120 @@ fn rate_one(
     Ok(Record { glicko, elo })
 }
 
+/// What changed a rating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A rated match ended.
+    Match,
+    /// An import (ImportRatings).
+    Import,
+}
+
+/// One change of a player's rating in one variant and speed, as the rating history keeps it:
+/// the records before (`None`: the player had none) and after, and which systems changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// What changed it.
+    pub kind: ChangeKind,
+    /// When: the match's end, or the import's time (Unix ms).
+    pub at_ms: u64,
+    /// The match (empty for an import).
+    pub match_id: String,
+    /// The opponents (none for an import).
+    pub opponents: Vec<String>,
+    /// The player's score in quarter points (0 for an import).
+    pub score_quarters: u32,
+    /// Whether Glicko-2 changed.
+    pub glicko: bool,
+    /// Whether Elo changed.
+    pub elo: bool,
+    /// The record before.
+    pub before: Option<Record>,
+    /// The record after.
+    pub after: Record,
+}
+
+impl Change {
+    /// The stored text: a packed list of kind (`m` or `i`), time, match id, the opponents (a
+    /// packed list), score, systems (`g`, `e` or `ge`), the record before (empty: none) and
+    /// after ([`Record::encode`]).
+    pub fn encode(&self) -> String {
+        let opponents = crate::found::pack(&self.opponents);
+        let systems = match (self.glicko, self.elo) {
+            (true, true) => "ge",
+            (true, false) => "g",
+            (false, true) => "e",
+            (false, false) => "",
+        };
+        crate::found::pack(&[
+            match self.kind {
+                ChangeKind::Match => "m".to_owned(),
+                ChangeKind::Import => "i".to_owned(),
+            },
+            self.at_ms.to_string(),
+            self.match_id.clone(),
+            opponents,
+            self.score_quarters.to_string(),
+            systems.to_owned(),
+            self.before.map_or(String::new(), |r| r.encode()),
+            self.after.encode(),
+        ])
+    }
+
+    /// Reads a change written by [`Change::encode`]; `None` when it is corrupt.
+    pub fn decode(text: &str) -> Option<Change> {
+        let items = crate::found::unpack(text)?;
+        let [kind, at, match_id, opponents, score, systems, before, after] = &items[..] else {
+            return None;
+        };
+        Some(Change {
+            kind: match kind.as_str() {
+                "m" => ChangeKind::Match,
+                "i" => ChangeKind::Import,
+                _ => return None,
+            },
+            at_ms: at.parse().ok()?,
+            match_id: match_id.clone(),
+            opponents: crate::found::unpack(opponents)?,
+            score_quarters: score.parse().ok()?,
+            glicko: systems.contains('g'),
+            elo: systems.contains('e'),
+            before: if before.is_empty() {
+                None
+            } else {
+                Some(Record::decode(before)?)
+            },
+            after: Record::decode(after)?,
+        })
+    }
+}
+
+/// The opponents of each seat of a rated match (seats as [`rate`] orders them): one in a
+/// one-board match, the opposing team in bughouse.
+pub fn opponents_of(players: &[String]) -> Vec<Vec<String>> {
+    match players {
+        [w, b] => vec![vec![b.clone()], vec![w.clone()]],
+        [aw, ab, bw, bb] => vec![
+            vec![ab.clone(), bw.clone()],
+            vec![aw.clone(), bb.clone()],
+            vec![aw.clone(), bb.clone()],
+            vec![ab.clone(), bw.clone()],
+        ],
+        _ => vec![Vec::new(); players.len()],
+    }
+}
+
+/// Each seat's score in quarter points, from White's (team 1's) `white_quarters`.
+pub fn seat_quarters(seats: usize, white_quarters: u32) -> Vec<u32> {
+    let black = 4u32.saturating_sub(white_quarters);
+    match seats {
+        4 => vec![white_quarters, black, black, white_quarters],
+        n => (0..n)
+            .map(|i| if i % 2 == 0 { white_quarters } else { black })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,5 +348,38 @@ mod tests {
         assert!(after[1].glicko.rating > 1500.0 && after[2].glicko.rating > 1500.0);
         assert!(after[0].glicko.rating < 1500.0 && after[3].glicko.rating < 1500.0);
         assert_eq!(after[1].elo.rating, 1520);
+    }
+    #[test]
+    fn changes_round_trip_and_name_each_seat_s_opponents() {
+        let s = glicko2::Settings::default();
+        let before = Record::new(&s);
+        let after = rate(&s, &[before, before], 4, 1_000).unwrap()[0];
+        let c = Change {
+            kind: ChangeKind::Match,
+            at_ms: 1_000,
+            match_id: "m:1,2".into(),
+            opponents: vec!["b,c".into(), "x".into()],
+            score_quarters: 4,
+            glicko: true,
+            elo: true,
+            before: Some(before),
+            after,
+        };
+        assert_eq!(Change::decode(&c.encode()), Some(c.clone()));
+        let import = Change {
+            kind: ChangeKind::Import,
+            elo: false,
+            before: None,
+            opponents: Vec::new(),
+            ..c
+        };
+        assert_eq!(Change::decode(&import.encode()), Some(import));
+        assert_eq!(Change::decode("1:m"), None);
+        let four: Vec<String> = ["aw", "ab", "bw", "bb"].map(String::from).to_vec();
+        assert_eq!(opponents_of(&four)[0], ["ab", "bw"]);
+        assert_eq!(opponents_of(&four)[3], ["ab", "bw"]);
+        assert_eq!(opponents_of(&four[..2])[1], ["aw"]);
+        assert_eq!(seat_quarters(4, 3), [3, 1, 1, 3]);
+        assert_eq!(seat_quarters(2, 0), [0, 4]);
     }
 }

@@ -2,7 +2,10 @@
 //! both players the same match and their own seat tokens (one match, however often the accept is
 //! retried); declines, cancels and expiry; two players accepting one seek at once (exactly one
 //! match); idempotent creations; a challenge spammer held at the bound while everyone else goes
-//! on; field checks; a rated challenge rated once from its match's outcome.
+//! on; field checks; a rated challenge rated once from its match's outcome; an accept as a
+//! committed pairing (out of the pool, busy players refused, one match per player at a time,
+//! a retry answered from the store); creations bounded per hour; watch streams bounded; an
+//! offer's Redis expiry never shortened.
 
 use arbiter_kit::ServeConfig;
 use arbiter_kit::access::AccessPolicy;
@@ -33,17 +36,26 @@ struct FakeMatches {
     slow_ms: u64,
     /// Matches end (White wins) when asked; otherwise they never end.
     end: bool,
+    /// When set, each creation waits for a permit of it (after being recorded as asked).
+    gate: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl FakeMatches {
     fn matches(&self) -> Vec<(NewMatch, CreatedMatch)> {
         self.created.lock().unwrap().values().cloned().collect()
     }
+
+    fn asked(&self) -> usize {
+        self.asked.lock().unwrap().len()
+    }
 }
 
 impl MatchBackend for FakeMatches {
     async fn create(&self, m: &NewMatch) -> Result<CreatedMatch, BackendError> {
         self.asked.lock().unwrap().push(m.clone());
+        if let Some(gate) = &self.gate {
+            let _permit = gate.acquire().await.unwrap();
+        }
         if self.slow_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.slow_ms)).await;
         }
@@ -1128,4 +1140,375 @@ async fn a_rated_challenge_is_rated_once_in_process() {
 #[tokio::test]
 async fn a_rated_challenge_is_rated_once_on_redis() {
     a_rated_challenge_is_rated_once(true).await;
+}
+
+async fn join_pool(c: &mut Client, player: &str) -> tonic::Streaming<pb::JoinResponse> {
+    c.join(join_request(player)).await.unwrap().into_inner()
+}
+
+fn join_request(player: &str) -> pb::JoinRequest {
+    pb::JoinRequest {
+        player_id: player.into(),
+        variant: common::Variant::Chess as i32,
+        time_control: "1+0".into(),
+        ..pb::JoinRequest::default()
+    }
+}
+
+/// The players (sorted) of every match the match service created.
+fn match_players(b: &FakeMatches) -> Vec<Vec<String>> {
+    let mut all: Vec<Vec<String>> = b
+        .matches()
+        .into_iter()
+        .map(|(m, _)| {
+            let mut p = m.players.clone();
+            p.sort();
+            p
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// Accepting is a committed pairing: it takes the acceptor out of their pool in the same step
+/// (no wave can pair them meanwhile), and while either player is being matched or holds an
+/// unacknowledged match found no other accept involves them (two of one challenger's
+/// challenges accepted at once give one match). A retried accept answers the recorded match
+/// without asking the match service again.
+async fn an_accept_is_a_committed_pairing(on_redis: bool) {
+    let (_redis, config) = store(on_redis).await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let backend = FakeMatches {
+        gate: Some(Arc::clone(&gate)),
+        ..FakeMatches::default()
+    };
+    let tuning = Tuning {
+        wave_at: 2,
+        ..Tuning::default()
+    };
+    let mut s = start(config, tuning, backend).await;
+    let mut c2 = s.client.clone();
+    let c = &mut s.client;
+    // Bob waits in a pool; Ann challenges Bob and Dave.
+    let mut bob_join = join_pool(c, "bob").await;
+    assert!(matches!(
+        bob_join.next().await.unwrap().unwrap().event,
+        Some(pb::join_response::Event::Status(_))
+    ));
+    let to_bob = create(c, challenge("r1", "ann", "bob")).await;
+    let to_dave = create(c, challenge("r2", "ann", "dave")).await;
+    // Bob accepts; the match service holds the creation back.
+    let id = to_bob.challenge_id.clone();
+    let bob_accept = tokio::spawn(async move { accept(&mut c2, &id, "bob", "a1").await });
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while s.backend.asked() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the accept asks for its match");
+    // Meanwhile both are being matched: Bob's Join answers MATCHING; Ann's other challenge
+    // cannot be accepted; the pool no longer holds Bob (Carol waits alone).
+    assert_eq!(
+        refusal(c.join(join_request("bob")).await.map(|_| ())),
+        (Code::FailedPrecondition, "MATCHING".into())
+    );
+    assert_eq!(
+        refusal(accept(c, &to_dave.challenge_id, "dave", "d1").await),
+        (Code::FailedPrecondition, "PLAYER_BUSY".into())
+    );
+    let mut carol_join = join_pool(c, "carol").await;
+    match carol_join.next().await.unwrap().unwrap().event {
+        Some(pb::join_response::Event::Status(st)) => assert_eq!(st.waiting, 1),
+        other => panic!("{other:?}"),
+    }
+    gate.add_permits(1_000);
+    let bob_found = bob_accept.await.unwrap().unwrap().match_found.unwrap();
+    // Bob's join stream hands out the challenge's match.
+    let event = tokio::time::timeout(Duration::from_secs(20), bob_join.next())
+        .await
+        .expect("the join stream hears of the match")
+        .unwrap()
+        .unwrap();
+    match event.event {
+        Some(pb::join_response::Event::MatchFound(f)) => {
+            assert_eq!(f.match_id, bob_found.match_id);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A retried accept answers the recorded match, even once acknowledged, without asking
+    // the match service again.
+    let asked = s.backend.asked();
+    c.acknowledge(pb::AcknowledgeRequest {
+        player_id: "bob".into(),
+        match_id: bob_found.match_id.clone(),
+    })
+    .await
+    .unwrap();
+    let retry = accept(c, &to_bob.challenge_id, "bob", "a1").await.unwrap();
+    assert_eq!(retry.match_found.unwrap(), bob_found);
+    assert_eq!(s.backend.asked(), asked);
+    // Ann holds an unacknowledged match found: Dave cannot accept her challenge, nor can she
+    // accept Erin's, until she acknowledges it.
+    assert_eq!(
+        refusal(accept(c, &to_dave.challenge_id, "dave", "d1").await),
+        (Code::FailedPrecondition, "PLAYER_BUSY".into())
+    );
+    let to_ann = create(c, challenge("e1", "erin", "ann")).await;
+    assert_eq!(
+        refusal(accept(c, &to_ann.challenge_id, "ann", "x1").await),
+        (Code::FailedPrecondition, "PLAYER_BUSY".into())
+    );
+    c.acknowledge(pb::AcknowledgeRequest {
+        player_id: "ann".into(),
+        match_id: bob_found.match_id.clone(),
+    })
+    .await
+    .unwrap();
+    let dave = accept(c, &to_dave.challenge_id, "dave", "d1")
+        .await
+        .unwrap();
+    assert_ne!(dave.match_found.unwrap().match_id, bob_found.match_id);
+    assert_eq!(
+        match_players(&s.backend),
+        [
+            vec!["ann".to_owned(), "bob".to_owned()],
+            vec!["ann".to_owned(), "dave".to_owned()]
+        ]
+    );
+    // Carol still waits, alone.
+    drop(carol_join);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_is_a_committed_pairing_in_process() {
+    an_accept_is_a_committed_pairing(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_is_a_committed_pairing_on_redis() {
+    an_accept_is_a_committed_pairing(true).await;
+}
+
+/// Two accepts at once of two seeks of one seeker: one match, the other accept refused.
+async fn two_seeks_of_one_seeker_accepted_at_once_make_one_match(on_redis: bool) {
+    let (_redis, config) = store(on_redis).await;
+    let backend = FakeMatches {
+        slow_ms: 50,
+        ..FakeMatches::default()
+    };
+    let mut s = start(config, Tuning::default(), backend).await;
+    let c = &mut s.client;
+    let mut ids = Vec::new();
+    for r in ["s1", "s2"] {
+        let made = c.create_seek(seek(r, "ann")).await.unwrap().into_inner();
+        ids.push(made.seek.unwrap().seek_id);
+    }
+    let mut tasks = Vec::new();
+    for (id, p) in ids.iter().zip(["bob", "carol"]) {
+        let mut c = s.client.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            c.accept_seek(pb::AcceptSeekRequest {
+                seek_id: id,
+                player_id: p.into(),
+                request_id: "a".into(),
+            })
+            .await
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => assert_eq!(
+                refusal::<()>(Err(e)),
+                (Code::FailedPrecondition, "PLAYER_BUSY".into())
+            ),
+        }
+    }
+    assert_eq!(ok, 1);
+    assert_eq!(s.backend.matches().len(), 1);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_seeks_of_one_seeker_accepted_at_once_make_one_match_in_process() {
+    two_seeks_of_one_seeker_accepted_at_once_make_one_match(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_seeks_of_one_seeker_accepted_at_once_make_one_match_on_redis() {
+    two_seeks_of_one_seeker_accepted_at_once_make_one_match(true).await;
+}
+
+/// Creations are counted per owner and hour, ended offers included (create-and-cancel loops
+/// hit the bound); a flood of ended challenges never pushes a pending one out of its player's
+/// watch stream.
+async fn create_cancel_spam_hits_the_hourly_bound(on_redis: bool) {
+    let (_redis, config) = store(on_redis).await;
+    let tuning = Tuning {
+        max_offers_per_hour: 5,
+        ..Tuning::default()
+    };
+    let mut s = start(config, tuning, FakeMatches::default()).await;
+    let c = &mut s.client;
+    let genuine = create(c, challenge("g", "friend", "vic")).await;
+    // 41 spammers × 5 challenges, each cancelled at once: more than the 200 kept per player.
+    for a in 0..41 {
+        let from = format!("spam{a}");
+        for i in 0..5 {
+            let made = create(c, challenge(&format!("r{i}"), &from, "vic")).await;
+            c.cancel_challenge(pb::CancelChallengeRequest {
+                challenge_id: made.challenge_id,
+                player_id: from.clone(),
+            })
+            .await
+            .unwrap();
+        }
+    }
+    assert_eq!(
+        bad_field(c.create_challenge(challenge("r5", "spam0", "vic")).await),
+        (Code::ResourceExhausted, "challenger_id".into())
+    );
+    // Seeks are counted the same way.
+    for i in 0..5 {
+        let made = c
+            .create_seek(seek(&format!("k{i}"), "seeker"))
+            .await
+            .unwrap()
+            .into_inner()
+            .seek
+            .unwrap();
+        c.cancel_seek(pb::CancelSeekRequest {
+            seek_id: made.seek_id,
+            player_id: "seeker".into(),
+        })
+        .await
+        .unwrap();
+    }
+    assert_eq!(
+        bad_field(c.create_seek(seek("k5", "seeker")).await),
+        (Code::ResourceExhausted, "player_id".into())
+    );
+    // The victim's watch still begins with the genuine pending challenge.
+    let mut w = watch(c, "vic").await;
+    let e = next(&mut w).await;
+    assert_eq!(kind(&e), pb::ChallengeEventKind::Created);
+    assert_eq!(e.challenge.unwrap().challenge_id, genuine.challenge_id);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn create_cancel_spam_hits_the_hourly_bound_in_process() {
+    create_cancel_spam_hits_the_hourly_bound(false).await;
+}
+
+#[tokio::test]
+async fn create_cancel_spam_hits_the_hourly_bound_on_redis() {
+    create_cancel_spam_hits_the_hourly_bound(true).await;
+}
+
+/// Watch streams are bounded per player and per replica; a closed stream frees its place.
+#[tokio::test]
+async fn watch_streams_are_bounded() {
+    let tuning = Tuning {
+        max_watches_per_player: 2,
+        max_watches: 3,
+        ..Tuning::default()
+    };
+    let mut s = start(None, tuning, FakeMatches::default()).await;
+    let c = &mut s.client;
+    let first = watch(c, "ann").await;
+    let _second = watch(c, "ann").await;
+    let request = |p: &str| pb::WatchChallengesRequest {
+        player_id: p.into(),
+    };
+    assert_eq!(
+        bad_field(c.watch_challenges(request("ann")).await.map(|_| ())),
+        (Code::ResourceExhausted, "player_id".into())
+    );
+    let _bob = watch(c, "bob").await;
+    assert_eq!(
+        c.watch_challenges(request("carol"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::ResourceExhausted
+    );
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while c.watch_challenges(request("ann")).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a closed stream frees its place");
+    s.server.stop().await;
+}
+
+/// ListSeeks refuses a page size past the most (0 is the default).
+#[tokio::test]
+async fn an_absurd_page_size_is_refused() {
+    let mut s = start(None, Tuning::default(), FakeMatches::default()).await;
+    let c = &mut s.client;
+    for size in [201, u32::MAX] {
+        assert_eq!(
+            bad_field(
+                c.list_seeks(pb::ListSeeksRequest {
+                    page_size: size,
+                    ..pb::ListSeeksRequest::default()
+                })
+                .await
+            ),
+            (Code::InvalidArgument, "page_size".into())
+        );
+    }
+    for size in [0, 200] {
+        c.list_seeks(pb::ListSeeksRequest {
+            page_size: size,
+            ..pb::ListSeeksRequest::default()
+        })
+        .await
+        .unwrap();
+    }
+    s.server.stop().await;
+}
+
+/// On Redis an offer is kept at least an hour past its expiry through every step, a failed
+/// accept included (an offer living longer than an hour stays while open).
+#[tokio::test]
+async fn a_long_lived_offer_outlives_a_failed_accept_on_redis() {
+    let (redis, config) = store(true).await;
+    let redis = redis.unwrap();
+    let tuning = Tuning {
+        challenge_lifetime_ms: 3 * 3_600_000,
+        ..Tuning::default()
+    };
+    let backend = FakeMatches::default();
+    backend.refuse.store(true, Ordering::SeqCst);
+    let mut s = start(config, tuning, backend).await;
+    let c = &mut s.client;
+    let made = create(c, challenge("r", "ann", "bob")).await;
+    assert_eq!(
+        refusal(accept(c, &made.challenge_id, "bob", "a").await),
+        (Code::FailedPrecondition, "MATCH_REFUSED".into())
+    );
+    assert_eq!(
+        get(c, &made.challenge_id).await.state,
+        pb::ChallengeState::Pending as i32
+    );
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(format!("mm:of:{}", made.challenge_id))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // Its expiry (about 3 h away) plus an hour; at least more than the 3 h.
+    assert!(pttl > 3 * 3_600_000, "{pttl}");
+    // The accept's marks are gone: both players may join a pool.
+    c.join(join_request("bob")).await.unwrap();
+    s.server.stop().await;
 }

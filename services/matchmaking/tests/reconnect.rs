@@ -312,6 +312,24 @@ impl MatchService for FakeMatches {
     ) -> Reply<pb::ExportMatchResponse> {
         unused()
     }
+    async fn propose_takeback(
+        &self,
+        _: Request<pb::ProposeTakebackRequest>,
+    ) -> Reply<pb::ProposeTakebackResponse> {
+        unused()
+    }
+    async fn answer_takeback(
+        &self,
+        _: Request<pb::AnswerTakebackRequest>,
+    ) -> Reply<pb::AnswerTakebackResponse> {
+        unused()
+    }
+    async fn list_matches(
+        &self,
+        _: Request<pb::ListMatchesRequest>,
+    ) -> Reply<pb::ListMatchesResponse> {
+        unused()
+    }
     async fn post_chat(&self, _: Request<pb::PostChatRequest>) -> Reply<pb::PostChatResponse> {
         unused()
     }

@@ -79,7 +79,10 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                             // Unreadable records or a bad pool name do not heal: set the match
                             // aside rather than retry it forever.
                             tracing::error!(match_id = %f.match_id, error = %e, "a finished match cannot be rated; it is no longer followed");
-                            let _ = self.store.apply_ratings(&f.match_id, &[]).await;
+                            let _ = self
+                                .store
+                                .apply_ratings(&f.match_id, &[], self.tuning.rating_history)
+                                .await;
                             return;
                         }
                         Err(e) => {
@@ -94,7 +97,10 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 }
                 Err(e) => {
                     tracing::warn!(match_id = %f.match_id, error = %e, "a followed match is gone; it will not be rated");
-                    let _ = self.store.apply_ratings(&f.match_id, &[]).await;
+                    let _ = self
+                        .store
+                        .apply_ratings(&f.match_id, &[], self.tuning.rating_history)
+                        .await;
                     return;
                 }
             }
@@ -114,7 +120,12 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 white_quarters,
                 at_ms,
             } if pool.rated => (white_quarters, at_ms),
-            _ => return Ok(self.store.apply_ratings(&f.match_id, &[]).await?),
+            _ => {
+                return Ok(self
+                    .store
+                    .apply_ratings(&f.match_id, &[], self.tuning.rating_history)
+                    .await?);
+            }
         };
         let at_ms = if at_ms == 0 {
             self.store.now().await?
@@ -134,19 +145,40 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 .map_err(|e| {
                     MatchmakingError::Corrupt(format!("rating match {}: {e}", f.match_id))
                 })?;
+            let opponents = ratings::opponents_of(&f.players);
+            let scores = ratings::seat_quarters(f.players.len(), white_quarters);
             let writes: Vec<RatingWrite> = f
                 .players
                 .iter()
                 .zip(old)
-                .zip(after)
-                .map(|((player, old), new)| RatingWrite {
-                    player: player.clone(),
-                    key: key.clone(),
-                    old,
-                    new: new.encode(),
-                })
+                .zip(records.iter().zip(after))
+                .zip(opponents.into_iter().zip(scores))
+                .map(
+                    |(((player, old), (before, new)), (opponents, score_quarters))| RatingWrite {
+                        player: player.clone(),
+                        key: key.clone(),
+                        change: ratings::Change {
+                            kind: ratings::ChangeKind::Match,
+                            at_ms,
+                            match_id: f.match_id.clone(),
+                            opponents,
+                            score_quarters,
+                            glicko: true,
+                            elo: true,
+                            before: old.is_some().then_some(*before),
+                            after: new,
+                        }
+                        .encode(),
+                        old,
+                        new: new.encode(),
+                    },
+                )
                 .collect();
-            match self.store.apply_ratings(&f.match_id, &writes).await? {
+            match self
+                .store
+                .apply_ratings(&f.match_id, &writes, self.tuning.rating_history)
+                .await?
+            {
                 Applied::Conflict => continue,
                 Applied::Done => {
                     metrics::counter!("arbiter_ratings_updated_total", "variant" => pool.variant.name())

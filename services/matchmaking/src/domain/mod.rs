@@ -28,11 +28,16 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
 
 mod follow;
+mod history;
 mod offers;
 mod players;
 mod wave;
 
-pub use offers::{ChallengeEvent, OfferSpec, SeekPage, WatchSender};
+pub use history::{
+    EloImport, GlickoImport, HistoryPage, ImportEntry, ImportOutcome, ImportReport,
+    MAX_IMPORT_ENTRIES, RatingChange,
+};
+pub use offers::{ChallengeEvent, OfferSpec, SeekPage, WatchSender, WatchTicket};
 
 use players::Hub;
 pub use players::{JoinEvent, JoinSender, JoinSpec, QueueStatus, Rating, Ticket};
@@ -212,9 +217,13 @@ mod tests {
             key: pool.rating_key(),
             old: None,
             new: "not a rating".into(),
+            change: String::new(),
         };
         assert_eq!(
-            mm.store().apply_ratings("seed", &[corrupt]).await.unwrap(),
+            mm.store()
+                .apply_ratings("seed", &[corrupt], 1)
+                .await
+                .unwrap(),
             Applied::Done
         );
         let f = Follow {
@@ -237,7 +246,7 @@ mod tests {
             .await
             .expect("the follower gives up on a corrupt record");
         assert_eq!(
-            mm.store().apply_ratings("m1", &[]).await.unwrap(),
+            mm.store().apply_ratings("m1", &[], 1).await.unwrap(),
             Applied::Already
         );
         assert!(mm.ratings("b").await.unwrap().is_empty());

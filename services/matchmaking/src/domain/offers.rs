@@ -6,13 +6,14 @@ use super::wave::found_of;
 use super::*;
 use crate::error::{
     CHALLENGE_EXPIRED, CHALLENGE_NOT_PENDING, MATCH_REFUSED, NOT_CHALLENGED, NOT_CHALLENGER,
-    NOT_SEEKER, OWN_SEEK, RATING_OUT_OF_RANGE, SEEK_EXPIRED, SEEK_NOT_OPEN, SEEK_TAKEN,
+    NOT_SEEKER, OWN_SEEK, PLAYER_BUSY, RATING_OUT_OF_RANGE, SEEK_EXPIRED, SEEK_NOT_OPEN,
+    SEEK_TAKEN,
 };
 use crate::offer::{
     Accepting, Created, DeclineReason, Ended, NewOffer, Offer, OfferKind, OfferLimits, OfferState,
     Terms,
 };
-use crate::store::ACCEPT_STALE_MS;
+use crate::store::{ACCEPT_STALE_MS, OFFER_MEMORY_MS};
 
 /// A validated creation of a challenge or a seek.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +53,14 @@ pub struct ChallengeEvent {
 
 /// The sending half of a challenge watch stream.
 pub type WatchSender = mpsc::Sender<Result<ChallengeEvent, MatchmakingError>>;
+
+/// A challenge watch stream's place among this replica's open ones
+/// ([`Matchmaker::open_watch`]), given up when [`Matchmaker::watch_challenges`] ends.
+#[derive(Debug)]
+pub struct WatchTicket {
+    player: String,
+    notify: Arc<Notify>,
+}
 
 /// A watch stream reads its challenges again at least this often without news (an
 /// announcement from another replica may be lost while Redis reconnects).
@@ -94,11 +103,15 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 per_owner: self.tuning.max_challenges_out,
                 per_target: self.tuning.max_challenges_in,
                 total: usize::MAX,
+                created: self.tuning.max_offers_per_hour,
+                window_ms: OFFER_MEMORY_MS,
             },
             OfferKind::Seek => OfferLimits {
                 per_owner: self.tuning.max_seeks_per_player,
                 per_target: usize::MAX,
                 total: self.tuning.max_seeks,
+                created: self.tuning.max_offers_per_hour,
+                window_ms: OFFER_MEMORY_MS,
             },
         }
     }
@@ -169,6 +182,13 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                     new.owner, limits.per_owner
                 ),
             )),
+            Created::OwnerRate => Err(MatchmakingError::exhausted(
+                owner_field,
+                format!(
+                    "player {:?} created {} {what}s this hour, the most allowed",
+                    new.owner, limits.created
+                ),
+            )),
             Created::TargetFull => Err(MatchmakingError::exhausted(
                 "challenged_id",
                 format!(
@@ -207,9 +227,14 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     ///
     /// # Errors
     /// `NOT_FOUND`; `FAILED_PRECONDITION` (`NOT_CHALLENGED`, `OWN_SEEK`, `RATING_OUT_OF_RANGE`,
-    /// `CHALLENGE_NOT_PENDING`, `CHALLENGE_EXPIRED`, `SEEK_TAKEN`, `SEEK_NOT_OPEN`,
-    /// `SEEK_EXPIRED`, `MATCH_REFUSED`); `UNAVAILABLE` (the store, or the match service: the
-    /// offer is then open again).
+    /// `CHALLENGE_NOT_PENDING` (also while another accept is under way),
+    /// `CHALLENGE_EXPIRED`, `SEEK_TAKEN`, `SEEK_NOT_OPEN`, `SEEK_EXPIRED`, `PLAYER_BUSY`: either
+    /// player holds an unacknowledged match found or is being matched, `MATCH_REFUSED`);
+    /// `UNAVAILABLE` (the store, or the match service: the offer is then open again).
+    ///
+    /// The accept's first step takes both players out of their pools and marks them being
+    /// matched (see [`crate::offer`]); a retry of an accept already recorded answers the
+    /// recorded match found without asking the match service again.
     pub async fn accept_offer(
         &self,
         kind: OfferKind,
@@ -256,9 +281,25 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             .begin_accept(id, acceptor, request, ACCEPT_STALE_MS)
             .await?
         {
+            Accepting::Again(o)
+                if o.state == OfferState::Accepted
+                    && let Some(found) = o.found.clone() =>
+            {
+                // Recorded before: answer what was recorded, without a new CreateMatch.
+                return Ok((o, found));
+            }
             Accepting::Started(o) | Accepting::Again(o) => o,
             Accepting::NotOpen(o) => {
                 return Err(not_open(&settled(o, self.store.now().await?)));
+            }
+            Accepting::Busy(player) => {
+                return Err(MatchmakingError::precondition(
+                    PLAYER_BUSY,
+                    format!(
+                        "player {player:?} has a match found not yet acknowledged, or a match \
+                         being created"
+                    ),
+                ));
             }
             Accepting::Missing => return Err(not_found(kind, id)),
         };
@@ -320,11 +361,8 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             return Err(not_open(&settled(after, self.store.now().await?)));
         }
         if fresh {
-            // Both players leave any pool they wait in: their join streams hand out this match
-            // found and end, as after a wave.
-            for p in &players {
-                self.store.leave(p, None).await?;
-            }
+            // Both players left their pools in the accept's first step: their join streams
+            // hand out this match found and end, as after a wave.
             metrics::counter!("arbiter_matchmaking_offers_accepted_total", "kind" => noun(kind))
                 .increment(1);
             self.tell_matched(&players).await?;
@@ -411,19 +449,52 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         Ok(SeekPage { seeks, next })
     }
 
-    /// Streams `player`'s challenges to `tx` until the client goes away or the server shuts
-    /// down: first every pending one, then each change.
+    /// Takes a place for a challenge watch stream of `player` (given up when
+    /// [`Matchmaker::watch_challenges`] ends).
+    ///
+    /// # Errors
+    /// `RESOURCE_EXHAUSTED` when `player` holds their maximum of watch streams
+    /// (`player_id`) or this replica holds its maximum.
+    pub fn open_watch(&self, player: &str) -> Result<WatchTicket, MatchmakingError> {
+        let mut watchers = self.watchers_lock();
+        let mine = watchers.get(player).map_or(0, Vec::len);
+        if mine >= self.tuning.max_watches_per_player {
+            return Err(MatchmakingError::exhausted(
+                "player_id",
+                format!("player {player:?} holds {mine} challenge watch streams, the most allowed"),
+            ));
+        }
+        let total: usize = watchers.values().map(Vec::len).sum();
+        if total >= self.tuning.max_watches {
+            return Err(MatchmakingError::exhausted(
+                "",
+                format!(
+                    "the server holds its maximum of {} challenge watch streams",
+                    self.tuning.max_watches
+                ),
+            ));
+        }
+        let notify = Arc::new(Notify::new());
+        watchers
+            .entry(player.to_owned())
+            .or_default()
+            .push(Arc::clone(&notify));
+        Ok(WatchTicket {
+            player: player.to_owned(),
+            notify,
+        })
+    }
+
+    /// Streams the ticket's player's challenges to `tx` until the client goes away or the
+    /// server shuts down: first every pending one, then each change. Gives the ticket's place
+    /// up when it ends.
     pub async fn watch_challenges(
         &self,
-        player: String,
+        ticket: WatchTicket,
         tx: WatchSender,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        let notify = Arc::new(Notify::new());
-        self.watchers_lock()
-            .entry(player.clone())
-            .or_default()
-            .push(Arc::clone(&notify));
+        let WatchTicket { player, notify } = ticket;
         let mut seen: HashMap<String, OfferState> = HashMap::new();
         let mut first = true;
         loop {

@@ -2,8 +2,8 @@
 //! timed by this process's clock.
 
 use super::{
-    Applied, Found, Joined, OFFER_MEMORY_MS, OfferStore, Place, PoolStore, RECENT_CHALLENGES,
-    RatingWrite, Standing, StoreError, mean_wait,
+    Applied, Found, IMPORT_MEMORY_MS, ImportWrite, Imported, Joined, OFFER_MEMORY_MS, OfferStore,
+    Place, PoolStore, RECENT_CHALLENGES, RatingWrite, Standing, StoreError, mean_wait,
 };
 use crate::offer::{
     Accepting, Created, DeclineReason, Ended, NewOffer, Offer, OfferKind, OfferLimits, OfferState,
@@ -28,6 +28,12 @@ enum Who {
     Making {
         pool: String,
         gone: bool,
+    },
+    /// An offer's accept under way (out of every pool) until `until`, or until the accept
+    /// finishes or is released.
+    Offer {
+        id: String,
+        until: u64,
     },
 }
 
@@ -54,6 +60,12 @@ struct State {
     /// Rated match ids, and the same ids in the order they expire.
     rated: HashMap<String, u64>,
     rated_order: std::collections::VecDeque<(u64, String)>,
+    /// Rating histories by (player, key): (sequence number, change), oldest first.
+    rating_log: HashMap<(String, String), VecDeque<(u64, String)>>,
+    /// Imports by request id: when they may be forgotten, fingerprint, outcomes; and the ids in
+    /// the order they expire.
+    imports: HashMap<String, (u64, String, String)>,
+    import_order: VecDeque<(u64, String)>,
     follows: HashMap<String, (u64, Follow)>,
     /// The last fencing number handed out, over every pool (so that a pool dropped when empty
     /// and opened again never reuses one).
@@ -72,6 +84,8 @@ struct State {
     recent: HashMap<String, VecDeque<String>>,
     /// When each offer (and its creation's request id) may be forgotten, in order of filing.
     forget: VecDeque<(u64, String, (String, OfferKind, String))>,
+    /// Offers created by kind and owner in the current window: when it ends, how many.
+    created: HashMap<(OfferKind, String), (u64, usize)>,
 }
 
 impl State {
@@ -200,11 +214,77 @@ impl State {
         }
     }
 
-    fn remember(&mut self, player: &str, id: &str) {
+    /// Records `change` in `player`'s history for `key`, keeping the latest `limit`.
+    fn record_change(&mut self, player: &str, key: &str, change: &str, limit: usize) {
+        let log = self
+            .rating_log
+            .entry((player.to_owned(), key.to_owned()))
+            .or_default();
+        let seq = log.back().map_or(1, |(seq, _)| seq.saturating_add(1));
+        log.push_back((seq, change.to_owned()));
+        while log.len() > limit.max(1) {
+            log.pop_front();
+        }
+    }
+
+    /// Adds challenge `id` to `player`'s recent ones; past [`RECENT_CHALLENGES`], ended ones
+    /// go first (oldest first), so that ended ones never push a pending one out, then the
+    /// oldest.
+    fn remember(&mut self, player: &str, id: &str, now: u64) {
+        let offers = &self.offers;
         let r = self.recent.entry(player.to_owned()).or_default();
         r.push_back(id.to_owned());
         while r.len() > RECENT_CHALLENGES {
-            r.pop_front();
+            let ended = r.iter().position(|x| {
+                offers.get(x).is_none_or(|o| {
+                    !matches!(o.state_at(now), OfferState::Open | OfferState::Accepting)
+                })
+            });
+            match ended {
+                Some(i) => {
+                    r.remove(i);
+                }
+                None => {
+                    r.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Whether `player` may not take part in an accept of offer `id`: an unacknowledged match
+    /// found, a pool pairing being made, or another offer's accept under way.
+    fn busy(&mut self, player: &str, id: &str, now: u64) -> bool {
+        if !self.found_now(player, now).is_empty() {
+            return true;
+        }
+        match self.who.get(player) {
+            Some(Who::Making { .. }) => true,
+            Some(Who::Offer { id: other, until }) => other != id && *until > now,
+            Some(Who::Waiting { .. }) | None => false,
+        }
+    }
+
+    /// Takes `player` out of any pool and marks them matched by offer `id` until `until`.
+    fn claim(&mut self, player: &str, id: &str, until: u64) {
+        if let Some(Who::Waiting { pool, .. }) = self.who.get(player) {
+            let pool = pool.clone();
+            self.remove(&pool, player);
+        }
+        self.who.insert(
+            player.to_owned(),
+            Who::Offer {
+                id: id.to_owned(),
+                until,
+            },
+        );
+    }
+
+    /// Clears `player`'s mark if offer `id`'s accept set it.
+    fn unclaim(&mut self, player: Option<&String>, id: &str) {
+        if let Some(p) = player
+            && matches!(self.who.get(p), Some(Who::Offer { id: other, .. }) if other == id)
+        {
+            self.who.remove(p);
         }
     }
 }
@@ -255,8 +335,9 @@ impl PoolStore for MemoryStore {
         }
         let old = match s.who.get(&entry.player) {
             Some(Who::Making { .. }) => return Ok(Joined::Matching),
+            Some(Who::Offer { until, .. }) if *until > now => return Ok(Joined::Matching),
             Some(Who::Waiting { pool: old, .. }) => Some(old.clone()),
-            None => None,
+            Some(Who::Offer { .. }) | None => None,
         };
         // The limits first: a refused join changes nothing.
         if old.as_deref() != Some(pool) {
@@ -315,6 +396,8 @@ impl PoolStore for MemoryStore {
                 session: held,
             }) if p == pool && *held == session => {}
             Some(Who::Making { pool: p, .. }) if p == pool => return Ok(Place::Matching),
+            // An offer's accept took the player out of the pool: the stream waits for it.
+            Some(Who::Offer { until, .. }) if *until > now => return Ok(Place::Matching),
             _ => return Ok(Place::Gone),
         }
         let Some(p) = s.pools.get_mut(pool) else {
@@ -630,6 +713,7 @@ impl PoolStore for MemoryStore {
         &self,
         match_id: &str,
         writes: &[RatingWrite],
+        history_limit: usize,
     ) -> Result<Applied, StoreError> {
         let now = now_ms();
         let mut s = self.lock();
@@ -648,6 +732,7 @@ impl PoolStore for MemoryStore {
                 .entry(w.player.clone())
                 .or_default()
                 .insert(w.key.clone(), w.new.clone());
+            s.record_change(&w.player, &w.key, &w.change, history_limit);
         }
         while s
             .rated_order
@@ -663,6 +748,68 @@ impl PoolStore for MemoryStore {
         s.rated_order.push_back((until, match_id.to_owned()));
         s.follows.remove(match_id);
         Ok(Applied::Done)
+    }
+
+    async fn import_ratings(
+        &self,
+        request: &str,
+        fingerprint: &str,
+        outcomes: &str,
+        writes: &[ImportWrite],
+        history_limit: usize,
+    ) -> Result<Imported, StoreError> {
+        let now = now_ms();
+        let mut s = self.lock();
+        while s
+            .import_order
+            .front()
+            .is_some_and(|(until, _)| *until <= now)
+        {
+            if let Some((_, id)) = s.import_order.pop_front() {
+                s.imports.remove(&id);
+            }
+        }
+        if let Some((_, fingerprint, outcomes)) = s.imports.get(request) {
+            return Ok(Imported::Replayed {
+                fingerprint: fingerprint.clone(),
+                outcomes: outcomes.clone(),
+            });
+        }
+        for w in writes {
+            let current = s.ratings.get(&w.player).and_then(|r| r.get(&w.key));
+            if current != w.old.as_ref() {
+                return Ok(Imported::Conflict);
+            }
+        }
+        for w in writes {
+            if let Some((record, change)) = &w.new {
+                s.ratings
+                    .entry(w.player.clone())
+                    .or_default()
+                    .insert(w.key.clone(), record.clone());
+                s.record_change(&w.player, &w.key, change, history_limit);
+            }
+        }
+        let until = now.saturating_add(IMPORT_MEMORY_MS);
+        s.imports.insert(
+            request.to_owned(),
+            (until, fingerprint.to_owned(), outcomes.to_owned()),
+        );
+        s.import_order.push_back((until, request.to_owned()));
+        Ok(Imported::Done)
+    }
+
+    async fn rating_history(
+        &self,
+        player: &str,
+        key: &str,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        Ok(self
+            .lock()
+            .rating_log
+            .get(&(player.to_owned(), key.to_owned()))
+            .map(|log| log.iter().cloned().collect())
+            .unwrap_or_default())
     }
 
     async fn announce(&self, _players: &[String], _pool: Option<&str>) -> Result<(), StoreError> {
@@ -694,6 +841,17 @@ impl OfferStore for MemoryStore {
                 None => Created::Conflict,
             });
         }
+        let window = (offer.kind, offer.owner.clone());
+        if s.created.len() > 10_000 {
+            s.created.retain(|_, (until, _)| *until > now);
+        }
+        let made = match s.created.get(&window) {
+            Some((until, n)) if *until > now => *n,
+            _ => 0,
+        };
+        if made >= limits.created {
+            return Ok(Created::OwnerRate);
+        }
         let out = s.open_out.get(&(offer.kind, offer.owner.clone())).cloned();
         if s.count_open(out.as_ref(), now) >= limits.per_owner {
             return Ok(Created::OwnerFull);
@@ -712,15 +870,20 @@ impl OfferStore for MemoryStore {
                 }
             }
         }
+        let until = match s.created.get(&window) {
+            Some((until, _)) if *until > now => *until,
+            _ => now.saturating_add(limits.window_ms),
+        };
+        s.created.insert(window, (until, made.saturating_add(1)));
         let filed = offer.filed(now);
         s.list(&filed);
+        s.offers.insert(filed.id.clone(), filed.clone());
         if filed.kind == OfferKind::Challenge {
-            s.remember(&filed.owner, &filed.id);
+            s.remember(&filed.owner, &filed.id, now);
             if let Some(t) = &filed.target {
-                s.remember(t, &filed.id);
+                s.remember(t, &filed.id, now);
             }
         }
-        s.offers.insert(filed.id.clone(), filed.clone());
         s.offer_requests
             .insert(request.clone(), (offer.fingerprint(), filed.id.clone()));
         s.forget.push_back((
@@ -757,7 +920,20 @@ impl OfferStore for MemoryStore {
         if !(stale || o.state_at(now) == OfferState::Open) {
             return Ok(Accepting::NotOpen(o));
         }
+        for p in [o.owner.as_str(), acceptor] {
+            if s.busy(p, id, now) {
+                return Ok(Accepting::Busy(p.to_owned()));
+            }
+        }
+        // Committed as a pool pairing is: both players leave their pools and are marked
+        // matched (a taken-over stale accept's acceptor is let go).
+        if stale {
+            s.unclaim(o.acceptor.as_ref(), id);
+        }
         s.unlist(&o);
+        let until = now.saturating_add(stale_ms);
+        s.claim(&o.owner, id, until);
+        s.claim(acceptor, id, until);
         let mut o = o;
         o.state = OfferState::Accepting;
         o.acceptor = Some(acceptor.to_owned());
@@ -785,7 +961,13 @@ impl OfferStore for MemoryStore {
         let mut o = o;
         o.state = OfferState::Accepted;
         o.match_id = Some(follow.match_id.clone());
+        o.found = found
+            .iter()
+            .find(|f| o.acceptor.as_ref() == Some(&f.player))
+            .map(|f| f.found.clone());
         o.updated_at = now;
+        s.unclaim(Some(&o.owner), id);
+        s.unclaim(o.acceptor.as_ref(), id);
         s.offers.insert(id.to_owned(), o.clone());
         for f in found {
             s.found
@@ -807,6 +989,8 @@ impl OfferStore for MemoryStore {
         if o.state != OfferState::Accepting || o.accept_request.as_deref() != Some(request) {
             return Ok(false);
         }
+        s.unclaim(Some(&o.owner), id);
+        s.unclaim(o.acceptor.as_ref(), id);
         let mut o = o;
         o.state = OfferState::Open;
         o.acceptor = None;

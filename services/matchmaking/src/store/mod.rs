@@ -9,8 +9,9 @@
 //!
 //! Challenges and seeks ([`crate::offer`]) are kept beside the pools, with the same rules in both
 //! stores: each change of an offer is one atomic step (a Lua script in Redis) at the store's
-//! time, creations are idempotent by the owner's request id, and an offer's records are
-//! forgotten [`OFFER_MEMORY_MS`] after it ends.
+//! time, creations are idempotent by the owner's request id (and counted per owner and window:
+//! [`OfferLimits::created`]), and an offer's records are forgotten [`OFFER_MEMORY_MS`] after
+//! the later of its end and its expiry (no step ever shortens that).
 
 pub mod memory;
 pub mod redis;
@@ -107,7 +108,48 @@ pub struct RatingWrite {
     pub old: Option<String>,
     /// The record to write.
     pub new: String,
+    /// The change recorded in the player's rating history for `key`
+    /// ([`crate::ratings::Change::encode`]).
+    pub change: String,
 }
+
+/// One entry of an import, as the store applies it: the player's record for `key` must still
+/// be `old` (`None`: none yet); `new`, when given, replaces it and `change` joins the rating
+/// history (an entry skipped is only checked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportWrite {
+    /// The player.
+    pub player: String,
+    /// The variant and speed (`chess:blitz`).
+    pub key: String,
+    /// The record as read.
+    pub old: Option<String>,
+    /// The record to write, and the change to record (`None`: the entry is skipped).
+    pub new: Option<(String, String)>,
+}
+
+/// What an import did in the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Imported {
+    /// Applied now, and its request id remembered with `outcomes`.
+    Done,
+    /// The request id was used before (within [`IMPORT_MEMORY_MS`]): nothing changed; the
+    /// first call's fingerprint and outcomes.
+    Replayed {
+        /// The first call's fingerprint.
+        fingerprint: String,
+        /// The first call's outcomes.
+        outcomes: String,
+    },
+    /// A record changed since it was read: read again and retry.
+    Conflict,
+}
+
+/// How many rating changes are kept per player, variant and speed by default (older ones are
+/// dropped); [`crate::Tuning::rating_history`] sets it.
+pub const RATING_HISTORY_LIMIT: usize = 500;
+/// How long an import's request id is remembered: a day.
+pub const IMPORT_MEMORY_MS: u64 = 86_400_000;
 
 /// A found match for one player (stored in the form [`MatchFound::encode`] writes).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -249,13 +291,36 @@ pub trait PoolStore: OfferStore + Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Applies a finished match's rating writes, once per match id: every `old` must still be
-    /// current. The match is then no longer followed (also with no writes, for a casual or
-    /// aborted match).
+    /// current. Each write's change joins the player's rating history for its key in the same
+    /// step (keeping the latest `history_limit`). The match is then no longer followed (also
+    /// with no writes, for a casual or aborted match).
     fn apply_ratings(
         &self,
         match_id: &str,
         writes: &[RatingWrite],
+        history_limit: usize,
     ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Applies an import, once per `request` id (remembered [`IMPORT_MEMORY_MS`] with
+    /// `fingerprint` and `outcomes`): every `old` must still be current; each write with a new
+    /// record replaces the record and records its change (keeping the latest `history_limit`),
+    /// all in one step.
+    fn import_ratings(
+        &self,
+        request: &str,
+        fingerprint: &str,
+        outcomes: &str,
+        writes: &[ImportWrite],
+        history_limit: usize,
+    ) -> impl Future<Output = Result<Imported, StoreError>> + Send;
+
+    /// `player`'s rating history for `key` (`chess:blitz`): each change with its sequence
+    /// number (growing by one per change of the key), oldest first.
+    fn rating_history(
+        &self,
+        player: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<Vec<(u64, String)>, StoreError>> + Send;
 
     /// Tells every replica that `players` have news (a match found), or that `pool` ran a wave.
     fn announce(
@@ -281,7 +346,8 @@ pub const ACCEPT_STALE_MS: u64 = 60_000;
 pub trait OfferStore: Send + Sync + 'static {
     /// Files `offer` unless its owner used its request id before (then: that offer, or
     /// [`Created::Conflict`] when the terms or the challenged player differ), or a bound of
-    /// `limits` is reached (open offers past their expiry do not count).
+    /// `limits` is reached (open offers past their expiry do not count; every creation counts
+    /// towards [`OfferLimits::created`]).
     fn create_offer(
         &self,
         offer: &NewOffer,
@@ -293,7 +359,10 @@ pub trait OfferStore: Send + Sync + 'static {
 
     /// Turns an open, unexpired offer accepting by `acceptor` under `request` (an accepting
     /// offer older than `stale_ms` too: its accept was lost). The same acceptor and request
-    /// again: [`Accepting::Again`].
+    /// again: [`Accepting::Again`]. Refused ([`Accepting::Busy`]) while the owner or `acceptor`
+    /// holds an unacknowledged match found or is being matched; else, in the same step, both
+    /// leave any pool they wait in and are marked being matched (as a pool pairing's players,
+    /// until [`OfferStore::finish_accept`], [`OfferStore::release_accept`] or `stale_ms`).
     fn begin_accept(
         &self,
         id: &str,
@@ -304,8 +373,9 @@ pub trait OfferStore: Send + Sync + 'static {
 
     /// The accept `request` created its match: the offer turns accepted with the match id, its
     /// players get `found` and the match is filed to be followed (as a pool pairing's,
-    /// [`PoolStore::matched`]). Returns the offer as it then stands and whether this call
-    /// recorded it (false: recorded before, or another accept took the offer over).
+    /// [`PoolStore::matched`]; the acceptor's is kept in the offer too, [`Offer::found`]),
+    /// and the players' marks are cleared. Returns the offer as it then stands and whether
+    /// this call recorded it (false: recorded before, or another accept took the offer over).
     fn finish_accept(
         &self,
         id: &str,
@@ -315,7 +385,8 @@ pub trait OfferStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<(Offer, bool)>, StoreError>> + Send;
 
     /// The accept `request`'s match could not be created: the offer is open again (if still
-    /// accepting under `request`). False when nothing changed.
+    /// accepting under `request`); the players' marks are cleared (they are not put back into
+    /// a pool). False when nothing changed.
     fn release_accept(
         &self,
         id: &str,

@@ -10,17 +10,22 @@
 //! - `mm:found:<player>`: found matches by match id, in their stored form
 //!   ([`crate::found`]; kept a day at most);
 //! - `mm:h`: histories; `mm:r:<player>`: rating records by `variant:speed`;
+//! - `mm:rh:<variant:speed>:<player>`: a player's rating history in one variant and speed (a
+//!   list, oldest first, of sequence number and change, the latest N kept);
+//!   `mm:imp:<request id>`: an import's fingerprint and outcomes (kept a day);
 //! - `mm:follow` (matches followed for their outcome, by lease end) and `mm:follow:d`;
 //!   `mm:rated:<match>`: a match whose ratings were applied (kept 30 days).
 //!
 //! - challenges and seeks: `mm:of:<id>`, `mm:ofq:…`, `mm:ofo:…`, `mm:ofi:<player>`,
-//!   `mm:ofr:<player>`, `mm:seeks`, `mm:seeks:<variant>` (`lua/offers.lua` describes them).
+//!   `mm:ofr:<player>`, `mm:ofn:<kind>:<owner>`, `mm:seeks`, `mm:seeks:<variant>`
+//!   (`lua/offers.lua` describes them); an accept under way marks its players in `mm:who`
+//!   (`o` offer id, deadline).
 //!
 //! Every replica hears [`EVENTS`]: `p<player>` (news for a player) and `w<pool>` (a wave ran).
 
 use super::{
-    Applied, Found, Joined, OFFER_MEMORY_MS, OfferStore, Place, PoolStore, RECENT_CHALLENGES,
-    RatingWrite, Standing, StoreError,
+    Applied, Found, IMPORT_MEMORY_MS, ImportWrite, Imported, Joined, OFFER_MEMORY_MS, OfferStore,
+    Place, PoolStore, RECENT_CHALLENGES, RatingWrite, Standing, StoreError,
 };
 use crate::found::{pack, unpack};
 use crate::offer::{
@@ -123,7 +128,22 @@ static RENEW_FOLLOWS_ARGS: Schema = Schema::with_rest(&[("lease_ms", 1)], "match
 /// The `APPLY` script (`lua/apply.lua`; its header lists its keys and arguments).
 const APPLY: &str = include_str!("lua/apply.lua");
 /// The arguments of [`APPLY`], by name.
-static APPLY_ARGS: Schema = Schema::with_rest(&[("match_id", 1), ("ttl", 1)], "writes");
+static APPLY_ARGS: Schema =
+    Schema::with_rest(&[("match_id", 1), ("ttl", 1), ("limit", 1)], "writes");
+
+/// The `IMPORT` script (`lua/import.lua`; its header lists its keys and arguments).
+const IMPORT: &str = include_str!("lua/import.lua");
+/// The arguments of [`IMPORT`], by name.
+static IMPORT_ARGS: Schema = Schema::with_rest(
+    &[
+        ("request", 1),
+        ("fingerprint", 1),
+        ("outcomes", 1),
+        ("ttl", 1),
+        ("limit", 1),
+    ],
+    "writes",
+);
 
 /// The helpers of the offer scripts (`lua/offers.lua`).
 const OFFERS: &str = include_str!("lua/offers.lua");
@@ -147,6 +167,8 @@ static OFFER_CREATE_ARGS: Schema = Schema::new(&[
     ("max_target", 1),
     ("max_total", 1),
     ("recent", 1),
+    ("max_created", 1),
+    ("window", 1),
 ]);
 
 /// The `OFFER_ACCEPT` script (`lua/offer-accept.lua`; its header lists its arguments).
@@ -176,7 +198,7 @@ static OFFER_FINISH_ARGS: Schema = Schema::new(&[
 /// The `OFFER_RELEASE` script (`lua/offer-release.lua`; its header lists its arguments).
 const OFFER_RELEASE: &str = include_str!("lua/offer-release.lua");
 /// The arguments of [`OFFER_RELEASE`], by name.
-static OFFER_RELEASE_ARGS: Schema = Schema::new(&[("id", 1), ("request", 1)]);
+static OFFER_RELEASE_ARGS: Schema = Schema::new(&[("id", 1), ("request", 1), ("memory", 1)]);
 
 /// The `OFFER_END` script (`lua/offer-end.lua`; its header lists its arguments).
 const OFFER_END: &str = include_str!("lua/offer-end.lua");
@@ -208,6 +230,7 @@ struct Scripts {
     claim_follows: Script,
     renew_follows: Script,
     apply: Script,
+    import: Script,
 }
 
 /// A script of this store: the shared basics, this store's prelude, the Lua that names the
@@ -259,6 +282,10 @@ fn offer_of(id: &str, fields: &[String]) -> Result<Offer, StoreError> {
         acceptor: opt("a"),
         accept_request: opt("q"),
         match_id: opt("m"),
+        found: match opt("f") {
+            Some(f) => Some(crate::found::MatchFound::decode(f.as_bytes()).map_err(|_| bad())?),
+            None => None,
+        },
         created_at: time("c")?,
         expires_at: time("x")?,
         updated_at: time("u")?,
@@ -347,6 +374,7 @@ impl RedisStore {
             claim_follows: script(&CLAIM_FOLLOWS_ARGS, CLAIM_FOLLOWS),
             renew_follows: script(&RENEW_FOLLOWS_ARGS, RENEW_FOLLOWS),
             apply: script(&APPLY_ARGS, APPLY),
+            import: script(&IMPORT_ARGS, IMPORT),
         };
         let all = vec![
             scripts.join.clone(),
@@ -361,6 +389,7 @@ impl RedisStore {
             scripts.claim_follows.clone(),
             scripts.renew_follows.clone(),
             scripts.apply.clone(),
+            scripts.import.clone(),
             scripts.offer_create.clone(),
             scripts.offer_accept.clone(),
             scripts.offer_finish.clone(),
@@ -781,16 +810,19 @@ impl PoolStore for RedisStore {
         &self,
         match_id: &str,
         writes: &[RatingWrite],
+        history_limit: usize,
     ) -> Result<Applied, StoreError> {
         let mut args = APPLY_ARGS.args();
         args.set("match_id", match_id)
             .set("ttl", RATED_TTL_MS)
+            .set("limit", history_limit.max(1))
             .rest(writes.iter().map(|w| {
                 pack(&[
                     w.player.as_str(),
                     &w.key,
                     w.old.as_deref().unwrap_or(""),
                     &w.new,
+                    &w.change,
                 ])
             }));
         let r: String = self.run(&self.scripts.apply, args).await?;
@@ -800,6 +832,71 @@ impl PoolStore for RedisStore {
             "conflict" => Ok(Applied::Conflict),
             other => Err(corrupt(&format!("apply answered {other:?}"))),
         }
+    }
+
+    async fn import_ratings(
+        &self,
+        request: &str,
+        fingerprint: &str,
+        outcomes: &str,
+        writes: &[ImportWrite],
+        history_limit: usize,
+    ) -> Result<Imported, StoreError> {
+        let mut args = IMPORT_ARGS.args();
+        args.set("request", request)
+            .set("fingerprint", fingerprint)
+            .set("outcomes", outcomes)
+            .set("ttl", IMPORT_MEMORY_MS)
+            .set("limit", history_limit.max(1))
+            .rest(writes.iter().map(|w| {
+                let (new, change) = w
+                    .new
+                    .as_ref()
+                    .map_or(("", ""), |(n, c)| (n.as_str(), c.as_str()));
+                pack(&[
+                    w.player.as_str(),
+                    &w.key,
+                    w.old.as_deref().unwrap_or(""),
+                    new,
+                    change,
+                ])
+            }));
+        let r: Vec<String> = self.run(&self.scripts.import, args).await?;
+        match r.as_slice() {
+            [done] if done == "done" => Ok(Imported::Done),
+            [conflict] if conflict == "conflict" => Ok(Imported::Conflict),
+            [replayed, fingerprint, outcomes] if replayed == "replayed" => Ok(Imported::Replayed {
+                fingerprint: fingerprint.clone(),
+                outcomes: outcomes.clone(),
+            }),
+            other => Err(corrupt(&format!("import answered {other:?}"))),
+        }
+    }
+
+    async fn rating_history(
+        &self,
+        player: &str,
+        key: &str,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let mut conn = self.conn()?;
+        let items: Vec<String> = redis::cmd("LRANGE")
+            .arg(format!("mm:rh:{key}:{player}"))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        items
+            .iter()
+            .map(|item| match unpack(item).as_deref() {
+                Some([seq, change]) => seq
+                    .parse()
+                    .ok()
+                    .map(|seq| (seq, change.clone()))
+                    .ok_or_else(|| corrupt(&format!("rating history of player {player:?}"))),
+                _ => Err(corrupt(&format!("rating history of player {player:?}"))),
+            })
+            .collect()
     }
 
     async fn announce(&self, players: &[String], pool: Option<&str>) -> Result<(), StoreError> {
@@ -871,7 +968,9 @@ impl OfferStore for RedisStore {
             .set("max_owner", limits.per_owner)
             .set("max_target", limits.per_target)
             .set("max_total", limits.total)
-            .set("recent", RECENT_CHALLENGES);
+            .set("recent", RECENT_CHALLENGES)
+            .set("max_created", limits.created)
+            .set("window", limits.window_ms.max(1));
         let r: Vec<String> = self.run(&self.scripts.offer_create, args).await?;
         let (status, filed) = status_and_offer(&offer.id, &r)?;
         let filed = || filed.ok_or_else(|| corrupt("create answered no offer"));
@@ -880,6 +979,7 @@ impl OfferStore for RedisStore {
             "existing" => Created::Existing(filed()?),
             "conflict" => Created::Conflict,
             "owner" => Created::OwnerFull,
+            "created" => Created::OwnerRate,
             "target" => Created::TargetFull,
             "lobby" => Created::LobbyFull,
             other => return Err(corrupt(&format!("create answered {other:?}"))),
@@ -904,6 +1004,11 @@ impl OfferStore for RedisStore {
             .set("stale", stale_ms)
             .set("memory", OFFER_MEMORY_MS);
         let r: Vec<String> = self.run(&self.scripts.offer_accept, args).await?;
+        if let [status, player] = r.as_slice()
+            && status == "busy"
+        {
+            return Ok(Accepting::Busy(player.clone()));
+        }
         let (status, offer) = status_and_offer(id, &r)?;
         let offer = || offer.ok_or_else(|| corrupt("accept answered no offer"));
         Ok(match status.as_str() {
@@ -946,7 +1051,9 @@ impl OfferStore for RedisStore {
 
     async fn release_accept(&self, id: &str, request: &str) -> Result<bool, StoreError> {
         let mut args = OFFER_RELEASE_ARGS.args();
-        args.set("id", id).set("request", request);
+        args.set("id", id)
+            .set("request", request)
+            .set("memory", OFFER_MEMORY_MS);
         let r: i64 = self.run(&self.scripts.offer_release, args).await?;
         Ok(r == 1)
     }

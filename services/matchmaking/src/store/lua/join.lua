@@ -13,7 +13,12 @@ local old = nil
 if who then
   local w = split(who, F)
   if w[1] == 'm' then return {'matching'} end
-  old = w[2]
+  -- `o`: an offer's accept under way (see OFFERS), until its deadline.
+  if w[1] == 'o' then
+    if tonumber(w[3] or '0') > now then return {'matching'} end
+  else
+    old = w[2]
+  end
 end
 if old ~= P then
   if redis.call('HLEN', pk(P, 'e')) >= tonumber(A.max_waiting) then return {'full'} end

@@ -7,6 +7,8 @@
 local who = redis.call('HGET', 'mm:who', A.player)
 if not who then return 0 end
 local w = split(who, F)
+-- An offer's accept under way: it took the player out of the pool already.
+if w[1] == 'o' then return 0 end
 if w[1] == 'm' then
   redis.call('HSET', 'mm:who', A.player, 'm' .. F .. w[2] .. F .. 'gone')
   return 0

@@ -3,8 +3,10 @@
 -- A: kind (`ch` or `sk`), id (a fresh id), owner, target (challenges: the challenged player),
 -- variant (its name), terms (the stored terms), rating, request (the creation's request id),
 -- fingerprint, lifetime (ms open), memory (ms remembered after), max_owner, max_target,
--- max_total (the bounds), recent (challenges kept per player).
--- Returns `new`, `existing`, `conflict`, `owner`, `target` or `lobby`, then the offer's fields.
+-- max_total (the bounds), recent (challenges kept per player), max_created (offers of this kind
+-- the owner may create per window), window (ms).
+-- Returns `new`, `existing`, `conflict`, `created` (the owner created `max_created` this
+-- window), `owner`, `target` or `lobby`, then the offer's fields.
 local now = tnow()
 local qk = 'mm:ofq:' .. pack({A.owner, A.kind, A.request})
 local prior = redis.call('HGET', qk, 'f')
@@ -13,6 +15,8 @@ if prior then
   if prior ~= A.fingerprint or redis.call('EXISTS', ofkey(id)) == 0 then return {'conflict'} end
   return reply('existing', id)
 end
+local nk = 'mm:ofn:' .. A.kind .. ':' .. A.owner
+if tonumber(redis.call('HGET', nk, 'n') or '0') >= tonumber(A.max_created) then return {'created'} end
 local ok = 'mm:ofo:' .. A.kind .. ':' .. A.owner
 prune(ok, now)
 if redis.call('ZCARD', ok) >= tonumber(A.max_owner) then return {'owner'} end
@@ -25,6 +29,7 @@ else
   prune('mm:seeks:' .. A.variant, now)
   if redis.call('ZCARD', 'mm:seeks') >= tonumber(A.max_total) then return {'lobby'} end
 end
+if redis.call('HINCRBY', nk, 'n', 1) == 1 then redis.call('PEXPIRE', nk, A.window) end
 local x = now + tonumber(A.lifetime)
 local ttl = x - now + tonumber(A.memory)
 local key = ofkey(A.id)
@@ -40,8 +45,21 @@ if A.kind == 'ch' then
     redis.call('ZADD', rk, fmt(now), A.id)
     local n = redis.call('ZCARD', rk)
     if n > tonumber(A.recent) then
-      for _, old in ipairs(redis.call('ZRANGE', rk, 0, n - tonumber(A.recent) - 1)) do
-        redis.call('ZREM', rk, old)
+      -- Ended challenges go first (oldest first), so that many ended ones never push a
+      -- pending one out; then the oldest.
+      for _, old in ipairs(redis.call('ZRANGE', rk, 0, -1)) do
+        if n <= tonumber(A.recent) then break end
+        local st = oget(old, 's')
+        local live = st == 'accepting' or (st == 'open' and now < tonumber(oget(old, 'x')))
+        if not live then
+          redis.call('ZREM', rk, old)
+          n = n - 1
+        end
+      end
+      if n > tonumber(A.recent) then
+        for _, old in ipairs(redis.call('ZRANGE', rk, 0, n - tonumber(A.recent) - 1)) do
+          redis.call('ZREM', rk, old)
+        end
       end
     end
     redis.call('PEXPIRE', rk, fmt(ttl))

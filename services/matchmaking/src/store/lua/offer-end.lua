@@ -1,7 +1,7 @@
 -- OFFER_END (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_END_ARGS`)
 -- KEYS: none: the keys are named from the arguments (see OFFERS).
 -- A: id, player, by (`o`: the owner ends it; `t`: the challenged player), state (`declined` or
--- `cancelled`), reason (a decline's code), memory (ms the offer is kept from now).
+-- `cancelled`), reason (a decline's code), memory (ms the offer is kept past the later of its expiry and now).
 -- Returns `done` (also when it ended the same way before), `notyours`, `notopen` or `missing`,
 -- then the offer's fields.
 if redis.call('EXISTS', ofkey(A.id)) == 0 then return {'missing'} end
@@ -12,5 +12,5 @@ local now = tnow()
 if s ~= 'open' or now >= tonumber(oget(A.id, 'x')) then return reply('notopen', A.id) end
 unlist(A.id)
 redis.call('HSET', ofkey(A.id), 's', A.state, 'd', A.reason, 'u', fmt(now))
-redis.call('PEXPIRE', ofkey(A.id), A.memory)
+keep(A.id, now, A.memory)
 return reply('done', A.id)

@@ -2,7 +2,8 @@
 -- KEYS: none: the keys are named from the arguments (see OFFERS).
 -- A: id, request (the accept's request id), match_id (the created match), follow (the match's
 -- follow record), found_ttl (ms a match found is kept), found (packed: player, match id,
--- stored match found, for each player), memory (ms the offer is kept from now).
+-- stored match found, for each player; the acceptor's is kept in the offer too, `f`), memory
+-- (ms the offer is kept past the later of its expiry and now). Clears the players' `o` marks.
 -- As MATCHED for a pool's pairing: the players' matches found, and the match filed to be
 -- followed at once. Returns `done`, `other` (recorded before, or another accept's) or
 -- `missing`, then the offer's fields.
@@ -12,9 +13,14 @@ if oget(A.id, 's') ~= 'accepting' or oget(A.id, 'q') ~= A.request then
 end
 local now = tnow()
 redis.call('HSET', ofkey(A.id), 's', 'accepted', 'm', A.match_id, 'u', fmt(now))
-redis.call('PEXPIRE', ofkey(A.id), A.memory)
+keep(A.id, now, A.memory)
+unclaim(oget(A.id, 'o'), A.id)
+unclaim(oget(A.id, 'a'), A.id)
 local found = unpk(A.found)
+local acceptor = oget(A.id, 'a')
 for i = 1, #found, 3 do
+  -- The acceptor's is kept in the offer too (`f`): a retried accept answers it.
+  if found[i] == acceptor then redis.call('HSET', ofkey(A.id), 'f', found[i + 2]) end
   redis.call('HSET', 'mm:found:' .. found[i], found[i + 1], found[i + 2])
   redis.call('PEXPIRE', 'mm:found:' .. found[i], A.found_ttl)
 end

@@ -5,10 +5,13 @@
 --
 -- Keys: `mm:of:<id>` (an offer: hash of i its id, k kind `ch`/`sk`, r terms, o owner, t challenged
 -- player, v variant, g rating, s state, c created, x expiry, u last change, a acceptor,
--- q accept request id, m match id, d decline reason code); `mm:ofq:<packed owner, kind,
+-- q accept request id, m match id, d decline reason code, f the acceptor's stored match found); `mm:ofq:<packed owner, kind,
 -- request id>` (a creation: f fingerprint, i offer id); `mm:ofo:<kind>:<owner>` (open offers by
 -- expiry); `mm:ofi:<player>` (pending incoming challenges by expiry); `mm:ofr:<player>` (recent
--- challenges by creation); `mm:seeks` and `mm:seeks:<variant>` (the lobby by expiry).
+-- challenges by creation); `mm:seeks` and `mm:seeks:<variant>` (the lobby by expiry);
+-- `mm:ofn:<kind>:<owner>` (hash: n, offers of that kind the owner created in the current window,
+-- which the key's expiry ends). An accept under way marks both players in `mm:who` as
+-- `o` <offer id> <deadline> (being matched by that offer until the deadline).
 local function ofkey(id) return 'mm:of:' .. id end
 local function oget(id, f) return redis.call('HGET', ofkey(id), f) end
 -- Takes an offer out of the open sets and the lobby.
@@ -49,4 +52,40 @@ local function reply(status, id)
     for _, v in ipairs(redis.call('HGETALL', ofkey(id))) do r[#r + 1] = v end
   end
   return r
+end
+-- Keeps offer `id`'s hash until `memory` ms past the later of its expiry and `now`: never
+-- shorter than it already lives, as every step sets it so (creation: expiry + memory) and the
+-- store's time only grows.
+local function keep(id, now, memory)
+  local at = math.max(tonumber(oget(id, 'x')) or now, now) + tonumber(memory)
+  redis.call('PEXPIRE', ofkey(id), fmt(at - now))
+end
+-- Whether `player` may not take part in an accept of offer `id`: they hold an unacknowledged
+-- match found, a pool pairing is being made for them, or another offer's accept is under way.
+local function busy(player, id, now)
+  if redis.call('HLEN', 'mm:found:' .. player) > 0 then return true end
+  local who = redis.call('HGET', 'mm:who', player)
+  if not who then return false end
+  local w = split(who, F)
+  if w[1] == 'm' then return true end
+  if w[1] == 'o' then return w[2] ~= id and tonumber(w[3] or '0') > now end
+  return false
+end
+-- Takes `player` out of any pool they wait in and marks them matched by offer `id` until
+-- `deadline`.
+local function claim(player, id, deadline)
+  local who = redis.call('HGET', 'mm:who', player)
+  if who then
+    local w = split(who, F)
+    if w[1] == 'w' then drop(w[2], player) end
+  end
+  redis.call('HSET', 'mm:who', player, 'o' .. F .. id .. F .. fmt(deadline))
+end
+-- Clears `player`'s mark if offer `id`'s accept set it.
+local function unclaim(player, id)
+  if not player or player == '' then return end
+  local who = redis.call('HGET', 'mm:who', player)
+  if who and split(who, F)[1] == 'o' and split(who, F)[2] == id then
+    redis.call('HDEL', 'mm:who', player)
+  end
 end

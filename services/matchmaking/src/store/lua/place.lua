@@ -5,6 +5,11 @@ local P, player = A.pool, A.player
 local who = redis.call('HGET', 'mm:who', player)
 if not who then return {'gone'} end
 local w = split(who, F)
+-- An offer's accept took the player out of the pool: their stream waits for its outcome.
+if w[1] == 'o' then
+  if tonumber(w[3] or '0') > tnow() then return {'matching'} end
+  return {'gone'}
+end
 if w[2] ~= P then return {'gone'} end
 if w[1] == 'm' then return {'matching'} end
 if w[3] ~= A.session then return {'gone'} end

@@ -21,3 +21,14 @@ local function drop(P, player)
   redis.call('ZREM', pk(P, 'j'), player)
   redis.call('HDEL', pk(P, 'w'), player)
 end
+-- Records a rating change (`change`, as `Change::encode` writes it) in `player`'s history for
+-- rating key `key` (`mm:rh:<key>:<player>`, oldest first, each item packed as sequence number
+-- and change), keeping the latest `limit`.
+local function record_change(player, key, change, limit)
+  local hk = 'mm:rh:' .. key .. ':' .. player
+  local last = redis.call('LINDEX', hk, -1)
+  local seq = 1
+  if last then seq = (tonumber(unpk(last)[1]) or 0) + 1 end
+  redis.call('RPUSH', hk, pack({fmt(seq), change}))
+  redis.call('LTRIM', hk, -limit, -1)
+end
