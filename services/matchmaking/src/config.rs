@@ -35,6 +35,14 @@ pub struct Tuning {
     /// A pairing whose match still cannot be created this long after its wave (the match
     /// service unreachable) gives its players back to the pool.
     pub give_up_after_ms: u64,
+    /// An accepted challenge's or seek's accept under way without a heartbeat for this long is
+    /// presumed lost (its replica died, or its caller gave up after a failure that may pass)
+    /// and is resumed by the next accept or this replica's resumer: never shorter than the
+    /// longest `CreateMatch` of one accept ([`accept_stale_ms`]), so a live accept is never
+    /// resumed by another.
+    pub accept_stale_ms: u64,
+    /// How often this replica looks for stale accepts to resume (0: never; tests).
+    pub accept_resume_interval_ms: u64,
     /// Matches a wave creates at once.
     pub create_concurrency: usize,
     /// The lease of following a created match for its outcome.
@@ -65,6 +73,24 @@ pub struct Tuning {
     /// Rating changes kept per player, variant and speed (the oldest dropped beyond it;
     /// [`crate::store::RATING_HISTORY_LIMIT`] unless set).
     pub rating_history: usize,
+}
+
+/// The stale time of an accept ([`Tuning::accept_stale_ms`]) for a match service asked with
+/// `--matches-timeout-ms` `matches_timeout_ms` (each call's attempts all begin within it, each
+/// answers within it: a call lasts at most twice it) up to `create_retries` more times after a
+/// failure that may pass (pauses of at most 2.5 s between): twice that longest creation plus
+/// 10 s for the store steps around it, and never under [`crate::store::ACCEPT_STALE_MS`]
+/// (105 s with the defaults, 5 s and 3 retries).
+#[must_use]
+pub fn accept_stale_ms(matches_timeout_ms: u64, create_retries: u32) -> u64 {
+    let attempts = u64::from(create_retries).saturating_add(1);
+    let longest = attempts
+        .saturating_mul(matches_timeout_ms.saturating_mul(2))
+        .saturating_add(u64::from(create_retries).saturating_mul(2_500));
+    longest
+        .saturating_mul(2)
+        .saturating_add(10_000)
+        .max(crate::store::ACCEPT_STALE_MS)
 }
 
 /// A challenge's lifetime unless configured: 10 minutes.
@@ -104,6 +130,8 @@ impl Default for Tuning {
             recover_after_ms: 10_000,
             create_retries: 3,
             give_up_after_ms: 60_000,
+            accept_stale_ms: crate::store::ACCEPT_STALE_MS,
+            accept_resume_interval_ms: 10_000,
             create_concurrency: 16,
             follow_lease_ms: 60_000,
             elo_pools: Vec::new(),
@@ -321,5 +349,12 @@ mod tests {
         assert_eq!(c.tuning.challenge_lifetime_ms, 30_000);
         assert_eq!(c.tuning.max_challenges_out, 3);
         assert_eq!(c.tuning.max_seeks, 1);
+    }
+
+    #[test]
+    fn the_stale_time_outlasts_the_longest_creation() {
+        assert_eq!(accept_stale_ms(5_000, 3), 105_000);
+        assert_eq!(accept_stale_ms(1, 0), crate::store::ACCEPT_STALE_MS);
+        assert!(accept_stale_ms(60_000, 3) > 4 * 120_000 + 3 * 2_500);
     }
 }

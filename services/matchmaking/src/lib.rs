@@ -193,6 +193,7 @@ fn mount_on<S: PoolStore, B: MatchBackend>(
     }
     tokio::spawn(Arc::clone(&mm).run_waves(shutdown.clone()));
     tokio::spawn(Arc::clone(&mm).run_follows(shutdown.clone()));
+    tokio::spawn(Arc::clone(&mm).run_accept_resumer(shutdown.clone()));
     {
         let mm = Arc::clone(&mm);
         let interval = if config.health_interval.is_zero() {

@@ -41,7 +41,11 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         return Ok(probe.run(args.serve.listen).await);
     }
     let traces = init_tracing(&args.serve.log, "arbiter-matchmaking")?;
-    let config = args.matchmaking.config(args.redis.load()?)?;
+    let mut config = args.matchmaking.config(args.redis.load()?)?;
+    config.tuning.accept_stale_ms = arbiter_matchmaking::config::accept_stale_ms(
+        args.matches.matches_timeout_ms,
+        config.tuning.create_retries,
+    );
     let access = args.access.load()?;
     let backend = args.matches.connect(args.access.platform.token()?)?;
     access.warn_if_exposed(args.serve.listen);

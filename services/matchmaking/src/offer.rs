@@ -11,8 +11,11 @@
 //! The first step is a committed pairing for both players: it is refused while either holds an
 //! unacknowledged match found or is being matched (a pool pairing, or another offer's accept),
 //! and it takes both out of any pool and marks them being matched (waves skip them, Join
-//! answers `MATCHING`) until the second step, or the release of an accept whose match could
-//! not be created, or [`crate::store::ACCEPT_STALE_MS`].
+//! answers `MATCHING`) until the second step, or the release of an accept whose match the
+//! match service refused. The marks never lapse while the offer is accepting: an accept that
+//! went without a heartbeat for the stale time ([`crate::config::Tuning::accept_stale_ms`]) is
+//! resumed (its acceptor, its match request id), never replaced, by the next accept or by a
+//! replica's resumer.
 //!
 //! # Stored form
 //!
@@ -418,6 +421,11 @@ pub enum Accepting {
     /// The same acceptor and request id accepted before: the offer as it stands (accepting or
     /// accepted).
     Again(Offer),
+    /// Another accept under way went without a heartbeat for the stale time (its replica died,
+    /// or its caller gave up after a failure that may pass): the same accept (its acceptor,
+    /// its request id) is now continued by the caller, with a fresh heartbeat. It is never
+    /// replaced.
+    Resumed(Offer),
     /// Not open (another acceptor's, declined, cancelled, expired): the offer as it stands.
     NotOpen(Offer),
     /// This player (the owner or the acceptor) holds an unacknowledged match found or is being

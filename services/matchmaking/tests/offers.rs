@@ -18,7 +18,7 @@ use arbiter_redis_conn::RedisConfig;
 use arbiter_testkit::grpc::TestServer;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_stream::StreamExt;
@@ -38,6 +38,8 @@ struct FakeMatches {
     end: bool,
     /// When set, each creation waits for a permit of it (after being recorded as asked).
     gate: Option<Arc<tokio::sync::Semaphore>>,
+    /// This many creations' answers are lost: the match is created, then UNAVAILABLE answered.
+    lose: Arc<AtomicUsize>,
 }
 
 impl FakeMatches {
@@ -47,6 +49,16 @@ impl FakeMatches {
 
     fn asked(&self) -> usize {
         self.asked.lock().unwrap().len()
+    }
+
+    /// The distinct request ids of the creations asked.
+    fn asked_ids(&self) -> HashSet<String> {
+        self.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|m| m.request_id.clone())
+            .collect()
     }
 }
 
@@ -86,7 +98,19 @@ impl MatchBackend for FakeMatches {
             first, m,
             "a request id is reused with the same content only"
         );
-        Ok(c.clone())
+        let c = c.clone();
+        drop(created);
+        if self
+            .lose
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(BackendError {
+                retryable: true,
+                message: "the answer was lost".into(),
+            });
+        }
+        Ok(c)
     }
 
     async fn wait_end(&self, _: &str) -> Result<MatchEnd, BackendError> {
@@ -1511,4 +1535,235 @@ async fn a_long_lived_offer_outlives_a_failed_accept_on_redis() {
     // The accept's marks are gone: both players may join a pool.
     c.join(join_request("bob")).await.unwrap();
     s.server.stop().await;
+}
+
+async fn accept_seek(
+    c: &mut Client,
+    id: &str,
+    player: &str,
+    request: &str,
+) -> Result<pb::AcceptSeekResponse, Status> {
+    c.accept_seek(pb::AcceptSeekRequest {
+        seek_id: id.into(),
+        player_id: player.into(),
+        request_id: request.into(),
+    })
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+async fn lobby(c: &mut Client) -> Vec<pb::Seek> {
+    c.list_seeks(pb::ListSeeksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .seeks
+}
+
+/// An accept whose `CreateMatch` created the match but lost its answer stays under way: the
+/// acceptor is told UNAVAILABLE, the seek (and a challenge) stays taken (another player's accept
+/// and the owner's cancel are refused), and the acceptor's retry finishes it with the same match
+/// request id: one match.
+async fn a_lost_create_answer_is_retried_into_one_match(on_redis: bool) {
+    let (_redis, config) = store(on_redis).await;
+    let backend = FakeMatches::default();
+    let tuning = Tuning {
+        create_retries: 0,
+        accept_stale_ms: 3_600_000,
+        accept_resume_interval_ms: 0,
+        ..Tuning::default()
+    };
+    let mut s = start(config, tuning, backend).await;
+    let c = &mut s.client;
+    let made = c
+        .create_seek(seek("s1", "ann"))
+        .await
+        .unwrap()
+        .into_inner()
+        .seek
+        .unwrap();
+    s.backend.lose.store(1, Ordering::SeqCst);
+    let first = accept_seek(c, &made.seek_id, "bob", "bob-1").await;
+    assert_eq!(refusal(first).0, Code::Unavailable);
+    assert_eq!(s.backend.matches().len(), 1, "the match was created");
+    assert!(lobby(c).await.is_empty(), "the seek is not open again");
+    // Nobody else takes the seek meanwhile, and its owner cannot cancel it.
+    let other = accept_seek(c, &made.seek_id, "carol", "carol-1").await;
+    assert_eq!(
+        refusal(other),
+        (Code::FailedPrecondition, "SEEK_TAKEN".into())
+    );
+    let cancel = c
+        .cancel_seek(pb::CancelSeekRequest {
+            seek_id: made.seek_id.clone(),
+            player_id: "ann".into(),
+        })
+        .await;
+    assert_eq!(
+        refusal(cancel),
+        (Code::FailedPrecondition, "SEEK_TAKEN".into())
+    );
+    // The acceptor's retry finishes it: the same match.
+    let retry = accept_seek(c, &made.seek_id, "bob", "bob-1").await.unwrap();
+    let found = retry.match_found.unwrap();
+    assert_eq!(retry.seek.unwrap().state, pb::SeekState::Accepted as i32);
+    let matches = s.backend.matches();
+    assert_eq!(matches.len(), 1);
+    assert_eq!(found.match_id, matches[0].1.match_id);
+    assert_eq!(s.backend.asked_ids().len(), 1, "one match request id");
+    // The same for a challenge: the challenged player's retry finishes it.
+    let ch = create(c, challenge("c1", "dan", "eve")).await;
+    s.backend.lose.store(1, Ordering::SeqCst);
+    let first = accept(c, &ch.challenge_id, "eve", "eve-1").await;
+    assert_eq!(refusal(first).0, Code::Unavailable);
+    let cancel = c
+        .cancel_challenge(pb::CancelChallengeRequest {
+            challenge_id: ch.challenge_id.clone(),
+            player_id: "dan".into(),
+        })
+        .await;
+    assert_eq!(
+        refusal(cancel),
+        (Code::FailedPrecondition, "CHALLENGE_NOT_PENDING".into())
+    );
+    let retry = accept(c, &ch.challenge_id, "eve", "eve-1").await.unwrap();
+    assert_eq!(
+        retry.challenge.unwrap().state,
+        pb::ChallengeState::Accepted as i32
+    );
+    assert_eq!(s.backend.matches().len(), 2);
+    assert_eq!(s.backend.asked_ids().len(), 2);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_lost_create_answer_is_retried_into_one_match_in_process() {
+    a_lost_create_answer_is_retried_into_one_match(false).await;
+}
+
+#[tokio::test]
+async fn a_lost_create_answer_is_retried_into_one_match_on_redis() {
+    a_lost_create_answer_is_retried_into_one_match(true).await;
+}
+
+/// A stale accept (stale time 0: every accept under way is stale to another accept) is resumed
+/// by the next accept, never replaced: one match, for the original acceptor, whose match found
+/// is recorded; the new caller is told the seek is taken.
+async fn a_stale_accept_is_resumed_by_the_next_accept(on_redis: bool) {
+    let (_redis, config) = store(on_redis).await;
+    let backend = FakeMatches::default();
+    let tuning = Tuning {
+        create_retries: 0,
+        accept_stale_ms: 0,
+        accept_resume_interval_ms: 0,
+        ..Tuning::default()
+    };
+    let mut s = start(config, tuning, backend).await;
+    let c = &mut s.client;
+    let made = c
+        .create_seek(seek("s1", "ann"))
+        .await
+        .unwrap()
+        .into_inner()
+        .seek
+        .unwrap();
+    s.backend.lose.store(1, Ordering::SeqCst);
+    let first = accept_seek(c, &made.seek_id, "bob", "bob-1").await;
+    assert_eq!(refusal(first).0, Code::Unavailable);
+    let other = accept_seek(c, &made.seek_id, "carol", "carol-1").await;
+    assert_eq!(
+        refusal(other),
+        (Code::FailedPrecondition, "SEEK_TAKEN".into())
+    );
+    let matches = s.backend.matches();
+    assert_eq!(matches.len(), 1);
+    assert_eq!(s.backend.asked_ids().len(), 1, "one match request id");
+    let mut players = matches[0].0.players.clone();
+    players.sort();
+    assert_eq!(players, ["ann", "bob"]);
+    // The original acceptor's match found was recorded: their retry answers it.
+    let retry = accept_seek(c, &made.seek_id, "bob", "bob-1").await.unwrap();
+    assert_eq!(retry.seek.unwrap().state, pb::SeekState::Accepted as i32);
+    assert_eq!(retry.match_found.unwrap().match_id, matches[0].1.match_id);
+    assert_eq!(s.backend.asked_ids().len(), 1);
+    assert!(lobby(c).await.is_empty());
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stale_accept_is_resumed_by_the_next_accept_in_process() {
+    a_stale_accept_is_resumed_by_the_next_accept(false).await;
+}
+
+#[tokio::test]
+async fn a_stale_accept_is_resumed_by_the_next_accept_on_redis() {
+    a_stale_accept_is_resumed_by_the_next_accept(true).await;
+}
+
+/// A stale accept nobody retries is finished by a replica's resumer: the seek turns accepted
+/// with one match, for the original acceptor.
+async fn the_resumer_finishes_a_stale_accept(on_redis: bool) {
+    let (_redis, config) = store(on_redis).await;
+    let backend = FakeMatches::default();
+    let tuning = Tuning {
+        create_retries: 0,
+        accept_stale_ms: 0,
+        accept_resume_interval_ms: 20,
+        ..Tuning::default()
+    };
+    let mut s = start(config, tuning, backend).await;
+    let c = &mut s.client;
+    let made = c
+        .create_seek(seek("s1", "ann"))
+        .await
+        .unwrap()
+        .into_inner()
+        .seek
+        .unwrap();
+    s.backend.lose.store(1, Ordering::SeqCst);
+    // The resumer may finish it before the answer (then the acceptor sees it accepted).
+    if let Err(e) = accept_seek(c, &made.seek_id, "bob", "bob-1").await {
+        assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    }
+    // Bob's join is refused (MATCHING) while he is being matched; once the resumer finished
+    // the accept, it hands out the match found.
+    let found = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match c.join(join_request("bob")).await {
+                Ok(r) => {
+                    let mut join = r.into_inner();
+                    match join.next().await.unwrap().unwrap().event {
+                        Some(pb::join_response::Event::MatchFound(f)) => break f,
+                        other => panic!("{other:?}"),
+                    }
+                }
+                Err(e) => {
+                    assert_eq!(
+                        refusal::<()>(Err(e)),
+                        (Code::FailedPrecondition, "MATCHING".into())
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the resumer finishes the accept");
+    let matches = s.backend.matches();
+    assert_eq!(found.match_id, matches[0].1.match_id);
+    assert_eq!(matches.len(), 1);
+    assert_eq!(s.backend.asked_ids().len(), 1, "one match request id");
+    let retry = accept_seek(c, &made.seek_id, "bob", "bob-1").await.unwrap();
+    assert_eq!(retry.match_found.unwrap().match_id, matches[0].1.match_id);
+    s.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_resumer_finishes_a_stale_accept_in_process() {
+    the_resumer_finishes_a_stale_accept(false).await;
+}
+
+#[tokio::test]
+async fn the_resumer_finishes_a_stale_accept_on_redis() {
+    the_resumer_finishes_a_stale_accept(true).await;
 }

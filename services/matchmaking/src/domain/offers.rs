@@ -13,7 +13,7 @@ use crate::offer::{
     Accepting, Created, DeclineReason, Ended, NewOffer, Offer, OfferKind, OfferLimits, OfferState,
     Terms,
 };
-use crate::store::{ACCEPT_STALE_MS, OFFER_MEMORY_MS};
+use crate::store::OFFER_MEMORY_MS;
 
 /// A validated creation of a challenge or a seek.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -229,12 +229,18 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
     /// `NOT_FOUND`; `FAILED_PRECONDITION` (`NOT_CHALLENGED`, `OWN_SEEK`, `RATING_OUT_OF_RANGE`,
     /// `CHALLENGE_NOT_PENDING` (also while another accept is under way),
     /// `CHALLENGE_EXPIRED`, `SEEK_TAKEN`, `SEEK_NOT_OPEN`, `SEEK_EXPIRED`, `PLAYER_BUSY`: either
-    /// player holds an unacknowledged match found or is being matched, `MATCH_REFUSED`);
-    /// `UNAVAILABLE` (the store, or the match service: the offer is then open again).
+    /// player holds an unacknowledged match found or is being matched, `MATCH_REFUSED`: the
+    /// offer is then open again); `UNAVAILABLE` (the store, or the match service: the accept
+    /// then stays under way, the offer taken, and a retry of the same accept finishes it).
     ///
     /// The accept's first step takes both players out of their pools and marks them being
     /// matched (see [`crate::offer`]); a retry of an accept already recorded answers the
-    /// recorded match found without asking the match service again.
+    /// recorded match found without asking the match service again. An accept that finds
+    /// another accept under way without a heartbeat for the stale time
+    /// ([`crate::config::Tuning::accept_stale_ms`]) finishes that accept for its own acceptor
+    /// (same match request id) and answers `SEEK_TAKEN` / `CHALLENGE_NOT_PENDING` (or
+    /// `UNAVAILABLE` when that accept cannot be finished now, or was refused and the offer is
+    /// open again).
     pub async fn accept_offer(
         &self,
         kind: OfferKind,
@@ -276,9 +282,10 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 }
             }
         }
+        let stale_ms = self.tuning.accept_stale_ms;
         let offer = match self
             .store
-            .begin_accept(id, acceptor, request, ACCEPT_STALE_MS)
+            .begin_accept(id, acceptor, request, stale_ms)
             .await?
         {
             Accepting::Again(o)
@@ -289,6 +296,29 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                 return Ok((o, found));
             }
             Accepting::Started(o) | Accepting::Again(o) => o,
+            Accepting::Resumed(o) => {
+                // A stale accept of another acceptor (or another request): it is finished for
+                // its own acceptor, never replaced; this caller is told the offer is taken.
+                tracing::info!(offer = %id, acceptor = ?o.acceptor, "resuming a stale accept");
+                let after = match self.complete_accept(&o).await {
+                    Ok((after, _)) => after,
+                    Err(MatchmakingError::Unavailable(e)) => {
+                        return Err(MatchmakingError::Unavailable(format!(
+                            "an earlier accept of {} {id:?} is being finished: {e}",
+                            noun(kind)
+                        )));
+                    }
+                    Err(MatchmakingError::Precondition { .. }) => {
+                        // Refused by the match service: the offer is open again.
+                        return Err(MatchmakingError::Unavailable(format!(
+                            "an earlier accept of {} {id:?} failed; it is open again",
+                            noun(kind)
+                        )));
+                    }
+                    Err(e) => return Err(e),
+                };
+                return Err(not_open(&settled(after, self.store.now().await?)));
+            }
             Accepting::NotOpen(o) => {
                 return Err(not_open(&settled(o, self.store.now().await?)));
             }
@@ -303,6 +333,41 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
             }
             Accepting::Missing => return Err(not_found(kind, id)),
         };
+        let (after, mine) = self.complete_accept(&offer).await?;
+        let is_mine = after.state == OfferState::Accepted
+            && after.acceptor.as_deref() == Some(acceptor)
+            && after.accept_request.as_deref() == Some(request);
+        match mine {
+            Some(found) if is_mine => Ok((after, found)),
+            _ => Err(not_open(&settled(after, self.store.now().await?))),
+        }
+    }
+
+    /// Finishes the accept under way of `offer` (as stored when it began, was retried or was
+    /// resumed): creates its match with the accept's match request id (the match service
+    /// answers the match it created before for the same id), records both players' matches
+    /// found and files the match to be followed. Returns the offer as it then stands and the
+    /// acceptor's match found when this accept's match is the offer's.
+    ///
+    /// A failure that may pass keeps the accept under way (the offer accepting, its players
+    /// marked): a retry of the same accept, the next accept after the stale time or a
+    /// replica's resumer finishes it with the same match request id. Only a refusal of the
+    /// match service releases the offer (open again).
+    async fn complete_accept(
+        &self,
+        offer: &Offer,
+    ) -> Result<(Offer, Option<MatchFound>), MatchmakingError> {
+        let id = offer.id.as_str();
+        let kind = offer.kind;
+        let (Some(acceptor), Some(request)) =
+            (offer.acceptor.as_deref(), offer.accept_request.as_deref())
+        else {
+            return Err(MatchmakingError::Corrupt(format!(
+                "{} {id:?} is accepting without an acceptor",
+                noun(kind)
+            )));
+        };
+        let pool = offer.terms.pool();
         let players = offer.seating(acceptor);
         let creation = NewMatch {
             request_id: offer.match_request_id(),
@@ -313,22 +378,24 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         };
         let created = match self.create_match(&creation).await {
             Ok(c) => c,
+            Err(e) if e.retryable => {
+                // The match may exist: the accept stays under way, to be retried with the same
+                // match request id (by its caller, the next accept once stale, or a resumer).
+                tracing::warn!(offer = %id, error = %e.message, "creating an accepted offer's match failed; the accept stays under way");
+                return Err(MatchmakingError::Unavailable(format!(
+                    "the match service cannot create the match now (retry the same accept): {}",
+                    e.message
+                )));
+            }
             Err(e) => {
-                tracing::warn!(offer = %id, error = %e.message, "creating an accepted offer's match failed; the offer is open again");
+                tracing::warn!(offer = %id, error = %e.message, "the match service refused an accepted offer's match; the offer is open again");
                 if self.store.release_accept(id, request).await? {
-                    self.offer_news(&offer).await?;
+                    self.offer_news(offer).await?;
                 }
-                return Err(if e.retryable {
-                    MatchmakingError::Unavailable(format!(
-                        "the match service cannot create the match now: {}",
-                        e.message
-                    ))
-                } else {
-                    MatchmakingError::precondition(
-                        MATCH_REFUSED,
-                        format!("the match service refused the match: {}", e.message),
-                    )
-                });
+                return Err(MatchmakingError::precondition(
+                    MATCH_REFUSED,
+                    format!("the match service refused the match: {}", e.message),
+                ));
             }
         };
         let mut seats = Vec::with_capacity(2);
@@ -353,19 +420,15 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
         else {
             return Err(not_found(kind, id));
         };
-        let mine = after.state == OfferState::Accepted
-            && after.acceptor.as_deref() == Some(acceptor)
-            && after.accept_request.as_deref() == Some(request);
-        if !mine {
-            // Another accept took the offer over (this one's replica was presumed dead).
-            return Err(not_open(&settled(after, self.store.now().await?)));
-        }
         if fresh {
             // Both players left their pools in the accept's first step: their join streams
             // hand out this match found and end, as after a wave.
             metrics::counter!("arbiter_matchmaking_offers_accepted_total", "kind" => noun(kind))
                 .increment(1);
             self.tell_matched(&players).await?;
+        }
+        if after.match_id.as_deref() != Some(created.match_id.as_str()) {
+            return Ok((after, None));
         }
         let mine = found
             .into_iter()
@@ -377,7 +440,59 @@ impl<S: PoolStore, B: MatchBackend> Matchmaker<S, B> {
                     created.match_id
                 ))
             })?;
-        Ok((after, mine))
+        Ok((after, Some(mine)))
+    }
+
+    /// Finishes every accept under way that went without a heartbeat for the stale time
+    /// ([`crate::config::Tuning::accept_stale_ms`]): its replica died, or its caller gave up
+    /// after a failure that may pass. Each is resumed (its acceptor, its match request id), never
+    /// replaced; one that fails again for a reason that may pass stays under way for a later
+    /// round. Returns how many were finished (recorded or released).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn resume_stale_accepts(&self) -> Result<usize, MatchmakingError> {
+        let stale_ms = self.tuning.accept_stale_ms;
+        let mut done = 0;
+        for id in self.store.stale_accepts(stale_ms).await? {
+            let Accepting::Resumed(o) = self.store.begin_accept(&id, "", "", stale_ms).await?
+            else {
+                // Finished, or resumed by another replica, meanwhile.
+                continue;
+            };
+            match self.complete_accept(&o).await {
+                Ok(_) | Err(MatchmakingError::Precondition { .. }) => done += 1,
+                Err(MatchmakingError::Unavailable(e)) => {
+                    tracing::warn!(offer = %id, error = %e, "a stale accept cannot be finished yet");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    /// Resumes stale accepts ([`Matchmaker::resume_stale_accepts`]) every
+    /// [`crate::config::Tuning::accept_resume_interval_ms`] (never when 0) until `shutdown`.
+    pub async fn run_accept_resumer(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let every = self.tuning.accept_resume_interval_ms;
+        if every == 0 {
+            return;
+        }
+        loop {
+            let jitter = random_u64() % (every / 4 + 1);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(every + jitter)) => {}
+                _ = shutdown.changed() => return,
+            }
+            if *shutdown.borrow() {
+                return;
+            }
+            match self.resume_stale_accepts().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(finished = n, "stale accepts resumed"),
+                Err(e) => tracing::warn!(error = %e, "resuming stale accepts failed"),
+            }
+        }
     }
 
     /// Declines a challenge (its challenged player, with `reason`) or cancels a challenge or a

@@ -29,8 +29,8 @@ enum Who {
         pool: String,
         gone: bool,
     },
-    /// An offer's accept under way (out of every pool) until `until`, or until the accept
-    /// finishes or is released.
+    /// An offer's accept under way (out of every pool): while the offer is accepting (an
+    /// accept is finished, resumed or released, never lapses), else until `until`.
     Offer {
         id: String,
         until: u64,
@@ -259,8 +259,31 @@ impl State {
         }
         match self.who.get(player) {
             Some(Who::Making { .. }) => true,
-            Some(Who::Offer { id: other, until }) => other != id && *until > now,
+            Some(Who::Offer { id: other, until }) => other != id && self.held(other, *until, now),
             Some(Who::Waiting { .. }) | None => false,
+        }
+    }
+
+    /// Whether a mark of offer `id` set until `until` still holds at `now`: the offer is
+    /// accepting, or `until` is ahead.
+    fn held(&self, id: &str, until: u64, now: u64) -> bool {
+        until > now
+            || self
+                .offers
+                .get(id)
+                .is_some_and(|o| o.state == OfferState::Accepting)
+    }
+
+    /// A heartbeat of offer `o`'s accept under way at `now` (its last change, the stale
+    /// time's start): its players' marks (those still its own) are renewed until `until`.
+    fn beat(&mut self, o: &mut Offer, now: u64, until: u64) {
+        o.updated_at = now;
+        for p in [Some(&o.owner), o.acceptor.as_ref()].into_iter().flatten() {
+            if let Some(Who::Offer { id, until: held }) = self.who.get_mut(p)
+                && *id == o.id
+            {
+                *held = until;
+            }
         }
     }
 
@@ -335,7 +358,9 @@ impl PoolStore for MemoryStore {
         }
         let old = match s.who.get(&entry.player) {
             Some(Who::Making { .. }) => return Ok(Joined::Matching),
-            Some(Who::Offer { until, .. }) if *until > now => return Ok(Joined::Matching),
+            Some(Who::Offer { id, until }) if s.held(id, *until, now) => {
+                return Ok(Joined::Matching);
+            }
             Some(Who::Waiting { pool: old, .. }) => Some(old.clone()),
             Some(Who::Offer { .. }) | None => None,
         };
@@ -397,7 +422,9 @@ impl PoolStore for MemoryStore {
             }) if p == pool && *held == session => {}
             Some(Who::Making { pool: p, .. }) if p == pool => return Ok(Place::Matching),
             // An offer's accept took the player out of the pool: the stream waits for it.
-            Some(Who::Offer { until, .. }) if *until > now => return Ok(Place::Matching),
+            Some(Who::Offer { id, until }) if s.held(id, *until, now) => {
+                return Ok(Place::Matching);
+            }
             _ => return Ok(Place::Gone),
         }
         let Some(p) = s.pools.get_mut(pool) else {
@@ -912,12 +939,24 @@ impl OfferStore for MemoryStore {
         };
         let mine =
             o.acceptor.as_deref() == Some(acceptor) && o.accept_request.as_deref() == Some(request);
-        if matches!(o.state, OfferState::Accepting | OfferState::Accepted) && mine {
+        let until = now.saturating_add(stale_ms);
+        let mut o = o;
+        if o.state == OfferState::Accepting
+            && (mine || now.saturating_sub(o.updated_at) >= stale_ms)
+        {
+            // A heartbeat of the accept under way; a stale one is resumed, never replaced.
+            s.beat(&mut o, now, until);
+            s.offers.insert(id.to_owned(), o.clone());
+            return Ok(if mine {
+                Accepting::Again(o)
+            } else {
+                Accepting::Resumed(o)
+            });
+        }
+        if o.state == OfferState::Accepted && mine {
             return Ok(Accepting::Again(o));
         }
-        let stale =
-            o.state == OfferState::Accepting && now.saturating_sub(o.updated_at) >= stale_ms;
-        if !(stale || o.state_at(now) == OfferState::Open) {
+        if acceptor.is_empty() || o.state_at(now) != OfferState::Open {
             return Ok(Accepting::NotOpen(o));
         }
         for p in [o.owner.as_str(), acceptor] {
@@ -926,15 +965,10 @@ impl OfferStore for MemoryStore {
             }
         }
         // Committed as a pool pairing is: both players leave their pools and are marked
-        // matched (a taken-over stale accept's acceptor is let go).
-        if stale {
-            s.unclaim(o.acceptor.as_ref(), id);
-        }
+        // matched.
         s.unlist(&o);
-        let until = now.saturating_add(stale_ms);
         s.claim(&o.owner, id, until);
         s.claim(acceptor, id, until);
-        let mut o = o;
         o.state = OfferState::Accepting;
         o.acceptor = Some(acceptor.to_owned());
         o.accept_request = Some(request.to_owned());
@@ -978,6 +1012,21 @@ impl OfferStore for MemoryStore {
         s.follows
             .insert(follow.match_id.clone(), (now, follow.clone()));
         Ok(Some((o, true)))
+    }
+
+    async fn stale_accepts(&self, stale_ms: u64) -> Result<Vec<String>, StoreError> {
+        let now = now_ms();
+        let s = self.lock();
+        let mut stale: Vec<(u64, String)> = s
+            .offers
+            .values()
+            .filter(|o| {
+                o.state == OfferState::Accepting && now.saturating_sub(o.updated_at) >= stale_ms
+            })
+            .map(|o| (o.updated_at, o.id.clone()))
+            .collect();
+        stale.sort_unstable();
+        Ok(stale.into_iter().map(|(_, id)| id).collect())
     }
 
     async fn release_accept(&self, id: &str, request: &str) -> Result<bool, StoreError> {

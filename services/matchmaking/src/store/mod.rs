@@ -338,8 +338,8 @@ pub trait PoolStore: OfferStore + Send + Sync + 'static {
 pub const OFFER_MEMORY_MS: u64 = 3_600_000;
 /// How many recent challenges are kept per player for their watch streams.
 pub const RECENT_CHALLENGES: usize = 200;
-/// An accept whose match is still not recorded after this long (its replica died) may be
-/// taken over by another accept.
+/// The least stale time of an accept (see [`crate::config::Tuning::accept_stale_ms`]): an accept
+/// under way without a heartbeat for this long is resumed by the next accept or the resumer.
 pub const ACCEPT_STALE_MS: u64 = 60_000;
 
 /// The operations on challenges and seeks (see [`crate::offer`]); every one atomic.
@@ -357,12 +357,17 @@ pub trait OfferStore: Send + Sync + 'static {
     /// The offer `id`, as stored.
     fn offer(&self, id: &str) -> impl Future<Output = Result<Option<Offer>, StoreError>> + Send;
 
-    /// Turns an open, unexpired offer accepting by `acceptor` under `request` (an accepting
-    /// offer older than `stale_ms` too: its accept was lost). The same acceptor and request
-    /// again: [`Accepting::Again`]. Refused ([`Accepting::Busy`]) while the owner or `acceptor`
-    /// holds an unacknowledged match found or is being matched; else, in the same step, both
-    /// leave any pool they wait in and are marked being matched (as a pool pairing's players,
-    /// until [`OfferStore::finish_accept`], [`OfferStore::release_accept`] or `stale_ms`).
+    /// Turns an open, unexpired offer accepting by `acceptor` under `request`. The same
+    /// acceptor and request again: [`Accepting::Again`] (an accept under way gets a heartbeat).
+    /// An accept under way whose last heartbeat is `stale_ms` old or older:
+    /// [`Accepting::Resumed`], that accept (its acceptor and request) with a fresh heartbeat,
+    /// for the caller to continue; it is never replaced. An empty `acceptor` and `request` only
+    /// resume a stale accept ([`Accepting::NotOpen`] otherwise). Refused
+    /// ([`Accepting::Busy`]) while the owner or `acceptor` holds an unacknowledged match found
+    /// or is being matched; else, in the same step, both leave any pool they wait in and are
+    /// marked being matched (as a pool pairing's players): while the offer is accepting
+    /// (whatever the time), until [`OfferStore::finish_accept`] or
+    /// [`OfferStore::release_accept`].
     fn begin_accept(
         &self,
         id: &str,
@@ -383,6 +388,13 @@ pub trait OfferStore: Send + Sync + 'static {
         found: &[Found],
         follow: &Follow,
     ) -> impl Future<Output = Result<Option<(Offer, bool)>, StoreError>> + Send;
+
+    /// The ids of the offers whose accept under way had no heartbeat for `stale_ms` (to be
+    /// resumed, [`OfferStore::begin_accept`] with an empty acceptor), oldest first.
+    fn stale_accepts(
+        &self,
+        stale_ms: u64,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
 
     /// The accept `request`'s match could not be created: the offer is open again (if still
     /// accepting under `request`); the players' marks are cleared (they are not put back into

@@ -17,9 +17,10 @@
 //!   `mm:rated:<match>`: a match whose ratings were applied (kept 30 days).
 //!
 //! - challenges and seeks: `mm:of:<id>`, `mm:ofq:…`, `mm:ofo:…`, `mm:ofi:<player>`,
-//!   `mm:ofr:<player>`, `mm:ofn:<kind>:<owner>`, `mm:seeks`, `mm:seeks:<variant>`
-//!   (`lua/offers.lua` describes them); an accept under way marks its players in `mm:who`
-//!   (`o` offer id, deadline).
+//!   `mm:ofr:<player>`, `mm:ofn:<kind>:<owner>`, `mm:seeks`, `mm:seeks:<variant>`, `mm:ofa`
+//!   (accepts under way by last heartbeat) (`lua/offers.lua` describes them); an accept under
+//!   way marks its players in `mm:who` (`o` offer id, deadline: held while the offer is
+//!   accepting, whatever the deadline).
 //!
 //! Every replica hears [`EVENTS`]: `p<player>` (news for a player) and `w<pool>` (a wave ran).
 
@@ -1014,6 +1015,7 @@ impl OfferStore for RedisStore {
         Ok(match status.as_str() {
             "started" => Accepting::Started(offer()?),
             "again" => Accepting::Again(offer()?),
+            "resumed" => Accepting::Resumed(offer()?),
             "notopen" => Accepting::NotOpen(offer()?),
             "missing" => Accepting::Missing,
             other => return Err(corrupt(&format!("accept answered {other:?}"))),
@@ -1047,6 +1049,18 @@ impl OfferStore for RedisStore {
             ("missing", _) => None,
             (other, _) => return Err(corrupt(&format!("finish answered {other:?}"))),
         })
+    }
+
+    async fn stale_accepts(&self, stale_ms: u64) -> Result<Vec<String>, StoreError> {
+        let now = self.now().await?;
+        let mut conn = self.conn()?;
+        redis::cmd("ZRANGEBYSCORE")
+            .arg("mm:ofa")
+            .arg("-inf")
+            .arg(now.saturating_sub(stale_ms))
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)
     }
 
     async fn release_accept(&self, id: &str, request: &str) -> Result<bool, StoreError> {

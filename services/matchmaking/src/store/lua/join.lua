@@ -13,9 +13,12 @@ local old = nil
 if who then
   local w = split(who, F)
   if w[1] == 'm' then return {'matching'} end
-  -- `o`: an offer's accept under way (see OFFERS), until its deadline.
+  -- `o`: an offer's accept under way (see OFFERS): while the offer is accepting, else until the
+  -- deadline.
   if w[1] == 'o' then
-    if tonumber(w[3] or '0') > now then return {'matching'} end
+    if redis.call('HGET', 'mm:of:' .. w[2], 's') == 'accepting' or tonumber(w[3] or '0') > now then
+      return {'matching'}
+    end
   else
     old = w[2]
   end

@@ -14,6 +14,7 @@ end
 local now = tnow()
 redis.call('HSET', ofkey(A.id), 's', 'accepted', 'm', A.match_id, 'u', fmt(now))
 keep(A.id, now, A.memory)
+redis.call('ZREM', 'mm:ofa', A.id)
 unclaim(oget(A.id, 'o'), A.id)
 unclaim(oget(A.id, 'a'), A.id)
 local found = unpk(A.found)

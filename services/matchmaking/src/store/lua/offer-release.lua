@@ -7,6 +7,7 @@
 if redis.call('EXISTS', ofkey(A.id)) == 0 then return 0 end
 if oget(A.id, 's') ~= 'accepting' or oget(A.id, 'q') ~= A.request then return 0 end
 local now = tnow()
+redis.call('ZREM', 'mm:ofa', A.id)
 unclaim(oget(A.id, 'o'), A.id)
 unclaim(oget(A.id, 'a'), A.id)
 redis.call('HSET', ofkey(A.id), 's', 'open', 'u', fmt(now))

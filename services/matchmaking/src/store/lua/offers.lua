@@ -10,8 +10,10 @@
 -- expiry); `mm:ofi:<player>` (pending incoming challenges by expiry); `mm:ofr:<player>` (recent
 -- challenges by creation); `mm:seeks` and `mm:seeks:<variant>` (the lobby by expiry);
 -- `mm:ofn:<kind>:<owner>` (hash: n, offers of that kind the owner created in the current window,
--- which the key's expiry ends). An accept under way marks both players in `mm:who` as
--- `o` <offer id> <deadline> (being matched by that offer until the deadline).
+-- which the key's expiry ends); `mm:ofa` (accepts under way: offer ids by their last heartbeat,
+-- `u`). An accept under way marks both players in `mm:who` as `o` <offer id> <deadline>: being
+-- matched by that offer while it is accepting (whatever the deadline: an accept is finished,
+-- resumed or released, never lapses), or, once it is not, until the deadline.
 local function ofkey(id) return 'mm:of:' .. id end
 local function oget(id, f) return redis.call('HGET', ofkey(id), f) end
 -- Takes an offer out of the open sets and the lobby.
@@ -60,6 +62,25 @@ local function keep(id, now, memory)
   local at = math.max(tonumber(oget(id, 'x')) or now, now) + tonumber(memory)
   redis.call('PEXPIRE', ofkey(id), fmt(at - now))
 end
+-- Whether the `o` mark `w` (split) still holds at `now`: its offer is accepting, or its deadline
+-- is ahead.
+local function held(w, now)
+  if redis.call('HGET', ofkey(w[2]), 's') == 'accepting' then return true end
+  return tonumber(w[3] or '0') > now
+end
+-- Records a heartbeat of offer `id`'s accept under way at `now` (the offer's `u`, `mm:ofa`) and
+-- renews its players' marks (those still its own) to `deadline`.
+local function beat(id, now, deadline)
+  redis.call('HSET', ofkey(id), 'u', fmt(now))
+  redis.call('ZADD', 'mm:ofa', fmt(now), id)
+  for _, f in ipairs({'o', 'a'}) do
+    local p = oget(id, f)
+    local who = p and redis.call('HGET', 'mm:who', p)
+    if who and split(who, F)[1] == 'o' and split(who, F)[2] == id then
+      redis.call('HSET', 'mm:who', p, 'o' .. F .. id .. F .. fmt(deadline))
+    end
+  end
+end
 -- Whether `player` may not take part in an accept of offer `id`: they hold an unacknowledged
 -- match found, a pool pairing is being made for them, or another offer's accept is under way.
 local function busy(player, id, now)
@@ -68,7 +89,7 @@ local function busy(player, id, now)
   if not who then return false end
   local w = split(who, F)
   if w[1] == 'm' then return true end
-  if w[1] == 'o' then return w[2] ~= id and tonumber(w[3] or '0') > now end
+  if w[1] == 'o' then return w[2] ~= id and held(w, now) end
   return false
 end
 -- Takes `player` out of any pool they wait in and marks them matched by offer `id` until

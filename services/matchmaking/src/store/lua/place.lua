@@ -7,7 +7,9 @@ if not who then return {'gone'} end
 local w = split(who, F)
 -- An offer's accept took the player out of the pool: their stream waits for its outcome.
 if w[1] == 'o' then
-  if tonumber(w[3] or '0') > tnow() then return {'matching'} end
+  if redis.call('HGET', 'mm:of:' .. w[2], 's') == 'accepting' or tonumber(w[3] or '0') > tnow() then
+    return {'matching'}
+  end
   return {'gone'}
 end
 if w[2] ~= P then return {'gone'} end
