@@ -832,10 +832,13 @@ impl MatchService for MatchGrpc {
             .list(&r.player_id, filter, r.page_size, &r.page_token)
             .await
             .map_err(fail)?;
+        // One reading of the store's time for the whole page (each state says when it held).
+        let now = self.inner.now().await.map_err(fail)?;
         let mut matches = Vec::with_capacity(page.matches.len());
         for (created_ms, record) in &page.matches {
+            let status = board_status(record).map_err(fail)?;
             matches.push(pb::MatchListing {
-                state: Some(self.state(record).await?),
+                state: Some(state_to(record, &status, now)),
                 created_ms: *created_ms,
             });
         }
