@@ -380,6 +380,59 @@ impl AnyPosition {
         }
     }
 
+    /// Like [`render_svg`](Self::render_svg), with the last move given by its coordinate (UCI)
+    /// text (`e2e4`, `N@f3`, `f10f11q`, `d10e3`): what a viewer has who knows a position and
+    /// the move that led to it but not the position before (a bughouse board, whose moves
+    /// cannot be replayed alone). Only the text's form and squares are read; whether a piece
+    /// could make the move is not checked. The null move `0000` marks nothing.
+    ///
+    /// # Errors
+    /// [`MoveError::Syntax`] when the text is not a coordinate move of this variant.
+    pub fn render_svg_marking(&self, last_move: &str) -> Result<String, MoveError> {
+        let check = self.is_check();
+        let syntax = |reason: &str| MoveError::syntax(last_move, reason);
+        Ok(match self {
+            AnyPosition::Chess(_) | AnyPosition::Crazyhouse(_) => {
+                use crate::chess::uci::Uci;
+                let uci: Uci = last_move
+                    .parse()
+                    .map_err(|e: crate::chess::uci::UciSyntaxError| syntax(e.reason))?;
+                let options = crate::chess::render::SvgOptions {
+                    last_move: match uci {
+                        Uci::Normal { from, to, .. } => Some((Some(from), to)),
+                        Uci::Drop { to, .. } => Some((None, to)),
+                        Uci::Null => None,
+                    },
+                    check,
+                };
+                match self {
+                    AnyPosition::Crazyhouse(p) => {
+                        crate::chess::render::crazyhouse_to_svg_with(p, &options)
+                    }
+                    AnyPosition::Chess(p) => crate::chess::render::to_svg_with(p, &options),
+                    _ => unreachable!("matched above"),
+                }
+            }
+            AnyPosition::Glinski(p) => {
+                let (from, to) = crate::glinski::coordinate_cells(last_move)
+                    .map_err(|reason| syntax(&reason))?;
+                let options = crate::glinski::render::SvgOptions {
+                    last_move: Some((from, to)),
+                    check,
+                };
+                crate::glinski::render::to_svg_with(p, &options)
+            }
+            AnyPosition::Byzantine(p) => {
+                let (from, to) = crate::byzantine::coordinate_cells(last_move).map_err(syntax)?;
+                let options = crate::byzantine::render::SvgOptions {
+                    last_move: Some((from, to)),
+                    check,
+                };
+                crate::byzantine::render::to_svg_with(p, &options)
+            }
+        })
+    }
+
     /// The rule options this position's game uses that differ from the variant's defaults.
     pub fn rule_options(&self) -> RuleOptions {
         match self {
@@ -577,6 +630,70 @@ impl Position for AnyPosition {
                 p.parse_move(text, notation, locale).map(AnyMove::Byzantine)
             }
             AnyPosition::Glinski(p) => p.parse_move(text, notation, locale).map(AnyMove::Glinski),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marks(svg: &str) -> usize {
+        svg.matches(r#"class="last-move""#).count()
+    }
+
+    /// The last move's text marks the same squares as the move itself, in every variant.
+    #[test]
+    fn a_marked_last_move_reads_like_the_played_one() {
+        let cases = [
+            (Variant::Chess, "e2e4"),
+            (Variant::Crazyhouse, "g1f3"),
+            (Variant::Glinski, "f5f6"),
+            (Variant::Byzantine, "a2a3"),
+        ];
+        for (variant, text) in cases {
+            let start = AnyPosition::start(variant).expect("start");
+            let m = start
+                .parse_move(text, Notation::Uci, Locale::English)
+                .unwrap_or_else(|e| panic!("{variant:?} {text}: {e}"));
+            let after = start.play(m).expect("legal");
+            let played = after.render_svg(Some(m));
+            let marked = after.render_svg_marking(text).expect("coordinate form");
+            assert_eq!(played, marked, "{variant:?} {text}");
+            assert_eq!(marks(&marked), 2, "{variant:?} {text}");
+        }
+    }
+
+    #[test]
+    fn drops_mark_one_square_and_the_null_move_none() {
+        let pos = AnyPosition::from_text(
+            Variant::Crazyhouse,
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1",
+        )
+        .expect("position");
+        assert_eq!(marks(&pos.render_svg_marking("N@f3").expect("drop")), 1);
+        assert_eq!(marks(&pos.render_svg_marking("0000").expect("null")), 0);
+    }
+
+    #[test]
+    fn text_of_another_form_is_refused_as_syntax() {
+        let chess = AnyPosition::start(Variant::Chess).expect("start");
+        let glinski = AnyPosition::start(Variant::Glinski).expect("start");
+        let byzantine = AnyPosition::start(Variant::Byzantine).expect("start");
+        for (pos, text) in [
+            (&chess, "e4"),
+            (&chess, "e2e9"),
+            (&chess, "\u{0}\u{7f}"),
+            (&glinski, "f10f12"),
+            (&glinski, "Qe1-c3"),
+            (&byzantine, "a1a17"),
+            (&byzantine, "e1a1"),
+            (&byzantine, ""),
+        ] {
+            match pos.render_svg_marking(text) {
+                Err(MoveError::Syntax { input, .. }) => assert_eq!(input, text),
+                other => panic!("{text:?}: {other:?}"),
+            }
         }
     }
 }

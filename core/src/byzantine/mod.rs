@@ -31,6 +31,12 @@ use attacks::{
     ring_step_up,
 };
 pub use attacks::{far_citadel, rook_attacks};
+
+/// The origin and destination cells a coordinate move (`d2d3`, `d10e3`) names, read by its form
+/// alone (no position: whether a piece can make it is not checked).
+pub(crate) fn coordinate_cells(text: &str) -> Result<(Cell, Cell), &'static str> {
+    text::parse_move(text)
+}
 use zobrist::KEYS;
 
 /// A piece kind of Byzantine chess.

@@ -18,6 +18,12 @@ mod text;
 
 pub use geometry::{Bitboard, Cell, cell_name, parse_cell};
 
+/// The origin and destination cells a coordinate move (`f10f11q`) names, read by its form alone
+/// (no position: whether a piece can make it is not checked).
+pub(crate) fn coordinate_cells(text: &str) -> Result<(Cell, Cell), String> {
+    text::parse_coordinate(text).map(|m| (m.from, m.to))
+}
+
 use crate::chess::san::role_letter;
 use crate::outcome::{EndReason, Outcome, Score};
 use crate::position::{DrawRules, IllegalReason, Locale, MoveError, Notation, Position, tick};

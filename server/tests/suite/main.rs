@@ -5,3 +5,4 @@
 mod access;
 mod matchmaking;
 mod serve;
+mod web;

@@ -155,6 +155,7 @@ pub const METHODS: &[(&str, Rule)] = {
         ("/arbiter.rules.v1.RulesService/ExportPgn", Scoped(Rules)),
         ("/arbiter.rules.v1.RulesService/Perft", Scoped(Rules)),
         ("/arbiter.rules.v1.RulesService/ReadPosition", Scoped(Rules)),
+        ("/arbiter.rules.v1.RulesService/RenderBoard", Scoped(Rules)),
         ("/arbiter.rules.v1.RulesService/Ping", Scoped(Rules)),
         ("/arbiter.rules.v1.RulesService/PingStream", Scoped(Rules)),
         (

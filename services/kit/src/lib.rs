@@ -34,6 +34,7 @@ pub mod retry;
 pub mod serving;
 pub mod tls;
 pub mod trace;
+mod web;
 
 pub use error::ApiError;
 

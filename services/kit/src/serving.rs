@@ -15,6 +15,11 @@
 //! `--health-listen` adds a plaintext listener that serves only the health service, for probes
 //! that cannot present a client certificate. `--metrics-listen` serves Prometheus metrics on a
 //! listener of its own and measures every call ([`crate::metrics`]).
+//!
+//! Browsers reach every service over gRPC-web (`application/grpc-web+proto` and
+//! `application/grpc-web-text`, on HTTP/1.1 or HTTP/2) on the same port, through the same checks
+//! as gRPC calls. `--web-root` serves a folder's static files there too (the reference page,
+//! `clients/web`), and `--web-allow-origin` lets pages of other origins call the API (CORS).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -77,6 +82,12 @@ pub struct ServeConfig {
     pub health_listen: Option<SocketAddr>,
     /// Where Prometheus metrics are served (`None`: metrics off, and calls are not measured).
     pub metrics_listen: Option<SocketAddr>,
+    /// A folder whose files are served at `/` on the gRPC port (GET and HEAD; `index.html` for
+    /// a folder); `None`: no files, only the API.
+    pub web_root: Option<PathBuf>,
+    /// Origins (`https://play.example.com`) whose pages may call the API over gRPC-web (CORS
+    /// answers for them); empty: same-origin pages only.
+    pub web_allow_origins: Vec<String>,
 }
 
 /// The number of CPUs this process may use (at least 1).
@@ -103,6 +114,8 @@ impl Default for ServeConfig {
             tls_reload: Duration::from_secs(2),
             health_listen: None,
             metrics_listen: None,
+            web_root: None,
+            web_allow_origins: Vec::new(),
         }
     }
 }
@@ -193,6 +206,15 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics (`GET /metrics`) on this address, and measure every call.
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
+    /// Serve the static files of this folder at `/` on the gRPC port (e.g. the reference page,
+    /// clients/web); browsers call the API over gRPC-web on the same port.
+    #[arg(long, env = "ARBITER_WEB_ROOT")]
+    pub web_root: Option<PathBuf>,
+    /// Let pages of this origin (e.g. https://play.example.com) call the API over gRPC-web
+    /// (CORS); repeat the flag or separate origins with commas. Pages served by --web-root need
+    /// none.
+    #[arg(long, env = "ARBITER_WEB_ALLOW_ORIGINS", value_delimiter = ',')]
+    pub web_allow_origin: Vec<String>,
     /// How log lines are written.
     #[command(flatten)]
     pub log: LogArgs,
@@ -219,6 +241,8 @@ impl ServeArgs {
             tls_reload: Duration::from_secs(self.tls_reload_secs.max(1)),
             health_listen: self.health_listen,
             metrics_listen: self.metrics.metrics_listen,
+            web_root: self.web_root.clone(),
+            web_allow_origins: self.web_allow_origin.clone(),
         }
     }
 }
@@ -356,6 +380,11 @@ impl Host {
             Some(files) => Some(ServerTls::load(files)?),
             None => None,
         };
+        let cors = crate::web::cors(&config.web_allow_origins)?;
+        let web_root = match &config.web_root {
+            Some(root) => Some(crate::web::check_root(root)?),
+            None => None,
+        };
         let health_listener =
             bind_or(health_listener, config.health_listen, "--health-listen").await?;
         let metrics_listener =
@@ -376,7 +405,7 @@ impl Host {
             Some(_) => "TLS",
             None => "plaintext",
         };
-        tracing::info!(%addr, services = ?names, reflection = config.reflection, transport, "listening");
+        tracing::info!(%addr, services = ?names, reflection = config.reflection, transport, web_root = ?config.web_root, "listening");
         if tls.is_none() && !addr.ip().is_loopback() {
             tracing::warn!(
                 %addr,
@@ -432,6 +461,8 @@ impl Host {
             }
         };
         let mut server = Server::builder()
+            // HTTP/1.1 too: browsers' gRPC-web calls and the static files.
+            .accept_http1(true)
             .timeout(config.request_timeout)
             .max_concurrent_streams(config.max_streams_per_connection)
             .http2_keepalive_interval(Some(config.keepalive_interval))
@@ -442,6 +473,10 @@ impl Host {
         let router = server
             // Outermost: every layer below, and the service, log inside the call's span.
             .layer(RequestSpanLayer)
+            // Preflight requests are answered before any check (they carry no key).
+            .layer(tower::util::option_layer(cors))
+            // gRPC-web in, gRPC-web out: everything below sees gRPC, refusals included.
+            .layer(crate::web::BrowserLayer)
             // So that calls refused by the layers below are measured too.
             .layer(tower::util::option_layer(
                 metered.then_some(crate::metrics::RpcMetricsLayer),
@@ -451,7 +486,10 @@ impl Host {
             .layer(tower::util::MapResponseLayer::new(
                 oversize_as_resource_exhausted,
             ))
-            .add_routes(routes.routes());
+            .add_routes(match web_root {
+                Some(root) => crate::web::with_files(routes.routes(), root),
+                None => routes.routes(),
+            });
         let served = match tls {
             Some(tls) => {
                 router

@@ -434,3 +434,46 @@ pub fn perft(
         })
     }
 }
+
+/// RenderBoard: the position after `moves` (or `position` itself) as an SVG picture, the last
+/// move tinted (the last of `moves`, or `last_move` read by its form alone).
+pub fn render_board(
+    req: &rules::RenderBoardRequest,
+    limits: &Limits,
+) -> Result<rules::RenderBoardResponse, ApiError> {
+    let start = position(req.position.as_ref(), "position")?;
+    let (pos, svg) = if req.moves.is_empty() {
+        let svg = if req.last_move.is_empty() {
+            start.render_svg(None)
+        } else {
+            start
+                .render_svg_marking(&req.last_move)
+                .map_err(|e| ApiError::invalid("last_move", e.to_string()))?
+        };
+        (start, svg)
+    } else {
+        if !req.last_move.is_empty() {
+            return Err(ApiError::invalid(
+                "last_move",
+                "give either moves (the last one is marked) or last_move, not both",
+            ));
+        }
+        let mut last = None;
+        let game = replay(
+            start,
+            &req.moves,
+            notation(req.notation),
+            locale(req.locale),
+            limits,
+            |_, m, _| last = Some(m),
+        )?;
+        let pos = game.position().clone();
+        let svg = pos.render_svg(last);
+        (pos, svg)
+    };
+    Ok(rules::RenderBoardResponse {
+        svg,
+        check: pos.is_check(),
+        position: Some(position_to_proto(&pos)),
+    })
+}

@@ -127,6 +127,13 @@ impl RulesService for Rules {
         reply(ops::read_position(req.get_ref()))
     }
 
+    async fn render_board(
+        &self,
+        req: Request<rules::RenderBoardRequest>,
+    ) -> Reply<rules::RenderBoardResponse> {
+        reply(ops::render_board(req.get_ref(), &self.limits))
+    }
+
     async fn ping(&self, _req: Request<rules::PingRequest>) -> Reply<rules::PingResponse> {
         Ok(Response::new(rules::PingResponse {}))
     }

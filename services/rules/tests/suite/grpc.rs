@@ -1164,3 +1164,96 @@ async fn chess960_and_position_import() {
         .games;
     assert_eq!(games.len(), 1, "{games:?}");
 }
+
+fn render(variant: Variant, text: &str) -> rules::RenderBoardRequest {
+    rules::RenderBoardRequest {
+        position: Some(common::Position {
+            variant: variant as i32,
+            text: text.to_owned(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn render_board_draws_every_variant_with_its_marks() {
+    let mut s = start().await;
+    let marks = |svg: &str| svg.matches(r#"class="last-move""#).count();
+    // Every variant's start, drawn plain.
+    for variant in [
+        Variant::Chess,
+        Variant::Crazyhouse,
+        Variant::Bughouse,
+        Variant::Glinski,
+        Variant::Byzantine,
+        Variant::ByzantineCitadel,
+        Variant::Chess960,
+    ] {
+        let r = s
+            .client
+            .render_board(render(variant, START))
+            .await
+            .unwrap_or_else(|e| panic!("{variant:?}: {e}"))
+            .into_inner();
+        assert!(r.svg.starts_with("<svg"), "{variant:?}");
+        assert!(r.svg.trim_end().ends_with("</svg>"), "{variant:?}");
+        assert!(r.svg.contains(r#"class="piece""#), "{variant:?}");
+        assert_eq!(marks(&r.svg), 0, "{variant:?}");
+        assert!(!r.check);
+        assert_eq!(r.position.unwrap().variant, variant as i32);
+    }
+
+    // After moves: the last one tinted, the mated king marked.
+    let mut req = render(Variant::Chess, START);
+    req.moves = ["f3", "e5", "g4", "Qh4#"].map(String::from).to_vec();
+    req.notation = common::MoveNotation::San as i32;
+    let r = s.client.render_board(req).await.unwrap().into_inner();
+    assert!(r.check);
+    assert_eq!(marks(&r.svg), 2);
+    assert_eq!(r.svg.matches(r#"class="check""#).count(), 1);
+    assert_eq!(
+        r.position.unwrap().text,
+        "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"
+    );
+
+    // A bughouse board with its reserves, its last move named by its form alone.
+    let mut req = render(
+        Variant::Bughouse,
+        "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R[Pp] b KQkq - 2 3",
+    );
+    req.last_move = "g1f3".into();
+    let r = s.client.render_board(req).await.unwrap().into_inner();
+    assert_eq!(marks(&r.svg), 2);
+    assert!(r.svg.contains("reserve-panel"));
+    let mut req = render(Variant::Bughouse, START);
+    req.last_move = "N@f3".into();
+    let r = s.client.render_board(req).await.unwrap().into_inner();
+    assert_eq!(marks(&r.svg), 1);
+
+    // Refusals name their field.
+    let mut req = render(Variant::Glinski, START);
+    req.last_move = "e2e4x".into();
+    let e = s.client.render_board(req).await.unwrap_err();
+    assert_field_error(e, Code::InvalidArgument, "last_move");
+    let mut req = render(Variant::Chess, START);
+    req.moves = vec!["e2e4".into()];
+    req.last_move = "e2e4".into();
+    let e = s.client.render_board(req).await.unwrap_err();
+    assert_field_error(e, Code::InvalidArgument, "last_move");
+    let mut req = render(Variant::Chess, START);
+    req.moves = vec!["e2e4".into(), "e2e4".into()];
+    let e = s.client.render_board(req).await.unwrap_err();
+    assert_field_error(e, Code::InvalidArgument, "moves[1]");
+    let e = s
+        .client
+        .render_board(render(Variant::Chess, "8/8/8 w - - 0 1"))
+        .await
+        .unwrap_err();
+    assert_field_error(e, Code::InvalidArgument, "position.text");
+    let mut req = render(Variant::Chess, START);
+    req.moves = vec!["e2e4".into(); 65];
+    let e = s.client.render_board(req).await.unwrap_err();
+    assert_field_error(e, Code::ResourceExhausted, "moves");
+    s.stop().await;
+}
