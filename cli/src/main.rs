@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[cfg(feature = "bench")]
 mod bench;
+mod client;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -271,6 +272,9 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         samples: usize,
     },
+    /// A client of a running server: play a game, watch a match, join a pool, run a batch
+    /// analysis (docs/cli.md, "arbiter client").
+    Client(client::ClientArgs),
     /// Load generators for the services (built with the `bench` feature).
     #[cfg(feature = "bench")]
     Bench {
@@ -890,6 +894,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             arbiter_bench::command::run(target, &bench::Embedder).map_err(CliError::failed)?
         }
         Command::ClockSync { addr, samples } => clock_sync(&addr, samples)?,
+        Command::Client(args) => client::run(args)?,
         Command::Bpgn { locale } => {
             let mut input = String::new();
             std::io::stdin()

@@ -210,7 +210,7 @@ pub struct ServeArgs {
     /// clients/web); browsers call the API over gRPC-web on the same port.
     #[arg(long, env = "ARBITER_WEB_ROOT")]
     pub web_root: Option<PathBuf>,
-    /// Let pages of this origin (e.g. https://play.example.com) call the API over gRPC-web
+    /// Let pages of this origin (e.g. `https://play.example.com`) call the API over gRPC-web
     /// (CORS); repeat the flag or separate origins with commas. Pages served by --web-root need
     /// none.
     #[arg(long, env = "ARBITER_WEB_ALLOW_ORIGINS", value_delimiter = ',')]
