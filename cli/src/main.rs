@@ -446,18 +446,26 @@ fn analyze_pgn(
             eprintln!("analyze-pgn: {line}");
         }
     };
-    let (pgn, summaries) = review(&text, &cfg, &mut show)?;
-    for s in &summaries {
-        eprintln!("{s}");
-    }
+    // The games are written as they are reviewed, their summaries said as they are written.
+    let mut summary = |s: &arbiter_cli::review::GameSummary| eprintln!("{s}");
     match out {
-        None => Ok(pgn),
+        None => {
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            review(&text, &cfg, &mut stdout, &mut summary, &mut show)?;
+        }
         Some(path) => {
-            std::fs::write(&path, pgn)
-                .map_err(|e| CliError::input(format!("--out: {}", path.display()), e))?;
-            Ok(String::new())
+            let name = format!("--out: {}", path.display());
+            let file = std::fs::File::create(&path).map_err(|e| CliError::input(&name, e))?;
+            let mut file = std::io::BufWriter::new(file);
+            if let Err(e) = review(&text, &cfg, &mut file, &mut summary, &mut show) {
+                // Nothing (a refused file) or part of the games: not a review to keep.
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
         }
     }
+    Ok(String::new())
 }
 
 fn texel(step: TexelStep) -> Result<String, CliError> {

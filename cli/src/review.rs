@@ -4,14 +4,18 @@
 //! comment naming the engine's move (the classification of [`arbiter_engine::review`]).
 
 use crate::CliError;
-use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_with};
+use arbiter_core::pgn::{PgnGame, PgnLimits, read_games_each};
 use arbiter_core::{Locale, Notation, Position, Variant};
-use arbiter_engine::analyze::AnalysisSettings;
+use arbiter_engine::analyze::{AnalysisSettings, Engines};
 use arbiter_engine::review::{
-    GameAccuracy, GameLine, PositionEval, evaluate_position, review_game,
+    GameAccuracy, GameLine, PositionEval, evaluate_position_with, review_game,
 };
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
 
 /// The largest PGN file read, in bytes.
 pub const MAX_INPUT: usize = 64 << 20;
@@ -84,31 +88,25 @@ impl std::fmt::Display for GameSummary {
     }
 }
 
-/// Reads the games, analyses every main-line position on `cfg.workers` threads, and returns the
-/// annotated PGN and a summary per game; `progress` is called after each position.
+/// Reads the games, analyses every main-line position on `cfg.workers` threads, and writes the
+/// annotated games to `out` in their order as they are finished; `on_game` gets each game's
+/// summary as it is written, `progress` is called after each position.
+///
+/// The games stream: a first pass reads and checks every game without keeping it (so a bad file
+/// is refused before anything is written, and the positions are counted for the progress); the
+/// second hands each game to one worker, which replays it, evaluates its positions in order on
+/// engines it keeps (cleared for each game, so the result depends on the game alone, not on the
+/// worker count), and annotates it. At most [`IN_FLIGHT_PER_WORKER`] games per worker are read,
+/// analysed or waiting for an earlier one to be written at any time: memory does not grow with
+/// the file.
 pub fn review(
     text: &str,
     cfg: &ReviewConfig,
+    out: &mut dyn Write,
+    on_game: &mut dyn FnMut(&GameSummary),
     progress: &mut dyn FnMut(&ReviewProgress),
-) -> Result<(String, Vec<GameSummary>), CliError> {
-    let mut games =
-        read_games_with(text, &PgnLimits::default()).map_err(|e| CliError::input("FILE", e))?;
-    if games.is_empty() {
-        return Err(CliError::input("FILE", "no game in it"));
-    }
-    let mut tasks = Vec::with_capacity(games.len());
-    for (g, game) in games.iter_mut().enumerate() {
-        let fail = |e: &dyn std::fmt::Display| CliError::input(format!("FILE: game {}", g + 1), e);
-        if game.variant().map_err(|e| fail(&e))? == Variant::Bughouse {
-            return Err(fail(
-                &"bughouse is not reviewed: a board's evaluation ignores the partner's game",
-            ));
-        }
-        let replayed = game
-            .validate(Locale::English, Locale::English)
-            .map_err(|e| fail(&e))?;
-        tasks.push(GameLine::replay(replayed.start(), replayed.moves()));
-    }
+) -> Result<(), CliError> {
+    let total = check_games(text)?;
     let settings = AnalysisSettings {
         limits: Limits {
             depth: cfg.depth,
@@ -121,81 +119,215 @@ pub fn review(
         },
         hash_mib: cfg.hash_mib,
     };
-    let found = run_pool(&tasks, &settings, cfg.workers, progress);
-    let summaries = games
-        .iter_mut()
-        .zip(tasks.iter().zip(&found))
-        .enumerate()
-        .map(|(g, (game, (t, f)))| annotate(game, g, t, f))
-        .collect();
-    let mut out = String::new();
-    for game in &games {
-        out.push_str(&game.to_string());
-        out.push('\n');
-    }
-    Ok((out, summaries))
-}
-
-/// Analyses every position of every game on `workers` threads; the results per game, in ply
-/// order.
-fn run_pool(
-    games: &[GameLine],
-    settings: &AnalysisSettings,
-    workers: usize,
-    progress: &mut dyn FnMut(&ReviewProgress),
-) -> Vec<Vec<PositionEval>> {
-    // Positions are handed out in order through one counter over (game, ply) pairs.
-    let order: Vec<(usize, usize)> = games
-        .iter()
-        .enumerate()
-        .flat_map(|(g, t)| (0..t.positions.len()).map(move |p| (g, p)))
-        .collect();
-    let next = AtomicUsize::new(0);
+    let workers = cfg.workers.clamp(1, 64);
+    let in_flight = workers * IN_FLIGHT_PER_WORKER;
     let start = std::time::Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, PositionEval)>();
-    let mut found: Vec<Vec<Option<PositionEval>>> = games
-        .iter()
-        .map(|t| vec![None; t.positions.len()])
-        .collect();
+    // A game may be read only with a ticket; a ticket comes back when its game is written.
+    let (ticket_back, tickets) = mpsc::sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        ticket_back.send(()).expect("room for every ticket");
+    }
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, PgnGame)>(in_flight);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
+    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        for _ in 0..workers.clamp(1, 64) {
-            let (tx, next, order) = (tx.clone(), &next, &order);
+        scope.spawn(move || {
+            // Checked already: reading again cannot fail.
+            let mut number = 0;
+            let _ = read_games_each(text, &PgnLimits::default(), &mut |game, _| {
+                // No ticket: the writer stopped; a closed queue: every worker stopped.
+                let sent = tickets.recv().is_ok() && work_tx.send((number, game)).is_ok();
+                number += 1;
+                if sent {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            });
+        });
+        for _ in 0..workers {
+            let (work_rx, done_tx, settings, stop) = (&work_rx, done_tx.clone(), &settings, &stop);
             scope.spawn(move || {
-                while let Some(&(g, p)) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let t = &games[g];
-                    let e = evaluate_position(
-                        &t.positions[p],
-                        t.history(p),
-                        settings,
-                        &AtomicBool::new(false),
-                        &SystemTime::new(),
-                    );
-                    if tx.send((g, p, e)).is_err() {
-                        return;
+                let mut engines = Engines::new(settings.hash_mib);
+                // Until the reader is done: after a failure the games still coming are
+                // dropped unread, so that the reader never waits on a full queue.
+                loop {
+                    let job = work_rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok((g, game))) = job else { return };
+                    if stop.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    let done = review_one(g, game, &mut engines, settings, &done_tx);
+                    if done_tx.send(done).is_err() {
+                        stop.store(true, Ordering::Relaxed);
                     }
                 }
             });
         }
-        drop(tx);
-        for (done, (g, p, f)) in rx.into_iter().enumerate() {
-            found[g][p] = Some(f);
-            progress(&ReviewProgress {
-                done: done + 1,
-                total: order.len(),
-                elapsed_s: start.elapsed().as_secs_f64(),
-            });
-        }
-    });
-    found
-        .into_iter()
-        .map(|g| {
-            g.into_iter()
-                .map(|f| f.expect("every position is analysed"))
-                .collect()
-        })
-        .collect()
+        drop(done_tx);
+        // The writer owns the ticket returns: when it stops, the reader's next wait for a
+        // ticket ends too.
+        write_in_order(
+            done_rx,
+            total,
+            start,
+            ticket_back,
+            out,
+            on_game,
+            progress,
+            &stop,
+        )
+    })
 }
 
+/// Games handed out per worker at most (being analysed, queued, or finished and waiting for an
+/// earlier game to be written).
+pub const IN_FLIGHT_PER_WORKER: usize = 4;
+
+/// What a worker reports.
+enum Done {
+    /// One more position analysed.
+    Position,
+    /// A game reviewed: its number in the file (from 0), its annotated text and its summary.
+    Game(usize, String, GameSummary),
+    /// A game that could not be reviewed (its number, the error).
+    Failed(CliError),
+}
+
+/// Reviews game number `g` (from 0) on `engines`, cleared first; a [`Done::Position`] is sent
+/// after each position.
+fn review_one(
+    g: usize,
+    mut game: PgnGame,
+    engines: &mut Engines,
+    settings: &AnalysisSettings,
+    done: &mpsc::Sender<Done>,
+) -> Done {
+    let line = match replay(&mut game, g) {
+        Ok(line) => line,
+        Err(e) => return Done::Failed(e),
+    };
+    engines.clear();
+    let (never, time) = (AtomicBool::new(false), SystemTime::new());
+    let mut evals = Vec::with_capacity(line.positions.len());
+    for (p, pos) in line.positions.iter().enumerate() {
+        evals.push(evaluate_position_with(
+            engines,
+            pos,
+            line.history(p),
+            settings,
+            &never,
+            &time,
+        ));
+        if done.send(Done::Position).is_err() {
+            break;
+        }
+    }
+    if evals.len() < line.positions.len() {
+        return Done::Failed(CliError::input("FILE", "stopped"));
+    }
+    let summary = annotate(&mut game, g, &line, &evals);
+    let mut text = game.to_string();
+    text.push('\n');
+    Done::Game(g, text, summary)
+}
+
+/// Writes the reviewed games in their order as they arrive, and reports progress; gives a
+/// ticket back for each game written. On a failure, raises `stop` and returns the error.
+#[allow(clippy::too_many_arguments)]
+fn write_in_order(
+    done: mpsc::Receiver<Done>,
+    total: usize,
+    start: std::time::Instant,
+    ticket_back: mpsc::SyncSender<()>,
+    out: &mut dyn Write,
+    on_game: &mut dyn FnMut(&GameSummary),
+    progress: &mut dyn FnMut(&ReviewProgress),
+    stop: &AtomicBool,
+) -> Result<(), CliError> {
+    let mut waiting: BTreeMap<usize, (String, GameSummary)> = BTreeMap::new();
+    let (mut next, mut positions) = (0usize, 0usize);
+    let fail = |e: CliError| {
+        stop.store(true, Ordering::Relaxed);
+        Err(e)
+    };
+    for message in done {
+        match message {
+            Done::Position => {
+                positions += 1;
+                progress(&ReviewProgress {
+                    done: positions,
+                    total,
+                    elapsed_s: start.elapsed().as_secs_f64(),
+                });
+            }
+            Done::Failed(e) => return fail(e),
+            Done::Game(g, text, summary) => {
+                waiting.insert(g, (text, summary));
+                while let Some((text, summary)) = waiting.remove(&next) {
+                    match out.write_all(text.as_bytes()) {
+                        Ok(()) => {}
+                        // A reader that has seen enough (`| head`): stop, not an error.
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                            stop.store(true, Ordering::Relaxed);
+                            return Ok(());
+                        }
+                        Err(e) => return fail(CliError::io("the output", e)),
+                    }
+                    on_game(&summary);
+                    next += 1;
+                    // The reader may be done (no one takes the ticket): that is fine.
+                    let _ = ticket_back.try_send(());
+                }
+            }
+        }
+    }
+    out.flush().or_else(|e| fail(CliError::io("the output", e)))
+}
+
+/// Reads and checks every game (readable, legal, not bughouse) without keeping any; the number
+/// of positions to analyse.
+fn check_games(text: &str) -> Result<usize, CliError> {
+    let mut positions = 0usize;
+    let mut games = 0usize;
+    let mut failed = None;
+    read_games_each(text, &PgnLimits::default(), &mut |mut game, _| {
+        games += 1;
+        match replay(&mut game, games - 1) {
+            Ok(line) => {
+                positions += line.positions.len();
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })
+    .map_err(|e| CliError::input("FILE", e))?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if games == 0 {
+        return Err(CliError::input("FILE", "no game in it"));
+    }
+    Ok(positions)
+}
+
+/// The main line of game number `g` (from 0), checked.
+fn replay(game: &mut PgnGame, g: usize) -> Result<GameLine, CliError> {
+    let fail = |e: &dyn std::fmt::Display| CliError::input(format!("FILE: game {}", g + 1), e);
+    if game.variant().map_err(|e| fail(&e))? == Variant::Bughouse {
+        return Err(fail(
+            &"bughouse is not reviewed: a board's evaluation ignores the partner's game",
+        ));
+    }
+    let replayed = game
+        .validate(Locale::English, Locale::English)
+        .map_err(|e| fail(&e))?;
+    Ok(GameLine::replay(replayed.start(), replayed.moves()))
+}
 /// Writes the evaluations, NAGs and comments onto `game`'s main line.
 fn annotate(game: &mut PgnGame, g: usize, tasks: &GameLine, evals: &[PositionEval]) -> GameSummary {
     let review = review_game(evals, &tasks.played);
@@ -242,6 +374,23 @@ fn annotate(game: &mut PgnGame, g: usize, tasks: &GameLine, evals: &[PositionEva
 mod tests {
     use super::*;
 
+    /// The review's output and summaries, collected.
+    fn review(
+        pgn: &str,
+        cfg: &ReviewConfig,
+        progress: &mut dyn FnMut(&ReviewProgress),
+    ) -> Result<(String, Vec<GameSummary>), CliError> {
+        let (mut out, mut summaries) = (Vec::new(), Vec::new());
+        super::review(
+            pgn,
+            cfg,
+            &mut out,
+            &mut |s| summaries.push(s.clone()),
+            progress,
+        )?;
+        Ok((String::from_utf8(out).unwrap(), summaries))
+    }
+
     fn cfg(workers: usize) -> ReviewConfig {
         ReviewConfig {
             depth: None,
@@ -277,7 +426,7 @@ mod tests {
                 .starts_with("game 2: accuracy white ")
         );
         // The output reads back as the same games.
-        let back = read_games_with(&one, &PgnLimits::default()).unwrap();
+        let back = read_games_each_collect(&one);
         assert_eq!(back.len(), 2);
         assert_eq!(back[0].moves.len(), 4);
         for game in &back {
@@ -296,6 +445,59 @@ mod tests {
     }
 
     #[test]
+    fn many_games_come_out_in_their_order_whatever_the_workers() {
+        // Games of different lengths, so that workers finish them out of order.
+        let mut pgn = String::new();
+        let lines = [
+            "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 *",
+            "1. d4 *",
+            "1. c4 e5 2. g3 *",
+            "*",
+        ];
+        for i in 0..23 {
+            pgn.push_str(&format!(
+                "[Event \"{i}\"]\n\n{}\n\n",
+                lines[i % lines.len()]
+            ));
+        }
+        let quick = ReviewConfig {
+            depth: Some(2),
+            nodes: None,
+            workers: 1,
+            hash_mib: 1,
+        };
+        let (one, first) = review(&pgn, &quick, &mut |_| {}).unwrap();
+        for workers in [2, 3, 8] {
+            let mut last = 0;
+            let (many, again) = review(&pgn, &ReviewConfig { workers, ..quick }, &mut |p| {
+                assert_eq!(p.done, last + 1);
+                assert_eq!(p.total, 6 * 7 + 6 * 2 + 6 * 4 + 5);
+                last = p.done;
+            })
+            .unwrap();
+            assert_eq!(one, many, "{workers} workers");
+            assert_eq!(first, again);
+        }
+        let numbers: Vec<usize> = first.iter().map(|s| s.number).collect();
+        assert_eq!(numbers, (1..=23).collect::<Vec<_>>());
+        let events: Vec<String> = read_games_each_collect(&one)
+            .iter()
+            .map(|g| g.tag("Event").unwrap().to_owned())
+            .collect();
+        assert_eq!(events, (0..23).map(|i| i.to_string()).collect::<Vec<_>>());
+    }
+
+    fn read_games_each_collect(text: &str) -> Vec<PgnGame> {
+        let mut games = Vec::new();
+        read_games_each(text, &PgnLimits::default(), &mut |g, _| {
+            games.push(g);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        games
+    }
+
+    #[test]
     fn bad_files_are_refused_with_the_game_named() {
         for (pgn, needle) in [
             ("", "no game"),
@@ -306,6 +508,16 @@ mod tests {
             ),
             ("[Variant \"Nonsense\"]\n\n1. e4 *\n", "game 1:"),
         ] {
+            // Refused before anything is written, even after a good game.
+            if !pgn.is_empty() {
+                let text = format!("1. e4 e5 *\n\n{pgn}");
+                let mut out = Vec::new();
+                let e =
+                    super::review(&text, &cfg(2), &mut out, &mut |_| {}, &mut |_| {}).unwrap_err();
+                let later = needle.replace("game 1:", "game 2:");
+                assert!(e.to_string().contains(&later), "{pgn:?}: {e}");
+                assert!(out.is_empty());
+            }
             let e = review(pgn, &cfg(1), &mut |_| {}).unwrap_err();
             assert!(e.to_string().contains(needle), "{pgn:?}: {e}");
         }

@@ -1139,6 +1139,34 @@ fn analyze_pgn_annotates_games_and_reports_progress() {
     let out = arbiter(&["analyze-pgn", "-"], Some("1. e4 e5 2. Ke3 *\n"));
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("game 1:"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "a refused file writes nothing");
+
+    // --out: the games written as they are reviewed; a refused file leaves no file behind.
+    let dir = std::env::temp_dir().join(format!("arbiter-review-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out.pgn");
+    let two = format!("{pgn}\n[Event \"u\"]\n\n1. d4 d5 *\n");
+    let p = path.to_str().unwrap();
+    let out = arbiter(
+        &["analyze-pgn", "-", "--depth", "2", "--out", p],
+        Some(&two),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = std::fs::read_to_string(&path).unwrap();
+    let first = written.find("[Event \"t\"]").unwrap();
+    assert!(
+        written[first..].contains("[Event \"u\"]"),
+        "in order: {written}"
+    );
+    let bad = format!("{two}\n1. e4 e5 2. Ke3 *\n");
+    let out = arbiter(
+        &["analyze-pgn", "-", "--depth", "2", "--out", p],
+        Some(&bad),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("game 3:"), "{}", stderr(&out));
+    assert!(!path.exists());
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Chess960 through the binary: perft of the published suite's first positions (Shredder-FEN),

@@ -119,6 +119,142 @@ fn run<P: EnginePosition>(
     settle: &mut dyn FnMut(Limits) -> Limits,
 ) -> Analysis {
     let mut engine = Engine::<P>::new(settings.hash_mib);
+    run_on(
+        &mut engine,
+        pos,
+        history,
+        settings,
+        stop,
+        time,
+        progress,
+        settle,
+    )
+}
+
+/// An engine per variant, made when first needed and then kept: a run of searches (the
+/// positions of a game under review) reuses its table and histories instead of allocating and
+/// clearing new ones for every position, which costs more than a shallow search itself.
+#[derive(Default)]
+pub struct Engines {
+    hash_mib: usize,
+    chess: Option<Engine<arbiter_core::Chess>>,
+    crazyhouse: Option<Engine<arbiter_core::Crazyhouse>>,
+    glinski: Option<Engine<arbiter_core::Glinski>>,
+    byzantine: Option<Engine<arbiter_core::Byzantine>>,
+}
+
+impl fmt::Debug for Engines {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engines")
+            .field("hash_mib", &self.hash_mib)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engines {
+    /// Engines whose tables are about `hash_mib` MiB each (made on first use).
+    pub fn new(hash_mib: usize) -> Engines {
+        Engines {
+            hash_mib,
+            ..Engines::default()
+        }
+    }
+
+    /// The size of each engine's table, MiB.
+    pub fn hash_mib(&self) -> usize {
+        self.hash_mib
+    }
+
+    /// Forgets everything the engines learnt: a search after this answers as a fresh engine's
+    /// would. Cheap after short searches (only the table slots they filled are emptied).
+    pub fn clear(&mut self) {
+        fn clear<P: EnginePosition>(engine: &mut Option<Engine<P>>) {
+            if let Some(engine) = engine {
+                engine.clear();
+            }
+        }
+        clear(&mut self.chess);
+        clear(&mut self.crazyhouse);
+        clear(&mut self.glinski);
+        clear(&mut self.byzantine);
+    }
+
+    /// [`analyze`] on the kept engine of `pos`'s variant (its table's size is this value's,
+    /// not `settings.hash_mib`), learning from the searches before it since the last
+    /// [`clear`](Self::clear).
+    pub fn analyze(
+        &mut self,
+        pos: &AnyPosition,
+        history: &[u64],
+        settings: &AnalysisSettings,
+        stop: &AtomicBool,
+        time: &dyn TimeSource,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Analysis {
+        fn on<P: EnginePosition>(
+            engine: &mut Option<Engine<P>>,
+            hash_mib: usize,
+        ) -> &mut Engine<P> {
+            engine.get_or_insert_with(|| Engine::new(hash_mib))
+        }
+        let hash = self.hash_mib;
+        let settle = &mut |l| l;
+        match pos {
+            AnyPosition::Chess(p) => run_on(
+                on(&mut self.chess, hash),
+                p,
+                history,
+                settings,
+                stop,
+                time,
+                progress,
+                settle,
+            ),
+            AnyPosition::Crazyhouse(p) => run_on(
+                on(&mut self.crazyhouse, hash),
+                p,
+                history,
+                settings,
+                stop,
+                time,
+                progress,
+                settle,
+            ),
+            AnyPosition::Glinski(p) => run_on(
+                on(&mut self.glinski, hash),
+                p,
+                history,
+                settings,
+                stop,
+                time,
+                progress,
+                settle,
+            ),
+            AnyPosition::Byzantine(p) => run_on(
+                on(&mut self.byzantine, hash),
+                p,
+                history,
+                settings,
+                stop,
+                time,
+                progress,
+                settle,
+            ),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_on<P: EnginePosition>(
+    engine: &mut Engine<P>,
+    pos: &P,
+    history: &[u64],
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    progress: &mut dyn FnMut(&Progress),
+    settle: &mut dyn FnMut(Limits) -> Limits,
+) -> Analysis {
     // The limits are settled only now, once the table is allocated (see `analyze_settled`).
     let limits = settle(settings.limits);
     let mut on_info = |i: &Info<'_, P::Move>| {

@@ -20,7 +20,7 @@
 //!
 //! Not for bughouse: a single board's evaluation ignores the partner's game.
 
-use crate::analyze::{AnalysisSettings, analyze};
+use crate::analyze::{Analysis, AnalysisSettings, Engines, analyze};
 use crate::score::{MATE, MATE_BOUND, Reported, outcome_score, win_chance};
 use crate::time::TimeSource;
 use crate::tt::Bound;
@@ -287,6 +287,30 @@ pub fn evaluate_position(
     stop: &AtomicBool,
     time: &dyn TimeSource,
 ) -> PositionEval {
+    position_eval(pos, |pos| {
+        analyze(pos, history, settings, stop, time, &mut |_| {})
+    })
+}
+
+/// [`evaluate_position`] on kept engines: the positions of one game, evaluated in order after
+/// an [`Engines::clear`], search with what the earlier ones left in the table (faster, and as
+/// reproducible: the result depends only on the game's positions before it), and no table is
+/// allocated per position.
+pub fn evaluate_position_with(
+    engines: &mut Engines,
+    pos: &AnyPosition,
+    history: &[u64],
+    settings: &AnalysisSettings,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+) -> PositionEval {
+    position_eval(pos, |pos| {
+        engines.analyze(pos, history, settings, stop, time, &mut |_| {})
+    })
+}
+
+/// A finished game's result, or `search`'s evaluation.
+fn position_eval(pos: &AnyPosition, search: impl FnOnce(&AnyPosition) -> Analysis) -> PositionEval {
     let turn = pos.turn();
     if let Some(outcome) = pos.terminal() {
         return PositionEval {
@@ -297,7 +321,7 @@ pub fn evaluate_position(
             nodes: 0,
         };
     }
-    let a = analyze(pos, history, settings, stop, time, &mut |_| {});
+    let a = search(pos);
     let score = score_of(a.score);
     PositionEval {
         white: if turn == Color::White { score } else { -score },
@@ -379,6 +403,78 @@ mod tests {
             turn,
             best: Some(best.to_owned()),
             nodes: 0,
+        }
+    }
+
+    /// Kept engines, cleared, answer as fresh ones; within a game they may differ from fresh
+    /// searches only by what the earlier positions taught, and the same game gives the same
+    /// evaluations however often it is reviewed, whatever came before.
+    #[test]
+    fn kept_engines_answer_like_fresh_ones_after_a_clear_and_repeat_a_game_exactly() {
+        use crate::analyze::{AnalysisSettings, Engines};
+        use crate::{Limits, SearchOptions, SystemTime};
+        let settings = AnalysisSettings {
+            limits: Limits {
+                nodes: Some(3000),
+                ..Limits::default()
+            },
+            options: SearchOptions {
+                multipv: 1,
+                move_overhead_ms: 0,
+            },
+            hash_mib: 1,
+        };
+        let (never, time) = (AtomicBool::new(false), SystemTime::new());
+        let game = |variant, moves: &[&str]| {
+            let start = AnyPosition::start(variant).unwrap();
+            let mut pos = start.clone();
+            let mut played = Vec::new();
+            for m in moves {
+                let m = pos
+                    .parse_move(
+                        m,
+                        arbiter_core::Notation::Uci,
+                        arbiter_core::Locale::English,
+                    )
+                    .unwrap();
+                played.push(m);
+                pos = pos.play(m).unwrap();
+            }
+            GameLine::replay(&start, &played)
+        };
+        let games = [
+            game(
+                arbiter_core::Variant::Chess,
+                &["e2e4", "e7e5", "g1f3", "b8c6"],
+            ),
+            game(arbiter_core::Variant::Glinski, &["f5f6", "e7e6"]),
+            game(arbiter_core::Variant::Crazyhouse, &["e2e4", "d7d5", "e4d5"]),
+        ];
+        let review = |engines: &mut Engines, line: &GameLine| -> Vec<PositionEval> {
+            engines.clear();
+            (0..line.positions.len())
+                .map(|i| {
+                    evaluate_position_with(
+                        engines,
+                        &line.positions[i],
+                        line.history(i),
+                        &settings,
+                        &never,
+                        &time,
+                    )
+                })
+                .collect()
+        };
+        let mut engines = Engines::new(1);
+        let first: Vec<_> = games.iter().map(|g| review(&mut engines, g)).collect();
+        // Again, in another order, on engines that have seen the other games.
+        for (i, g) in games.iter().enumerate().rev() {
+            assert_eq!(review(&mut engines, g), first[i], "game {i}");
+        }
+        // The first position of each game: exactly what a fresh search says.
+        for (i, g) in games.iter().enumerate() {
+            let fresh = evaluate_position(&g.positions[0], &[], &settings, &never, &time);
+            assert_eq!(first[i][0], fresh, "game {i}");
         }
     }
 

@@ -34,6 +34,10 @@ pub struct Entry<M> {
 pub struct Table<M> {
     entries: Vec<Option<Entry<M>>>,
     generation: u8,
+    /// The slots filled since the last clear, while they are few (at most a quarter of the
+    /// table; `None` past that): a short search (a review at depth 1) clears only what it
+    /// touched instead of the whole table.
+    filled: Option<Vec<u32>>,
 }
 
 impl<M: Copy> Table<M> {
@@ -44,6 +48,7 @@ impl<M: Copy> Table<M> {
         Table {
             entries: vec![None; count],
             generation: 0,
+            filled: Some(Vec::new()),
         }
     }
 
@@ -57,9 +62,21 @@ impl<M: Copy> Table<M> {
         self.entries.is_empty()
     }
 
-    /// Forgets everything.
+    /// Forgets everything: only the slots filled since the last clear when they are few, the
+    /// whole table otherwise.
     pub fn clear(&mut self) {
-        self.entries.iter_mut().for_each(|e| *e = None);
+        match &mut self.filled {
+            Some(filled) => {
+                for &i in filled.iter() {
+                    self.entries[i as usize] = None;
+                }
+                filled.clear();
+            }
+            None => {
+                self.entries.iter_mut().for_each(|e| *e = None);
+                self.filled = Some(Vec::new());
+            }
+        }
         self.generation = 0;
     }
 
@@ -90,9 +107,8 @@ impl<M: Copy> Table<M> {
     ) {
         let i = self.index(key);
         let generation = self.generation;
-        let slot = &mut self.entries[i];
         let depth = depth.clamp(-1, i16::MAX as i32) as i16;
-        let mv = match slot {
+        let mv = match self.entries[i] {
             Some(old) if old.key == key => {
                 if bound != Bound::Exact && old.generation == generation && old.depth > depth + 2 {
                     return;
@@ -100,9 +116,21 @@ impl<M: Copy> Table<M> {
                 mv.or(old.mv)
             }
             Some(old) if old.generation == generation && old.depth > depth => return,
-            _ => mv,
+            Some(_) => mv,
+            None => {
+                let quarter = self.entries.len() / 4;
+                if let Some(filled) = &mut self.filled {
+                    if filled.len() < quarter {
+                        // Below u32::MAX: a table of a quarter of that many slots is 24 GiB.
+                        filled.push(i as u32);
+                    } else {
+                        self.filled = None;
+                    }
+                }
+                mv
+            }
         };
-        *slot = Some(Entry {
+        self.entries[i] = Some(Entry {
             key,
             mv,
             score,
@@ -146,6 +174,27 @@ mod tests {
         assert!(t.hashfull() <= 1);
         t.clear();
         assert!(t.probe(42).is_none());
+    }
+
+    /// Whether every slot is empty.
+    fn empty(t: &Table<u16>) -> bool {
+        t.entries.iter().all(Option::is_none)
+    }
+
+    #[test]
+    fn a_clear_forgets_everything_whether_few_or_many_slots_were_filled() {
+        let mut t: Table<u16> = Table::new(1);
+        let keys = |n: u64| (0..n).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for n in [10, t.len() as u64 / 4 + 100, t.len() as u64 * 2, 3] {
+            t.new_search();
+            for key in keys(n) {
+                t.store(key, Some(1), 0, 0, 1, Bound::Exact);
+            }
+            assert!(!empty(&t));
+            t.clear();
+            assert!(empty(&t), "after {n} stores");
+            assert!(keys(n).all(|k| t.probe(k).is_none()));
+        }
     }
 
     #[test]

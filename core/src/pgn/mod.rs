@@ -47,7 +47,7 @@ use std::fmt;
 mod read;
 mod write;
 
-pub use read::{read_games, read_games_with};
+pub use read::{read_games, read_games_each, read_games_with};
 
 /// How a null move is written (and stored in [`PgnNode::san`]).
 pub const NULL_MOVE: &str = "--";
@@ -949,6 +949,53 @@ Nf6 5. O-O 1-0
     }
 
     /// A hand-built tree with a cycle or a dangling index neither loops nor panics.
+    #[test]
+    fn games_are_handed_out_one_at_a_time_with_where_they_end() {
+        let text = "\u{feff}[Event \"a\"]\n\n1. e4 e5 1-0\n\n1. d4 *\n[Event \"c\"]\n1. c4\n";
+        let mut seen = Vec::new();
+        read_games_each(text, &PgnLimits::default(), &mut |game, end| {
+            seen.push((game.moves.len(), game.result.clone(), end));
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+        let ends: Vec<usize> = seen.iter().map(|s| s.2).collect();
+        assert_eq!(
+            seen.iter().map(|s| (s.0, s.1.as_str())).collect::<Vec<_>>(),
+            [(2, "1-0"), (1, "*"), (1, "*")]
+        );
+        // Each ends after its result (or before the next game's tags), the last at the end.
+        assert_eq!(&text[..ends[0]], "\u{feff}[Event \"a\"]\n\n1. e4 e5 1-0");
+        assert!(text[ends[0]..ends[1]].trim_end().ends_with("1. d4 *"));
+        assert_eq!(ends[2], text.len());
+        // The same games as reading them all at once.
+        let all = read_games_with(text, &PgnLimits::default()).unwrap();
+        assert_eq!(all.len(), 3);
+        // Stopping early reads no further (the error after the first game is never reached).
+        let mut count = 0;
+        read_games_each(
+            "1. e4 *\n1. e4 {unterminated",
+            &PgnLimits::default(),
+            &mut |_, _| {
+                count += 1;
+                std::ops::ControlFlow::Break(())
+            },
+        )
+        .unwrap();
+        assert_eq!(count, 1);
+        // An error comes after the games before it were handed out.
+        let mut count = 0;
+        let e = read_games_each(
+            "1. e4 *\n1. e4 {unterminated",
+            &PgnLimits::default(),
+            &mut |_, _| {
+                count += 1;
+                std::ops::ControlFlow::Continue(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!((count, e.game), (1, 2));
+    }
+
     #[test]
     fn hand_built_variation_indices() {
         let node = |san: &str, variations: Vec<usize>| PgnNode {

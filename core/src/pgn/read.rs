@@ -1,5 +1,7 @@
 //! Reading PGN: the lexer and the parser of games, variations, comments and tags, within [`PgnLimits`].
 
+use std::ops::ControlFlow;
+
 use super::*;
 
 struct Lexer<'a> {
@@ -98,7 +100,35 @@ fn line_of(game: &mut PgnGame, id: Option<usize>) -> &mut Vec<PgnNode> {
 /// Reads every game of a PGN text, stopping with an error at the first token that exceeds one
 /// of `limits`.
 pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, PgnSyntaxError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut games = Vec::new();
+    read_games_each(text, limits, &mut |game, _| {
+        games.push(game);
+        ControlFlow::Continue(())
+    })?;
+    Ok(games)
+}
+
+/// Reads the games of a PGN text one at a time, as [`read_games_with`] does, handing each to
+/// `each` as soon as it is read, with the byte offset in `text` where its reading ended: a
+/// caller that processes games as they come holds one at a time, whatever the text's size.
+/// `each` stops the reading by returning [`ControlFlow::Break`].
+///
+/// # Errors
+/// The first syntax error or exceeded limit, as [`read_games_with`]; the games before it have
+/// been handed out by then.
+pub fn read_games_each(
+    text: &str,
+    limits: &PgnLimits,
+    each: &mut dyn FnMut(PgnGame, usize) -> ControlFlow<()>,
+) -> Result<(), PgnSyntaxError> {
+    let bom = if text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let text = &text[bom..];
+    // Games read and handed out so far; `games` holds the one just finished until then.
+    let mut read = 0usize;
     let mut lx = Lexer {
         text,
         pos: 0,
@@ -131,7 +161,8 @@ pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, P
     let finish = |lx: &Lexer,
                   game: &mut PgnGame,
                   open: &mut Vec<OpenLine>,
-                  games: &mut Vec<PgnGame>|
+                  games: &mut Vec<PgnGame>,
+                  read: usize|
      -> Result<bool, PgnSyntaxError> {
         if open.len() != 1 {
             return Ok(false);
@@ -146,10 +177,10 @@ pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, P
                 .to_owned();
         }
         if !g.tags.is_empty() || !g.moves.is_empty() || !g.intro_comments.is_empty() {
-            if games.len() >= limits.max_games {
+            if read + games.len() >= limits.max_games {
                 return Err(over(
                     lx,
-                    games.len() + 1,
+                    read + games.len() + 1,
                     PgnLimit::Games,
                     format!("more than {} games", limits.max_games),
                 ));
@@ -161,7 +192,10 @@ pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, P
     };
 
     while let Some(c) = lx.peek() {
-        let number = games.len() + 1;
+        if deliver(&mut games, &mut read, bom + lx.pos, each).is_break() {
+            return Ok(());
+        }
+        let number = read + 1;
         match c {
             _ if c.is_whitespace() => {
                 lx.bump();
@@ -171,12 +205,15 @@ pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, P
             '[' => {
                 if in_movetext {
                     // A tag after movetext without a result: the previous game ended there.
-                    if !finish(&lx, &mut game, &mut open, &mut games)? {
+                    if !finish(&lx, &mut game, &mut open, &mut games, read)? {
                         return Err(err(&lx, number, "unclosed variation before the next game"));
                     }
                     in_movetext = false;
+                    if deliver(&mut games, &mut read, bom + lx.pos, each).is_break() {
+                        return Ok(());
+                    }
                 }
-                let number = games.len() + 1;
+                let number = read + 1;
                 lx.bump();
                 let inner = lx
                     .until(']')
@@ -280,7 +317,7 @@ pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, P
                         return Err(err(&lx, number, "result inside a variation"));
                     }
                     game.result = word.replace('½', "1/2");
-                    finish(&lx, &mut game, &mut open, &mut games)?;
+                    finish(&lx, &mut game, &mut open, &mut games, read)?;
                     in_movetext = false;
                     continue;
                 }
@@ -325,11 +362,29 @@ pub fn read_games_with(text: &str, limits: &PgnLimits) -> Result<Vec<PgnGame>, P
             }
         }
     }
-    let number = games.len() + 1;
-    if !finish(&lx, &mut game, &mut open, &mut games)? {
+    if deliver(&mut games, &mut read, bom + lx.pos, each).is_break() {
+        return Ok(());
+    }
+    let number = read + 1;
+    if !finish(&lx, &mut game, &mut open, &mut games, read)? {
         return Err(err(&lx, number, "unclosed variation at end of input"));
     }
-    Ok(games)
+    let _ = deliver(&mut games, &mut read, bom + lx.pos, each);
+    Ok(())
+}
+
+/// Hands the finished games (one at most) to `each`, ended at byte `end`.
+fn deliver(
+    games: &mut Vec<PgnGame>,
+    read: &mut usize,
+    end: usize,
+    each: &mut dyn FnMut(PgnGame, usize) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    for game in games.drain(..) {
+        *read += 1;
+        each(game, end)?;
+    }
+    ControlFlow::Continue(())
 }
 
 fn parse_tag(inner: &str) -> Result<(String, String), &'static str> {

@@ -25,8 +25,10 @@ use crate::live::within;
 use arbiter_core::bughouse::{BoardId, Match, Seat, read_bpgn};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
 use arbiter_core::{AnyMove, AnyPosition, Color, GameState, Locale, Position, Variant, chess};
-use arbiter_engine::analyze::AnalysisSettings;
-use arbiter_engine::review::{GameLine, Judgement, PositionEval, review_game};
+use arbiter_engine::analyze::{AnalysisSettings, Engines};
+use arbiter_engine::review::{
+    GameLine, Judgement, PositionEval, evaluate_position_with, review_game,
+};
 use arbiter_engine::score::Reported;
 use arbiter_engine::{Limits, SearchOptions, TimeSource};
 use sha2::{Digest, Sha256};
@@ -530,6 +532,7 @@ fn verdict_of(j: Option<Judgement>) -> Verdict {
 /// `arbiter_analysis_searches_total{kind="batch"}` and `arbiter_analysis_nodes_total`, in a
 /// span of its own (a child of the worker's game span, when there is one).
 fn evaluate_position(
+    engines: &mut Engines,
     pos: &AnyPosition,
     history: &[u64],
     settings: &AnalysisSettings,
@@ -543,7 +546,7 @@ fn evaluate_position(
         nodes = tracing::field::Empty
     );
     let _entered = span.enter();
-    let eval = arbiter_engine::review::evaluate_position(pos, history, settings, stop, time);
+    let eval = evaluate_position_with(engines, pos, history, settings, stop, time);
     if eval.reported.is_some() {
         crate::metrics::searched("batch", eval.nodes);
         span.record("nodes", eval.nodes);
@@ -570,10 +573,31 @@ pub fn analyse_game(
         },
         hash_mib: spec.hash_mib,
     };
-    match game {
-        Game::Line(g) => analyse_line(index, g, &settings, stop, time, on_position),
-        Game::Bughouse(b) => analyse_bughouse(index, b, &settings, stop, time, on_position),
-    }
+    with_engines(settings.hash_mib, |engines| match game {
+        Game::Line(g) => analyse_line(index, g, engines, &settings, stop, time, on_position),
+        Game::Bughouse(b) => {
+            analyse_bughouse(index, b, engines, &settings, stop, time, on_position)
+        }
+    })
+}
+
+thread_local! {
+    /// This worker thread's engines, kept from game to game: no table is allocated and cleared
+    /// for every position (which cost more than a shallow search itself), nor for every game.
+    static ENGINES: std::cell::RefCell<Engines> = std::cell::RefCell::new(Engines::new(0));
+}
+
+/// `f` on this thread's engines with tables of `hash_mib`, cleared: a game's evaluations depend
+/// on the game alone, whichever worker analyses it and whatever it analysed before.
+fn with_engines<T>(hash_mib: usize, f: impl FnOnce(&mut Engines) -> T) -> T {
+    ENGINES.with(|engines| {
+        let mut engines = engines.borrow_mut();
+        if engines.hash_mib() != hash_mib {
+            *engines = Engines::new(hash_mib);
+        }
+        engines.clear();
+        f(&mut engines)
+    })
 }
 
 /// A bughouse match: for each move, the mover's board before it (the engine's best move
@@ -583,6 +607,7 @@ pub fn analyse_game(
 fn analyse_bughouse(
     index: usize,
     game: &BughouseSpec,
+    engines: &mut Engines,
     settings: &AnalysisSettings,
     stop: &AtomicBool,
     time: &dyn TimeSource,
@@ -595,14 +620,14 @@ fn analyse_bughouse(
         if stop.load(Ordering::Relaxed) {
             return None;
         }
-        let best = evaluate_position(&before, &[], settings, stop, time);
+        let best = evaluate_position(engines, &before, &[], settings, stop, time);
         on_position();
         m.play_checked(seat, mv, Locale::English);
         let after = AnyPosition::Crazyhouse(*m.board(seat.board));
         if stop.load(Ordering::Relaxed) {
             return None;
         }
-        let eval = evaluate_position(&after, &[], settings, stop, time);
+        let eval = evaluate_position(engines, &after, &[], settings, stop, time);
         on_position();
         let played = AnyMove::Chess(mv);
         let uci = before.move_to_uci(played);
@@ -633,6 +658,7 @@ fn analyse_bughouse(
 fn analyse_line(
     index: usize,
     game: &GameSpec,
+    engines: &mut Engines,
     settings: &AnalysisSettings,
     stop: &AtomicBool,
     time: &dyn TimeSource,
@@ -645,7 +671,14 @@ fn analyse_line(
         if stop.load(Ordering::Relaxed) {
             return None;
         }
-        evals.push(evaluate_position(p, line.history(i), settings, stop, time));
+        evals.push(evaluate_position(
+            engines,
+            p,
+            line.history(i),
+            settings,
+            stop,
+            time,
+        ));
         on_position();
     }
     if stop.load(Ordering::Relaxed) {
