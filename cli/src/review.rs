@@ -135,7 +135,7 @@ pub fn review(
         scope.spawn(move || {
             // Checked already: reading again cannot fail.
             let mut number = 0;
-            let _ = read_games_each(text, &PgnLimits::default(), &mut |game, _| {
+            let _ = read_games_each(text, &LIMITS, &mut |game, _| {
                 // No ticket: the writer stopped; a closed queue: every worker stopped.
                 let sent = tickets.recv().is_ok() && work_tx.send((number, game)).is_ok();
                 number += 1;
@@ -180,6 +180,15 @@ pub fn review(
         )
     })
 }
+
+/// What a reviewed file may hold: games and variations without a count (a game at a time is
+/// held, and [`MAX_INPUT`] bounds the text), each game within the usual plies and nesting.
+const LIMITS: PgnLimits = PgnLimits {
+    max_games: usize::MAX,
+    max_plies_per_game: 2048,
+    max_variations: usize::MAX,
+    max_depth: 64,
+};
 
 /// Games handed out per worker at most (being analysed, queued, or finished and waiting for an
 /// earlier game to be written).
@@ -292,7 +301,7 @@ fn check_games(text: &str) -> Result<usize, CliError> {
     let mut positions = 0usize;
     let mut games = 0usize;
     let mut failed = None;
-    read_games_each(text, &PgnLimits::default(), &mut |mut game, _| {
+    read_games_each(text, &LIMITS, &mut |mut game, _| {
         games += 1;
         match replay(&mut game, games - 1) {
             Ok(line) => {
@@ -489,12 +498,19 @@ mod tests {
 
     fn read_games_each_collect(text: &str) -> Vec<PgnGame> {
         let mut games = Vec::new();
-        read_games_each(text, &PgnLimits::default(), &mut |g, _| {
+        read_games_each(text, &LIMITS, &mut |g, _| {
             games.push(g);
             ControlFlow::Continue(())
         })
         .unwrap();
         games
+    }
+
+    #[test]
+    fn a_file_may_hold_more_games_than_the_readers_default_limit() {
+        let many = PgnLimits::default().max_games + 1;
+        let text = "[Event \"e\"]\n\n*\n\n".repeat(many);
+        assert_eq!(check_games(&text).unwrap(), many);
     }
 
     #[test]
