@@ -3,8 +3,9 @@
 //! without the service, measured in the same run.
 //!
 //! The games are random legal games from a seed (every variant's rules apply), so a run is
-//! reproducible. The reference calls `arbiter_engine::review::evaluate_position` on every
-//! position in turn, as one worker does; the service's figure covers everything else too:
+//! reproducible. The reference calls `arbiter_engine::review::evaluate_position_with` on every
+//! position in turn, on engines kept and emptied for each game, as one worker does; the
+//! service's figure covers everything else too:
 //! checking the job, the queue, the workers, storing and reading the results, gRPC.
 //!
 //! The submission carries a request id, watching resumes (every message is the whole status)
@@ -13,8 +14,8 @@
 
 use crate::{RETRY, Tally};
 use arbiter_core::{AnyPosition, Position, Variant};
-use arbiter_engine::analyze::AnalysisSettings;
-use arbiter_engine::review::{GameLine, evaluate_position};
+use arbiter_engine::analyze::{AnalysisSettings, Engines};
+use arbiter_engine::review::{GameLine, evaluate_position_with};
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use arbiter_kit::retry::{Backoff, transient};
 use arbiter_proto::analysis::v1::{self as pb, analysis_service_client::AnalysisServiceClient};
@@ -84,7 +85,9 @@ pub fn raw(games: &[Moves], nodes: u64) -> f64 {
     };
     let (stop, time) = (AtomicBool::new(false), SystemTime::new());
     let t = Instant::now();
+    let mut engines = Engines::new(settings.hash_mib);
     for game in games {
+        engines.clear();
         // Reading the moves back is part of the work: the service reads them too.
         let start = AnyPosition::start(Variant::Chess).expect("the start");
         let mut pos = start.clone();
@@ -100,7 +103,7 @@ pub fn raw(games: &[Moves], nodes: u64) -> f64 {
             .collect();
         let line = GameLine::replay(&start, &moves);
         for (i, p) in line.positions.iter().enumerate() {
-            evaluate_position(p, line.history(i), &settings, &stop, &time);
+            evaluate_position_with(&mut engines, p, line.history(i), &settings, &stop, &time);
         }
     }
     positions(games) as f64 / t.elapsed().as_secs_f64()
