@@ -67,7 +67,7 @@ if [ -s "$dir/api-keys.toml" ] && [ -s "$dir/platform-key" ] && [ -s "$dir/match
 else
   platform="$(new_key)"
   matchmaking="$(new_key)"
-  all='"rules", "matches:create", "matches:read", "matches:admin", "clock:write", "clock:read", "matchmaking:queue", "matchmaking:ratings", "matchmaking:admin", "analysis:live", "analysis:batch"'
+  all='"rules", "matches:create", "matches:read", "matches:admin", "clock:write", "clock:read", "matchmaking:queue", "matchmaking:ratings", "matchmaking:admin", "analysis:live", "analysis:batch", "analysis:worker"'
   (
     umask 022
     {

@@ -14,7 +14,7 @@ pub struct Running {
 }
 
 /// The server configuration for `settings`: the defaults, with what the bench asks for.
-fn config(settings: &Embedded) -> arbiter_server::ServerConfig {
+fn config(settings: &Embedded) -> Result<arbiter_server::ServerConfig, String> {
     let mut config = arbiter_server::ServerConfig::default();
     if let Some(threads) = settings.analysis_threads {
         config.analysis.pool.threads = threads;
@@ -28,7 +28,13 @@ fn config(settings: &Embedded) -> arbiter_server::ServerConfig {
     if let Some(url) = &settings.matches_redis {
         config.matches.store = arbiter_server::StoreConfig::redis(url.clone());
     }
-    config
+    config.analysis.engines.engines = settings
+        .engines
+        .iter()
+        .map(|spec| arbiter_uci_client::EngineSpec::parse(spec))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--engine: {e}"))?;
+    Ok(config)
 }
 
 impl Host for Embedder {
@@ -43,7 +49,7 @@ impl Host for Embedder {
             listener.local_addr().map_err(|e| e.to_string())?
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(arbiter_server::serve(listener, config(settings), async {
+        let task = tokio::spawn(arbiter_server::serve(listener, config(settings)?, async {
             let _ = stopped.await;
         }));
         Ok((url, Running { stop, task }))
@@ -64,5 +70,18 @@ impl Host for Embedder {
             .stdout(std::process::Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start a worker process: {e}"))
+    }
+
+    /// An `arbiter worker --server` process taking work from `url` over gRPC, one thread, quiet.
+    fn spawn_remote_worker(&self, url: &str) -> Result<std::process::Child, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("this program: {e}"))?;
+        std::process::Command::new(exe)
+            .args(["worker", "--server", url, "--threads", "1"])
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start a remote worker process: {e}"))
     }
 }

@@ -159,6 +159,10 @@ enum ClientCommand {
         /// The search depth of each position.
         #[arg(long, default_value_t = 8)]
         depth: u32,
+        /// The engine, by the server's name (its ListEngines); default: the server's default
+        /// for each game's variant.
+        #[arg(long, default_value = "")]
+        engine: String,
     },
 }
 
@@ -204,9 +208,11 @@ pub fn run(args: ClientArgs) -> Result<String, CliError> {
             }
             ClientCommand::Watch { match_id } => watch(&client, &match_id).await,
             ClientCommand::Join { pool, player } => join(&client, &pool, &player).await,
-            ClientCommand::AnalyzeBatch { file, depth } => {
-                analyze_batch(&client, &file, depth).await
-            }
+            ClientCommand::AnalyzeBatch {
+                file,
+                depth,
+                engine,
+            } => analyze_batch(&client, &file, depth, &engine).await,
         }
     })
 }
@@ -898,11 +904,16 @@ fn progress(status: &JobStatus) {
     let _ = err.flush();
 }
 
-async fn analyze_batch(client: &Client, file: &PathBuf, depth: u32) -> Result<String, CliError> {
+async fn analyze_batch(
+    client: &Client,
+    file: &PathBuf,
+    depth: u32,
+    engine: &str,
+) -> Result<String, CliError> {
     let pgn = std::fs::read_to_string(file)
         .map_err(|e| CliError::input("FILE", format!("{}: {e}", file.display())))?;
     let done = client
-        .analyze_pgn_batch(&pgn, depth, progress)
+        .analyze_pgn_batch(&pgn, depth, engine, progress)
         .await
         .map_err(|e| failed("batch analysis", e))?;
     if std::io::stderr().is_terminal() {
@@ -923,10 +934,15 @@ async fn analyze_batch(client: &Client, file: &PathBuf, depth: u32) -> Result<St
             continue;
         }
         out.push_str(&format!(
-            "game {}: {} moves; white accuracy {} ({} inaccuracies, {} mistakes, {} blunders); \
+            "game {}: {} moves{}; white accuracy {} ({} inaccuracies, {} mistakes, {} blunders); \
              black accuracy {} ({} inaccuracies, {} mistakes, {} blunders)\n",
             game.index + 1,
             game.plies.len(),
+            if game.engine.is_empty() {
+                String::new()
+            } else {
+                format!(" (engine: {})", game.engine)
+            },
             accuracy(game.white_accuracy),
             game.white_inaccuracies,
             game.white_mistakes,

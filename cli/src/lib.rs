@@ -166,18 +166,8 @@ pub(crate) fn play_line<P: Position, S: AsRef<str>>(
     Ok(())
 }
 
-/// `arbiter analyze`: plays `moves` (UCI or SAN) from `pos`, then analyses the position reached
-/// with the positions on the way as its history (so the search sees repetitions). Writes an
-/// `info` line to `progress` per finished line of each iteration, then returns the last line,
-/// `bestmove MOVE` (`bestmove (none)` without a legal move).
-pub fn analyze(
-    pos: &AnyPosition,
-    moves: &[String],
-    request: &AnalyzeRequest,
-    progress: &mut dyn std::io::Write,
-) -> Result<String, CliError> {
-    use arbiter_engine::analyze::{AnalysisSettings, analyze};
-    use arbiter_engine::{Limits, SearchOptions, SystemTime};
+/// The limits and sizes of an `analyze` request, checked (both engines' paths).
+fn check_request(request: &AnalyzeRequest) -> Result<(), CliError> {
     if request.depth.is_none() && request.movetime_ms.is_none() && request.nodes.is_none() {
         return Err(CliError::input(
             "",
@@ -210,6 +200,22 @@ pub fn analyze(
             format!("{} is out of range (1 to 65536 MiB)", request.hash_mib),
         ));
     }
+    Ok(())
+}
+
+/// `arbiter analyze`: plays `moves` (UCI or SAN) from `pos`, then analyses the position reached
+/// with the positions on the way as its history (so the search sees repetitions). Writes an
+/// `info` line to `progress` per finished line of each iteration, then returns the last line,
+/// `bestmove MOVE` (`bestmove (none)` without a legal move).
+pub fn analyze(
+    pos: &AnyPosition,
+    moves: &[String],
+    request: &AnalyzeRequest,
+    progress: &mut dyn std::io::Write,
+) -> Result<String, CliError> {
+    use arbiter_engine::analyze::{AnalysisSettings, analyze};
+    use arbiter_engine::{Limits, SearchOptions, SystemTime};
+    check_request(request)?;
     let settings = AnalysisSettings {
         limits: Limits {
             depth: request.depth,
@@ -250,6 +256,96 @@ pub fn analyze(
     {
         return Err(CliError::io("writing the analysis", e));
     }
+    Ok(match result.best {
+        Some(m) => format!("bestmove {m}\n"),
+        None => "bestmove (none)\n".to_owned(),
+    })
+}
+
+/// `arbiter analyze --engine SPEC`: as [`analyze`], but the search runs on the external UCI
+/// engine `spec` names (`NAME=PATH[,KEY=VALUE]...`, see [`arbiter_uci_client::spec`]) instead
+/// of the built-in one. `request.hash_mib` becomes the engine's `Hash` unless the spec sets
+/// `hash`. The engine's `info` lines go to `progress` in the built-in engine's format, its
+/// moves converted to the core's coordinate notation and checked legal; the returned last
+/// line is `bestmove MOVE` (`bestmove (none)` without a legal move), as for the built-in
+/// engine.
+pub fn analyze_with_engine(
+    pos: &AnyPosition,
+    moves: &[String],
+    request: &AnalyzeRequest,
+    spec: &str,
+    progress: &mut dyn std::io::Write,
+) -> Result<String, CliError> {
+    use arbiter_uci_client::{EnginePool, EngineSpec, Search, UciError};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    check_request(request)?;
+    let mut spec = EngineSpec::parse(spec).map_err(|e| CliError::input("--engine", e))?;
+    let variant = pos.variant();
+    if matches!(
+        variant,
+        Variant::Glinski | Variant::Byzantine | Variant::ByzantineCitadel
+    ) {
+        return Err(CliError::input(
+            "--engine",
+            format!("{variant} is played only by the built-in engine (leave out --engine)"),
+        ));
+    }
+    if spec.hash_mib.is_none() {
+        spec.hash_mib = Some(u32::try_from(request.hash_mib).unwrap_or(u32::MAX));
+    }
+    // The line, checked and played, before any engine starts.
+    let mut line = Vec::with_capacity(moves.len());
+    let mut reached = pos.clone();
+    for (i, text) in moves.iter().enumerate() {
+        let m = reached
+            .parse_move(text, Notation::Auto, Locale::English)
+            .map_err(|e| CliError::input(format!("move {} ('{text}')", i + 1), e))?;
+        reached.play_unchecked(m);
+        line.push(m);
+    }
+    let name = spec.name.clone();
+    let pool = EnginePool::start(spec).map_err(|e| match e {
+        UciError::Unsupported { .. } => CliError::input("--engine", e),
+        other => CliError::failed(other),
+    })?;
+    if !pool.supports(variant) {
+        let plays: Vec<&str> = pool.variants().iter().map(|v| v.name()).collect();
+        return Err(CliError::input(
+            "--engine",
+            format!(
+                "engine '{name}' ({}) does not play {variant} (it plays: {})",
+                pool.id(),
+                plays.join(", ")
+            ),
+        ));
+    }
+    let search = Search {
+        start: pos,
+        moves: &line,
+        limits: arbiter_engine::Limits {
+            depth: request.depth,
+            nodes: request.nodes,
+            movetime_ms: request.movetime_ms,
+            ..arbiter_engine::Limits::default()
+        },
+        multipv: request.multipv,
+    };
+    let stop = AtomicBool::new(false);
+    let mut failed = None;
+    let result = pool.analyze(&search, &stop, &mut |p| {
+        if failed.is_none()
+            && let Err(e) = writeln!(progress, "{p}").and_then(|()| progress.flush())
+        {
+            failed = Some(e);
+            stop.store(true, Ordering::Relaxed);
+        }
+    });
+    if let Some(e) = failed
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(CliError::io("writing the analysis", e));
+    }
+    let result = result.map_err(CliError::failed)?;
     Ok(match result.best {
         Some(m) => format!("bestmove {m}\n"),
         None => "bestmove (none)\n".to_owned(),

@@ -14,6 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[cfg(feature = "bench")]
 mod bench;
 mod client;
+mod worker;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -124,7 +125,10 @@ enum Command {
         moves: Vec<String>,
     },
     /// Search a position with the engine: `info` lines as it deepens, then `bestmove MOVE`
-    /// (coordinate notation, as `moves` prints; `(none)` without a legal move).
+    /// (coordinate notation, as `moves` prints; `(none)` without a legal move). With
+    /// `--engine NAME=PATH[,KEY=VALUE]...` the search runs on that external UCI engine
+    /// (Stockfish; Fairy-Stockfish for crazyhouse and bughouse) instead of the built-in one,
+    /// with the same output.
     #[command(group(clap::ArgGroup::new("limit").required(true).args(["depth", "movetime", "nodes"])))]
     Analyze {
         #[command(flatten)]
@@ -148,6 +152,13 @@ enum Command {
         /// in self-play (Glinski and Byzantine): mobility, centre, pawns, king, bare, citadel.
         #[arg(long, value_name = "TERMS", default_value = "")]
         eval_off: String,
+        /// Run the search on an external UCI engine: NAME=PATH[,KEY=VALUE]... with the keys
+        /// processes, threads, hash (MiB; --hash otherwise), timeout (seconds of silence before
+        /// the process is deemed hung and restarted), variants (e.g. chess+crazyhouse), and any
+        /// other KEY=VALUE set as a UCI option (e.g. "Skill Level=10"). Example:
+        /// --engine stockfish=/usr/games/stockfish,threads=2. Not for Glinski or Byzantine.
+        #[arg(long, value_name = "SPEC")]
+        engine: Option<String>,
         /// Moves played from the position first (UCI or SAN); the positions they pass through
         /// count for repetitions in the search.
         moves: Vec<String>,
@@ -256,12 +267,15 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
-    /// Run batch-analysis workers on the job queue in Redis: any number of these processes, on
-    /// any machine, share the jobs that analysis services accept (SIGTERM hands running games
-    /// back to the queue).
+    /// Run batch-analysis workers: on the job queue in Redis (trusted machines: any number of
+    /// these processes share the jobs that analysis services accept; SIGTERM hands running
+    /// games back to the queue), or with --server as a remote worker over gRPC, whose key needs
+    /// the analysis:worker scope (`arbiter worker --server URL --api-key-file F`).
     Worker {
         #[command(flatten)]
         worker: arbiter_analysis::WorkerArgs,
+        #[command(flatten)]
+        remote: worker::RemoteArgs,
     },
     /// Estimate this machine's clock offset from a server's time authority (NTP-style `Sync`
     /// exchanges; the best 3 of the last 8 by round trip).
@@ -613,7 +627,7 @@ struct NewKeyArgs {
     client: String,
     /// A scope the key grants (repeatable; `all` for every scope): rules, matches:create,
     /// matches:read, matches:admin, clock:write, clock:read, matchmaking:queue,
-    /// matchmaking:ratings, matchmaking:admin, analysis:live, analysis:batch.
+    /// matchmaking:ratings, matchmaking:admin, analysis:live, analysis:batch, analysis:worker.
     #[arg(long = "scope", required = true)]
     scopes: Vec<String>,
     /// A rate limit for each method, in calls per second (burst: twice that).
@@ -706,15 +720,19 @@ fn run_worker(args: &arbiter_analysis::WorkerArgs) -> Result<String, CliError> {
         };
         let time: std::sync::Arc<dyn arbiter_engine::TimeSource> =
             std::sync::Arc::new(arbiter_engine::SystemTime::new());
+        let engines = arbiter_analysis::engines::EngineRegistry::start(&args.engines.config())
+            .map_err(|e| CliError::input("--engine", e))?;
         arbiter_analysis::run_worker_process(
             &redis,
             config,
             time,
+            std::sync::Arc::clone(&engines),
             health,
             arbiter_kit::shutdown_signal(),
         )
         .await
         .map_err(CliError::failed)?;
+        engines.shut_down();
         if let Some(metrics) = metrics {
             metrics.stop().await;
         }
@@ -835,9 +853,27 @@ fn run(cli: Cli) -> Result<String, CliError> {
             multipv,
             hash,
             eval_off,
+            engine,
             moves,
         } => {
             let p = pos.load()?;
+            if let Some(spec) = engine {
+                if !eval_off.is_empty() {
+                    return Err(CliError::input(
+                        "--eval-off",
+                        "switches off terms of the built-in engine's evaluation: not with --engine",
+                    ));
+                }
+                let request = arbiter_cli::AnalyzeRequest {
+                    depth,
+                    movetime_ms: movetime,
+                    nodes,
+                    multipv,
+                    hash_mib: hash,
+                };
+                let mut stdout = std::io::stdout();
+                return arbiter_cli::analyze_with_engine(&p, &moves, &request, &spec, &mut stdout);
+            }
             let terms = eval_off
                 .split(',')
                 .filter(|t| !t.is_empty())
@@ -893,7 +929,10 @@ fn run(cli: Cli) -> Result<String, CliError> {
             arbiter_cli::show(pos.load()?, &moves, locale.into(), svg, style)?
         }
         Command::Serve { server } => serve(*server)?,
-        Command::Worker { worker } => run_worker(&worker)?,
+        Command::Worker { remote, worker } if remote.server.is_some() => {
+            worker::run(&remote, &worker.engines)?
+        }
+        Command::Worker { worker, .. } => run_worker(&worker)?,
         Command::Keys {
             command: KeysCommand::New(args),
         } => new_key(&args)?,

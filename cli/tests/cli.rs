@@ -8,6 +8,8 @@
 mod glinski_naive;
 #[path = "cli/logs.rs"]
 mod logs;
+#[path = "cli/remote_worker.rs"]
+mod remote_worker;
 #[path = "cli/worker.rs"]
 mod worker;
 

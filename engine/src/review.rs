@@ -311,24 +311,38 @@ pub fn evaluate_position_with(
 
 /// A finished game's result, or `search`'s evaluation.
 fn position_eval(pos: &AnyPosition, search: impl FnOnce(&AnyPosition) -> Analysis) -> PositionEval {
-    let turn = pos.turn();
-    if let Some(outcome) = pos.terminal() {
-        return PositionEval {
+    match PositionEval::ending(pos) {
+        Some(ended) => ended,
+        None => PositionEval::searched(pos, search(pos)),
+    }
+}
+
+impl PositionEval {
+    /// The evaluation of `pos` when it ends the game (scored by its result, nothing searched);
+    /// `None` when it does not.
+    pub fn ending(pos: &AnyPosition) -> Option<PositionEval> {
+        let outcome = pos.terminal()?;
+        Some(PositionEval {
             white: outcome_score(&outcome, Color::White, 0),
             reported: None,
-            turn,
+            turn: pos.turn(),
             best: None,
             nodes: 0,
-        };
+        })
     }
-    let a = search(pos);
-    let score = score_of(a.score);
-    PositionEval {
-        white: if turn == Color::White { score } else { -score },
-        reported: Some((a.score, a.bound)),
-        turn,
-        best: a.best,
-        nodes: a.nodes,
+
+    /// The evaluation of `pos` by a search's result `a` (from whichever engine: its score is
+    /// from the side to move, its move in coordinate notation).
+    pub fn searched(pos: &AnyPosition, a: Analysis) -> PositionEval {
+        let turn = pos.turn();
+        let score = score_of(a.score);
+        PositionEval {
+            white: if turn == Color::White { score } else { -score },
+            reported: Some((a.score, a.bound)),
+            turn,
+            best: a.best,
+            nodes: a.nodes,
+        }
     }
 }
 

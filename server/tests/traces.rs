@@ -106,6 +106,7 @@ async fn a_wave_and_a_batch_job_are_each_one_trace_across_services() {
                 depth: 0,
                 nodes: 500,
             }),
+            engine: String::new(),
         })
         .await
         .unwrap()

@@ -71,6 +71,7 @@ async fn submit(jobs: &RedisJobs, id: &str, games: usize, nodes: u64) -> JobStat
         request_id: id.to_owned(),
         games: Some(pb::submit_job_request::Games::Pgn(game.repeat(games))),
         per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+        engine: String::new(),
     };
     let (rid, spec, fingerprint) = decode_job(
         &convert::submission(&req),

@@ -194,12 +194,14 @@ impl Client {
         .await
     }
 
-    /// Submits `pgn` as a batch job (each position searched to `depth`), follows it to its end
-    /// (`on_progress` sees each status) and reads every game's result.
+    /// Submits `pgn` as a batch job (each position searched to `depth` by `engine`, a name of
+    /// the server's ListEngines, empty for its default), follows it to its end (`on_progress`
+    /// sees each status) and reads every game's result.
     pub async fn analyze_pgn_batch(
         &self,
         pgn: &str,
         depth: u32,
+        engine: &str,
         on_progress: impl FnMut(&JobProgress),
     ) -> Result<BatchOutcome, Error> {
         let submitted = self
@@ -207,6 +209,7 @@ impl Client {
                 request_id: String::new(),
                 games: Some(submit_job_request::Games::Pgn(pgn.to_owned())),
                 per_ply: Some(PlyLimit { depth, nodes: 0 }),
+                engine: engine.to_owned(),
             })
             .await?;
         let job = submitted

@@ -346,7 +346,7 @@ async fn a_batch_job_is_followed_to_its_results() {
                [Event \"u\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n";
     let mut progress = Vec::new();
     let done = client
-        .analyze_pgn_batch(pgn, 2, |s| progress.push(s.positions_done))
+        .analyze_pgn_batch(pgn, 2, "", |s| progress.push(s.positions_done))
         .await
         .unwrap();
     assert_eq!(done.status.state, JobState::Done as i32);

@@ -7,8 +7,11 @@ use std::sync::Arc;
 use crate::batch::BatchConfig;
 use crate::batch::redis::WorkerConfig;
 use crate::caps::{Caps, MULTIPV_LIMIT};
+use crate::engines::EnginesConfig;
+use arbiter_core::Variant;
 use arbiter_engine::{SystemTime, TimeSource};
 use arbiter_redis_conn::{RedisArgs, RedisConfig};
+use arbiter_uci_client::EngineSpec;
 use std::time::Duration;
 
 /// The pool searches run on.
@@ -47,6 +50,8 @@ pub struct AnalysisConfig {
     pub redis: Option<RedisConfig>,
     /// The clock searches read their time limits on (the system's monotonic clock, or a test's).
     pub time: Arc<dyn TimeSource>,
+    /// External UCI engines and the default engine of each variant.
+    pub engines: EnginesConfig,
 }
 
 impl std::fmt::Debug for AnalysisConfig {
@@ -56,6 +61,7 @@ impl std::fmt::Debug for AnalysisConfig {
             .field("pool", &self.pool)
             .field("batch", &self.batch)
             .field("redis", &self.redis)
+            .field("engines", &self.engines)
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +74,7 @@ impl Default for AnalysisConfig {
             batch: BatchConfig::default(),
             redis: None,
             time: Arc::new(SystemTime::new()),
+            engines: EnginesConfig::default(),
         }
     }
 }
@@ -101,7 +108,8 @@ pub struct AnalysisArgs {
     #[arg(long, env = "ARBITER_ANALYSIS_MAX_MOVES", default_value_t = Caps::default().max_moves)]
     pub analysis_max_moves: usize,
     /// Batch worker threads: games analysed at once in this process, beside the live threads
-    /// (at least 1 without Redis; with Redis, 0 leaves the analysis to worker processes).
+    /// (0 leaves the analysis to remote workers over gRPC and, with Redis, to worker
+    /// processes).
     #[arg(long, env = "ARBITER_ANALYSIS_BATCH_WORKERS", default_value_t = BatchConfig::default().workers)]
     pub analysis_batch_workers: usize,
     /// The most games in one batch job.
@@ -121,12 +129,65 @@ pub struct AnalysisArgs {
     /// Seconds a batch job and its results are kept after its last progress.
     #[arg(long, env = "ARBITER_ANALYSIS_JOB_TTL_SECS", default_value_t = BatchConfig::default().ttl.as_secs())]
     pub analysis_job_ttl_secs: u64,
+    /// How long a remote worker's lease on a game lasts (AcquireWork), in ms: a game whose
+    /// result has not come by then returns to the queue.
+    #[arg(long = "work-lease-ms", env = "ARBITER_ANALYSIS_WORK_LEASE_MS", default_value_t = crate::batch::DEFAULT_WORK_LEASE_MS)]
+    pub analysis_work_lease_ms: u64,
     /// With Redis: how often a WatchJob stream reads the job's status, in ms.
     #[arg(long, env = "ARBITER_ANALYSIS_WATCH_POLL_MS", default_value_t = 250)]
     pub analysis_watch_poll_ms: u64,
     /// How this process's batch workers take items from Redis.
     #[command(flatten)]
     pub queue: QueueArgs,
+    /// External UCI engines.
+    #[command(flatten)]
+    pub engines: EngineArgs,
+}
+
+/// External UCI engines (`--engine`) and which engine serves each variant by default
+/// (`--default-engine`): flags of the analysis service and of worker processes, whose engines
+/// must carry the same names as the service's.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct EngineArgs {
+    /// An external UCI engine, run as a pool of processes: `NAME=PATH[,KEY=VALUE]...`, e.g.
+    /// `stockfish=/usr/games/stockfish,processes=2,threads=1,hash=64`. Keys: `processes` (the
+    /// pool's size, default 1), `threads` and `hash` (UCI Threads and Hash MiB), `timeout`
+    /// (seconds of silence in a search before the process counts as hung, default 30),
+    /// `variants` (`+`-separated; default: all it plays); any other key is a UCI option
+    /// (`Skill Level=20`). Repeat the flag for several engines (ARBITER_ENGINES: separated by `;`).
+    #[arg(long = "engine", value_name = "NAME=PATH[,KEY=VALUE]...", env = "ARBITER_ENGINES", value_delimiter = ';', value_parser = parse_engine)]
+    pub engine: Vec<EngineSpec>,
+    /// The engine that serves a variant when a request names none: `VARIANT=NAME`, e.g.
+    /// `chess=stockfish` (default: the built-in engine, `arbiter`, for every variant). Repeat
+    /// for several variants (ARBITER_DEFAULT_ENGINES: separated by `;`).
+    #[arg(long = "default-engine", value_name = "VARIANT=NAME", env = "ARBITER_DEFAULT_ENGINES", value_delimiter = ';', value_parser = parse_default)]
+    pub default_engine: Vec<(Variant, String)>,
+}
+
+fn parse_engine(text: &str) -> Result<EngineSpec, String> {
+    EngineSpec::parse(text).map_err(|e| e.to_string())
+}
+
+fn parse_default(text: &str) -> Result<(Variant, String), String> {
+    let (variant, name) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: expected VARIANT=NAME, e.g. chess=stockfish"))?;
+    let variant: Variant = variant.trim().parse().map_err(|e| format!("{e}"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{text:?}: the engine's name is empty"));
+    }
+    Ok((variant, name.to_owned()))
+}
+
+impl EngineArgs {
+    /// The engine configuration these flags describe.
+    pub fn config(&self) -> EnginesConfig {
+        EnginesConfig {
+            engines: self.engine.clone(),
+            defaults: self.default_engine.clone(),
+        }
+    }
 }
 
 /// How workers take items from the Redis job queue (service and worker processes alike).
@@ -165,6 +226,9 @@ pub struct WorkerArgs {
     /// How items are taken.
     #[command(flatten)]
     pub queue: QueueArgs,
+    /// External UCI engines: the same names as the service's, for jobs that name one.
+    #[command(flatten)]
+    pub engines: EngineArgs,
     /// Serve gRPC health (only) on this address: SERVING while Redis answers. Without it the
     /// worker opens no port.
     #[arg(long, env = "ARBITER_HEALTH_LISTEN")]
@@ -225,10 +289,12 @@ impl AnalysisArgs {
                 ttl: Duration::from_secs(self.analysis_job_ttl_secs.max(1)),
                 watch_poll: Duration::from_millis(self.analysis_watch_poll_ms.max(10)),
                 queue: self.queue.config(self.analysis_batch_workers),
+                work_lease: Duration::from_millis(self.analysis_work_lease_ms.max(100)),
                 ..BatchConfig::default()
             },
             redis,
             time: defaults.time,
+            engines: self.engines.config(),
         }
     }
 }

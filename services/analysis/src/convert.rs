@@ -157,6 +157,7 @@ impl From<GameResult> for pb::GameResult {
             black_mistakes: bm,
             black_blunders: bb,
             error: r.error,
+            engine: r.engine,
         }
     }
 }
@@ -169,6 +170,7 @@ fn live_request(
     locale_value: i32,
     limits: Option<&pb::SearchLimits>,
     multipv: u32,
+    engine: &str,
 ) -> LiveRequest {
     let limits = limits.copied().unwrap_or_default();
     LiveRequest {
@@ -180,6 +182,7 @@ fn live_request(
         nodes: limits.nodes,
         movetime_ms: limits.movetime_ms,
         multipv,
+        engine: engine.to_owned(),
     }
 }
 
@@ -192,6 +195,7 @@ pub fn analyze_request(r: &pb::AnalyzeRequest) -> LiveRequest {
         r.locale,
         r.limits.as_ref(),
         r.multipv,
+        &r.engine,
     )
 }
 
@@ -204,6 +208,7 @@ pub fn best_move_request(r: &pb::BestMoveRequest) -> LiveRequest {
         r.locale,
         r.limits.as_ref(),
         1,
+        &r.engine,
     )
 }
 
@@ -270,6 +275,107 @@ impl From<LiveResult> for pb::AnalysisResult {
             outcome: r.outcome.map(outcome_to_proto),
             stop_reason: pb::StopReason::from(r.stop_reason) as i32,
             bound: bound_to_proto(r.bound) as i32,
+            engine: r.engine,
         }
     }
+}
+
+impl From<crate::engines::EngineDescription> for pb::EngineInfo {
+    fn from(e: crate::engines::EngineDescription) -> pb::EngineInfo {
+        pb::EngineInfo {
+            name: e.name,
+            id: e.id,
+            variants: e
+                .variants
+                .into_iter()
+                .map(arbiter_kit::convert::variant_to_proto)
+                .collect(),
+            default_for: e
+                .default_for
+                .into_iter()
+                .map(arbiter_kit::convert::variant_to_proto)
+                .collect(),
+        }
+    }
+}
+
+/// A leased game as `AcquireWork` hands it to a remote worker.
+pub fn work_item(w: crate::batch::remote::WorkItem) -> pb::WorkItem {
+    use crate::batch::Game;
+    let start = match &w.game {
+        Game::Line(g) => arbiter_kit::convert::position_to_proto(&g.start),
+        Game::Bughouse(b) => common::Position {
+            variant: arbiter_kit::convert::variant_to_proto(arbiter_core::Variant::Bughouse),
+            text: b.start.to_bfen(),
+            rules: Vec::new(),
+        },
+    };
+    pb::WorkItem {
+        lease_id: w.lease_id,
+        lease_expires_at_unix_ms: w.expires_at_unix_ms,
+        start: Some(start),
+        moves: crate::batch::remote::item_moves(&w.game),
+        per_ply: Some(pb::PlyLimit {
+            depth: w.spec.limits.depth.unwrap_or(0),
+            nodes: w.spec.limits.nodes.unwrap_or(0),
+        }),
+        engine: if w.spec.engine.is_empty() {
+            "arbiter".to_owned()
+        } else {
+            w.spec.engine.clone()
+        },
+        positions: u32::try_from(w.game.positions()).unwrap_or(u32::MAX),
+        hash_mib: u32::try_from(w.spec.hash_mib).unwrap_or(u32::MAX),
+    }
+}
+
+/// A remote worker's submission as the batch side reads it.
+pub fn work_result(req: &pb::SubmitWorkRequest) -> crate::batch::remote::WorkResult {
+    crate::batch::remote::WorkResult {
+        lease_id: req.lease_id.clone(),
+        evaluations: req
+            .evaluations
+            .iter()
+            .map(|e| crate::batch::remote::RemoteEval {
+                score: e.score.and_then(|s| match s.value {
+                    Some(pb::engine_score::Value::Cp(cp)) => Some(Reported::Cp(cp)),
+                    Some(pb::engine_score::Value::Mate(n)) => Some(Reported::Mate(n)),
+                    None => None,
+                }),
+                bound: match pb::ScoreBound::try_from(e.bound) {
+                    Ok(pb::ScoreBound::Exact) => Some(Bound::Exact),
+                    Ok(pb::ScoreBound::Lower) => Some(Bound::Lower),
+                    Ok(pb::ScoreBound::Upper) => Some(Bound::Upper),
+                    Ok(pb::ScoreBound::Unspecified) | Err(_) => None,
+                },
+                best_move: e.best_move.clone(),
+                nodes: e.nodes,
+            })
+            .collect(),
+        engine_id: req.engine_id.clone(),
+    }
+}
+
+/// A position's evaluation as a remote worker submits it (`SubmitWork`): a position that ends
+/// the game has no score and no move.
+pub fn position_evaluation(e: &arbiter_engine::review::PositionEval) -> pb::PositionEvaluation {
+    pb::PositionEvaluation {
+        score: e.reported.map(|(r, _)| score_to_proto(r)),
+        bound: e
+            .reported
+            .map_or(pb::ScoreBound::Unspecified, |(_, b)| bound_to_proto(b)) as i32,
+        best_move: e.best.clone().unwrap_or_default(),
+        nodes: e.nodes,
+    }
+}
+
+/// The game of a work item (`AcquireWork`), replayed (see
+/// [`crate::batch::remote::game_of_item`]).
+///
+/// # Errors
+/// A start or a move that cannot be read or played, in words.
+pub fn work_item_game(w: &pb::WorkItem) -> Result<crate::batch::Game, String> {
+    let start = w.start.clone().unwrap_or_default();
+    let v = variant(start.variant, "start.variant").map_err(|e| e.to_string())?;
+    crate::batch::remote::game_of_item(v, &start.text, &rule_options(&start.rules), &w.moves)
 }

@@ -36,6 +36,12 @@ pub enum AnalysisError {
     Corrupt(String),
     /// The call's deadline passed before the work began.
     DeadlineExceeded(String),
+    /// A remote worker's lease is unknown, expired and taken by another worker, or another
+    /// caller's: `FAILED_PRECONDITION` (reason `LEASE_NOT_HELD`).
+    LeaseNotHeld(String),
+    /// A remote worker's key is refused for work until the operator lifts the refusal:
+    /// `PERMISSION_DENIED`, the message naming the keys-file line that lifts it.
+    WorkRefused(String),
     /// The caller's engine-time quota (live analysis, per API key client) has not this much
     /// left now: `RESOURCE_EXHAUSTED` with `google.rpc.RetryInfo` (see [`crate::quota`]).
     QuotaExceeded {
@@ -96,6 +102,8 @@ impl fmt::Display for AnalysisError {
             | AnalysisError::QuotaExceeded { description, .. }
             | AnalysisError::Unavailable(description)
             | AnalysisError::Corrupt(description)
+            | AnalysisError::LeaseNotHeld(description)
+            | AnalysisError::WorkRefused(description)
             | AnalysisError::DeadlineExceeded(description) => f.write_str(description),
             AnalysisError::JobNotFound(id) => write!(
                 f,
@@ -127,6 +135,10 @@ impl From<AnalysisError> for ApiError {
             AnalysisError::Unavailable(_) => ApiError::Unavailable(text),
             AnalysisError::Corrupt(_) => ApiError::DataLoss(text),
             AnalysisError::DeadlineExceeded(_) => ApiError::DeadlineExceeded(text),
+            AnalysisError::LeaseNotHeld(_) => {
+                ApiError::precondition("arbiter.analysis.v1", "LEASE_NOT_HELD", text)
+            }
+            AnalysisError::WorkRefused(_) => ApiError::PermissionDenied(text),
             AnalysisError::QuotaExceeded {
                 description,
                 retry_after,
@@ -204,6 +216,16 @@ mod tests {
                 "down",
             ),
             (AnalysisError::Corrupt("bad".into()), Code::DataLoss, "bad"),
+            (
+                AnalysisError::LeaseNotHeld("lease".into()),
+                Code::FailedPrecondition,
+                "lease",
+            ),
+            (
+                AnalysisError::WorkRefused("refused".into()),
+                Code::PermissionDenied,
+                "refused",
+            ),
             (
                 AnalysisError::QuotaExceeded {
                     description: "over quota".into(),

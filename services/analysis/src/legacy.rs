@@ -67,6 +67,7 @@ pub fn decode_result(stored: &[u8]) -> Result<GameResult, String> {
         white_counts: [r.white_inaccuracies, r.white_mistakes, r.white_blunders],
         black_counts: [r.black_inaccuracies, r.black_mistakes, r.black_blunders],
         error: r.error,
+        engine: r.engine,
     })
 }
 
@@ -171,6 +172,7 @@ mod tests {
             black_mistakes: 5,
             black_blunders: 6,
             error: String::new(),
+            engine: String::new(),
         };
         let read = record::decode_result(&prost::Message::encode_to_vec(&old)).unwrap();
         assert_eq!(read.index, 3);

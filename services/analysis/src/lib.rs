@@ -27,6 +27,7 @@ pub mod caps;
 pub mod config;
 pub mod convert;
 pub mod domain;
+pub mod engines;
 pub mod error;
 pub mod legacy;
 pub mod live;
@@ -39,7 +40,7 @@ pub use arbiter_redis_conn::{RedisArgs, RedisConfig};
 pub use batch::redis::{WorkerConfig, run_workers};
 pub use batch::worker::{WORKER_HEALTH_NAME, run_worker_process};
 pub use caps::Caps;
-pub use config::{AnalysisArgs, AnalysisConfig, PoolConfig, QueueArgs, WorkerArgs};
+pub use config::{AnalysisArgs, AnalysisConfig, EngineArgs, PoolConfig, QueueArgs, WorkerArgs};
 pub use error::AnalysisError;
 pub use service::Analysis;
 
@@ -66,10 +67,22 @@ pub const SERVICE_NAME: &str = "arbiter.analysis.v1.AnalysisService";
 /// A bad Redis configuration, or engine threads that cannot be started.
 pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeError> {
     let pool = SearchPool::start(config.pool.clone())?;
+    let engines = {
+        let config = config.engines.clone();
+        // Starting an engine runs its process and waits for its handshake: blocking work.
+        tokio::task::spawn_blocking(move || engines::EngineRegistry::start(&config))
+            .await
+            .map_err(|e| -> ServeError { format!("engines: {e}").into() })?
+            .map_err(|e| -> ServeError { e.into() })?
+    };
     let shutting_down = host.shutting_down();
     let jobs = match &config.redis {
         None => {
-            let jobs = Jobs::start(config.batch.clone(), Arc::clone(&config.time))?;
+            let jobs = Jobs::start(
+                config.batch.clone(),
+                Arc::clone(&config.time),
+                Arc::clone(&engines),
+            )?;
             let mut down = shutting_down.clone();
             let stop = jobs.clone();
             tokio::spawn(async move {
@@ -88,13 +101,14 @@ pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeE
                     workers: config.batch.workers,
                     ..config.batch.queue.clone()
                 };
-                let (redis, time, down) = (
+                let (redis, time, engines, down) = (
                     redis.clone(),
                     Arc::clone(&config.time),
+                    Arc::clone(&engines),
                     shutting_down.clone(),
                 );
                 tokio::spawn(async move {
-                    if let Err(e) = run_workers(&redis, workers, time, down).await {
+                    if let Err(e) = run_workers(&redis, workers, time, engines, down).await {
                         tracing::error!(error = %e, "analysis workers cannot start");
                     }
                 });
@@ -130,8 +144,23 @@ pub async fn mount(host: &mut Host, config: AnalysisConfig) -> Result<(), ServeE
         pool,
         jobs,
         cpu: host.cpu(),
-        shutting_down,
+        shutting_down: shutting_down.clone(),
+        engines: Arc::clone(&engines),
     };
+    {
+        // Restart counts reach the metrics every few seconds; the processes stop with the host.
+        let mut down = shutting_down;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => engines.report_metrics(),
+                    _ = down.wait_for(|down| *down) => break,
+                }
+            }
+            engines.shut_down();
+        });
+    }
     host.add_service(
         Analysis::new(
             config.caps,

@@ -6,9 +6,10 @@
 
 use crate::caps::{Caps, MAX_DEPTH};
 use crate::domain::{MoveText, StartInput, start_position};
+use crate::engines::{EngineChoice, EngineRegistry};
 use crate::error::AnalysisError;
-use arbiter_core::{AnyPosition, GameState, Locale, Notation, Outcome, Position};
-use arbiter_engine::analyze::{AnalysisSettings, Progress, analyze_settled};
+use arbiter_core::{AnyMove, AnyPosition, GameState, Locale, Notation, Outcome, Position};
+use arbiter_engine::analyze::{AnalysisSettings, Progress};
 use arbiter_engine::score::{Reported, outcome_score};
 use arbiter_engine::{Bound, Limits, SearchOptions, TimeSource};
 use std::sync::atomic::AtomicBool;
@@ -18,6 +19,12 @@ use std::sync::atomic::AtomicBool;
 pub struct Query {
     /// The position analysed (after the request's moves).
     pub position: AnyPosition,
+    /// The request's start position.
+    pub start: AnyPosition,
+    /// The request's moves from `start` to `position`.
+    pub moves: Vec<AnyMove>,
+    /// The engine that searches.
+    pub engine: EngineChoice,
     /// The repetition keys of the positions before it since the last irreversible move.
     pub history: Vec<u64>,
     /// The ending the rules impose in the position, if any: then nothing is searched.
@@ -53,6 +60,8 @@ pub struct LiveRequest {
     pub movetime_ms: u64,
     /// Lines to report (0 counts as 1).
     pub multipv: u32,
+    /// The engine named (empty: the server's default for the variant).
+    pub engine: String,
 }
 
 /// One progress report of a search: an iteration's line.
@@ -125,13 +134,21 @@ pub struct LiveResult {
     pub outcome: Option<Outcome>,
     /// Why the search ended.
     pub stop_reason: StopReason,
+    /// The engine's own name and version.
+    pub engine: String,
 }
 
-/// Decodes a request under `caps`. Errors name the field: `position.*`, `moves[i]`,
-/// `limits.depth` (out of range: `INVALID_ARGUMENT`), `limits.nodes`, `limits.movetime_ms`,
-/// `multipv` and `moves` (over a cap: `RESOURCE_EXHAUSTED`).
-pub fn decode(f: &LiveRequest, caps: &Caps) -> Result<Query, AnalysisError> {
+/// Decodes a request under `caps`, for one of `engines`. Errors name the field: `position.*`,
+/// `moves[i]`, `limits.depth` and `engine` (out of range, unknown: `INVALID_ARGUMENT`),
+/// `limits.nodes`, `limits.movetime_ms`, `multipv` and `moves` (over a cap:
+/// `RESOURCE_EXHAUSTED`).
+pub fn decode(
+    f: &LiveRequest,
+    caps: &Caps,
+    engines: &EngineRegistry,
+) -> Result<Query, AnalysisError> {
     let start = start_position(f.position.as_ref(), "position")?;
+    let engine = engines.resolve(&f.engine, start.variant(), "engine")?;
     if f.depth > MAX_DEPTH {
         return Err(AnalysisError::invalid(
             "limits.depth",
@@ -156,11 +173,16 @@ pub fn decode(f: &LiveRequest, caps: &Caps) -> Result<Query, AnalysisError> {
         "moves",
     )?;
     let (read_as, locale) = (f.notation, f.locale);
-    let mut game = GameState::new(start);
-    for (i, text) in f.moves.iter().enumerate() {
-        game.play_text(text, read_as, locale)
-            .map_err(|e| AnalysisError::invalid(format!("moves[{i}]"), e.to_string()))?;
-    }
+    let mut game = GameState::new(start.clone());
+    let moves = f
+        .moves
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            game.play_text(text, read_as, locale)
+                .map_err(|e| AnalysisError::invalid(format!("moves[{i}]"), e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let keys = game.history();
     let requested = Limits {
         depth: (f.depth > 0).then_some(f.depth),
@@ -172,6 +194,9 @@ pub fn decode(f: &LiveRequest, caps: &Caps) -> Result<Query, AnalysisError> {
         history: keys[..keys.len() - 1].to_vec(),
         outcome: game.automatic_outcome(),
         position: game.position().clone(),
+        start,
+        moves,
+        engine,
         limits: Limits {
             nodes: Some(requested.nodes.unwrap_or(caps.max_nodes)),
             movetime_ms: Some(requested.movetime_ms.unwrap_or(caps.max_time_ms)),
@@ -255,14 +280,19 @@ fn under_deadline(mut limits: Limits, left: Option<u64>) -> (Limits, bool) {
 /// a time on `time`'s clock, if any) ends it; `on_info` gets each progress report as it comes.
 /// Under a deadline the search stops [`DEADLINE_MARGIN_MS`] before it, counting the time its
 /// tables take to allocate. Returns the result.
+///
+/// # Errors
+/// `UNAVAILABLE` when an external engine failed (crashed or stopped answering twice in a row,
+/// or broke the protocol).
 pub fn run(
     query: &Query,
     stop: &AtomicBool,
     time: &dyn TimeSource,
     deadline_ms: Option<u64>,
     on_info: &mut dyn FnMut(LiveInfo),
-) -> LiveResult {
+) -> Result<LiveResult, AnalysisError> {
     let pos = &query.position;
+    let engine = query.engine.id();
     // Nothing searched: no move, no line, nothing counted.
     let unsearched = |score, bound, outcome| LiveResult {
         best_move: None,
@@ -275,14 +305,15 @@ pub fn run(
         bound,
         outcome,
         stop_reason: StopReason::NoMove,
+        engine: engine.clone(),
     };
     if let Some(o) = query.outcome {
         // The ending's score is known exactly.
-        return unsearched(
+        return Ok(unsearched(
             Reported::of(outcome_score(&o, pos.turn(), 0)),
             Bound::Exact,
             Some(o),
-        );
+        ));
     }
     let mut progress = |p: &Progress| on_info(info(pos, p, query.locale));
     let settings = AnalysisSettings {
@@ -297,7 +328,10 @@ pub fn run(
     // their allocation counts against it. A deadline that leaves nothing still gets a 1 ms
     // search, whose move is sent at once.
     let (mut limits, mut cut_by_deadline) = (query.limits, false);
-    let a = analyze_settled(
+    let a = crate::engines::search(
+        &query.engine,
+        &query.start,
+        &query.moves,
         pos,
         &query.history,
         &settings,
@@ -310,9 +344,10 @@ pub fn run(
             (limits, cut_by_deadline) = under_deadline(own, left);
             limits
         },
-    );
+    )
+    .map_err(AnalysisError::Unavailable)?;
     let Some(best) = a.best.as_deref() else {
-        return unsearched(a.score, a.bound, None);
+        return Ok(unsearched(a.score, a.bound, None));
     };
     let first = line(pos, &[best.to_owned()], query.locale);
     let reply = a.ponder.as_ref().and_then(|p| {
@@ -321,7 +356,7 @@ pub fn run(
         after.play_unchecked(m);
         line(&after, std::slice::from_ref(p), query.locale).pop()
     });
-    LiveResult {
+    Ok(LiveResult {
         best_move: first.into_iter().next(),
         ponder: reply,
         score: a.score,
@@ -346,7 +381,8 @@ pub fn run(
         } else {
             stop_reason(query, &limits, cut_by_deadline, a.depth, a.nodes, a.time_ms)
         },
-    }
+        engine,
+    })
 }
 
 /// Whether the search ended on the request's own terms, or on a cap the server (or the call's
@@ -437,7 +473,7 @@ mod tests {
                 multipv,
                 ..pb::AnalyzeRequest::default()
             };
-            match decode(&analyze_request(&r), &caps) {
+            match decode(&analyze_request(&r), &caps, &EngineRegistry::default()) {
                 Ok(q) => {
                     proptest::prop_assert!(q.limits.nodes.is_some_and(|n| (1..=1000).contains(&n)));
                     proptest::prop_assert!(q.limits.movetime_ms.is_some_and(|t| (1..=100).contains(&t)));
@@ -459,7 +495,12 @@ mod tests {
     #[test]
     fn unset_limits_take_the_caps() {
         let caps = Caps::default();
-        let q = decode(&analyze_request(&request("", &[], depth(3))), &caps).unwrap();
+        let q = decode(
+            &analyze_request(&request("", &[], depth(3))),
+            &caps,
+            &EngineRegistry::default(),
+        )
+        .unwrap();
         assert_eq!(q.requested, Limits::depth(3));
         assert_eq!(q.limits.nodes, Some(caps.max_nodes));
         assert_eq!(q.limits.movetime_ms, Some(caps.max_time_ms));
@@ -476,7 +517,7 @@ mod tests {
             hash_mib: 1,
         };
         let field = |r: &pb::AnalyzeRequest| {
-            let e = decode(&analyze_request(r), &caps).unwrap_err();
+            let e = decode(&analyze_request(r), &caps, &EngineRegistry::default()).unwrap_err();
             (e.code(), e.field().unwrap_or("").to_owned())
         };
         use tonic::Code::{InvalidArgument as Bad, ResourceExhausted as Over};
@@ -514,13 +555,19 @@ mod tests {
         let caps = Caps::default();
         // Knights out and back twice: the start position occurs a third time.
         let shuffle = ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1", "Ng8"];
-        let q = decode(&analyze_request(&request("", &shuffle, depth(2))), &caps).unwrap();
+        let q = decode(
+            &analyze_request(&request("", &shuffle, depth(2))),
+            &caps,
+            &EngineRegistry::default(),
+        )
+        .unwrap();
         assert_eq!(q.history.len(), 8);
         assert!(q.outcome.is_none(), "threefold is only claimable");
         // Fool's mate: the game is over, nothing is searched.
         let q = decode(
             &analyze_request(&request("", &["f3", "e5", "g4", "Qh4#"], depth(2))),
             &caps,
+            &EngineRegistry::default(),
         )
         .unwrap();
         let r = run(
@@ -529,7 +576,8 @@ mod tests {
             &arbiter_engine::SystemTime::new(),
             None,
             &mut |_| panic!("no search"),
-        );
+        )
+        .unwrap();
         assert_eq!(r.stop_reason, StopReason::NoMove);
         assert!(r.best_move.is_none());
         assert_eq!(
@@ -550,6 +598,7 @@ mod tests {
                 depth(3),
             )),
             &caps,
+            &EngineRegistry::default(),
         )
         .unwrap();
         let mut infos = Vec::new();
@@ -559,7 +608,8 @@ mod tests {
             &arbiter_engine::SystemTime::new(),
             None,
             &mut |i| infos.push(i),
-        );
+        )
+        .unwrap();
         let best = r.best_move.unwrap();
         assert_eq!((best.uci.as_str(), best.san.as_str()), ("f3f7", "Qxf7#"));
         assert_eq!(r.score, Reported::Mate(1));
@@ -621,6 +671,7 @@ mod tests {
         let q = decode(
             &analyze_request(&request("", &[], pb::SearchLimits::default())),
             &caps,
+            &EngineRegistry::default(),
         )
         .unwrap();
         for (started, deadline) in [(0, 200), (700, 1_000), (1_000, 1_300)] {
@@ -631,7 +682,8 @@ mod tests {
                 &clock,
                 Some(deadline),
                 &mut |_| {},
-            );
+            )
+            .unwrap();
             let stopped = clock.0.load(std::sync::atomic::Ordering::Relaxed);
             assert!(
                 stopped <= deadline - DEADLINE_MARGIN_MS + 3,
@@ -650,7 +702,8 @@ mod tests {
             &clock,
             Some(1_000),
             &mut |_| {},
-        );
+        )
+        .unwrap();
         assert!(r.best_move.is_some());
         assert!(
             r.nodes <= arbiter_engine::search::CHECK_EVERY,
@@ -666,14 +719,20 @@ mod tests {
             max_nodes: 5000,
             ..Caps::default()
         };
-        let q = decode(&analyze_request(&request("", &[], depth(30))), &caps).unwrap();
+        let q = decode(
+            &analyze_request(&request("", &[], depth(30))),
+            &caps,
+            &EngineRegistry::default(),
+        )
+        .unwrap();
         let r = run(
             &q,
             &AtomicBool::new(false),
             &arbiter_engine::SystemTime::new(),
             None,
             &mut |_| {},
-        );
+        )
+        .unwrap();
         assert_eq!(r.nodes, 5000);
         assert_eq!(r.stop_reason, StopReason::ServerCap);
         let q = decode(
@@ -686,6 +745,7 @@ mod tests {
                 },
             )),
             &caps,
+            &EngineRegistry::default(),
         )
         .unwrap();
         let r = run(
@@ -694,7 +754,8 @@ mod tests {
             &arbiter_engine::SystemTime::new(),
             None,
             &mut |_| {},
-        );
+        )
+        .unwrap();
         assert_eq!(r.nodes, 4000);
         assert_eq!(r.stop_reason, StopReason::Limit);
     }

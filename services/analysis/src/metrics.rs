@@ -74,3 +74,33 @@ pub(crate) fn stream(backlog: Option<usize>, pending: usize, dead_letters: usize
         metrics::gauge!("arbiter_analysis_jobs_stored").set(jobs as f64);
     }
 }
+
+/// External engine processes restarted so far (after a crash or a hang), per engine: the
+/// pools count them, and this copies their totals.
+pub(crate) fn engine_restarts(engine: &str, total: u64) {
+    metrics::counter!("arbiter_analysis_engine_restarts_total", "engine" => engine.to_owned())
+        .absolute(total);
+}
+
+/// A remote worker was granted a lease on a game (`AcquireWork`).
+pub(crate) fn lease_granted() {
+    metrics::counter!("arbiter_analysis_work_leases_total", "outcome" => "granted").increment(1);
+}
+
+/// Remote workers' leases ended without a result and their games went back to the queue:
+/// `expired` (past their time) or `returned` (their worker's key was refused).
+pub(crate) fn leases_ended(outcome: &'static str, n: u64) {
+    metrics::counter!("arbiter_analysis_work_leases_total", "outcome" => outcome).increment(n);
+}
+
+/// A remote worker's submission: `accepted` (its result recorded), `duplicate` (a retry, or a
+/// game recorded already), `rejected` (it failed the check) or `stale` (its lease was not
+/// held any more).
+pub(crate) fn work_submitted(outcome: &'static str) {
+    metrics::counter!("arbiter_analysis_work_submissions_total", "outcome" => outcome).increment(1);
+}
+
+/// A remote worker's key was refused for work (its results failed the check).
+pub(crate) fn work_refused() {
+    metrics::counter!("arbiter_analysis_work_refusals_total").increment(1);
+}

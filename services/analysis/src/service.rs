@@ -11,9 +11,10 @@
 //! engine-time quota ([`crate::quota`]); `x-client-id` is then ignored. Without keys
 //! (development mode) `x-client-id` names the caller, as before keys existed.
 
-use crate::batch::{BatchConfig, Caller, JobQueue, decode_job};
+use crate::batch::{BatchConfig, Caller, Game, JobQueue, decode_job, remote};
 use crate::caps::Caps;
 use crate::convert;
+use crate::engines::EngineRegistry;
 use crate::error::AnalysisError;
 use crate::live::{self, LiveInfo, Query};
 use crate::pool::{Job, SearchPool, Turn};
@@ -37,6 +38,9 @@ use tonic::{Request, Response, Status};
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
+/// The most engines an `AcquireWork` may name.
+pub const MAX_WORKER_ENGINES: usize = 64;
+
 /// The metadata key naming the client in development mode (no API keys): its turn in the live
 /// queue, and the caller of batch calls (whose request ids and jobs are its own, see
 /// [`Caller`]). A call accepted on an API key is its key's client, whatever this says.
@@ -56,6 +60,8 @@ pub struct Backends {
     pub cpu: CpuPool,
     /// Turns true when the server begins to shut down: job watchers end then.
     pub shutting_down: watch::Receiver<bool>,
+    /// The engines requests may name: the built-in one and the configured external ones.
+    pub engines: Arc<EngineRegistry>,
 }
 
 /// The analysis service.
@@ -166,6 +172,13 @@ impl Analysis {
                         stop.store(true, Ordering::Relaxed);
                     }
                 });
+                let result = match result {
+                    Ok(result) => result,
+                    Err(e) => {
+                        tracing::warn!(engine = query.engine.name(), error = %e, "search failed");
+                        return done(Err(e.into()));
+                    }
+                };
                 crate::metrics::searched("live", result.nodes);
                 span.record("depth", result.depth);
                 span.record("nodes", result.nodes);
@@ -246,6 +259,35 @@ pub fn caller<T>(req: &Request<T>) -> Caller {
     }
 }
 
+/// The remote worker a call comes from: its API key (by id) when it came with one; else
+/// (development mode) its caller.
+pub fn worker_of<T>(req: &Request<T>) -> remote::WorkerId {
+    match Client::of(req) {
+        Some(client) => remote::WorkerId::key(client.key_id()),
+        None => remote::WorkerId::caller(&caller(req)),
+    }
+}
+
+impl Analysis {
+    /// The remote worker of a call, unless it is refused for work: `PERMISSION_DENIED` naming
+    /// the keys-file line that lifts the refusal. A key whose `lift_work_refusal` names its
+    /// refusal has it lifted here, and works again.
+    async fn admit_worker<T>(&self, req: &Request<T>) -> Result<remote::WorkerId, AnalysisError> {
+        let worker = worker_of(req);
+        let jobs = &self.backends.jobs;
+        let Some(refusal) = jobs.work_refusal(&worker).await? else {
+            return Ok(worker);
+        };
+        let lifted = Client::of(req).and_then(Client::lift_work_refusal);
+        if lifted == Some(refusal.as_str()) {
+            jobs.lift_work_refusal(&worker, &refusal).await?;
+            tracing::warn!(worker = %worker, refusal = %refusal, "a remote worker's refusal was lifted");
+            return Ok(worker);
+        }
+        Err(remote::refusal_message(&worker, &refusal))
+    }
+}
+
 /// The call's deadline from its `grpc-timeout` header, and at most `cap` from now: a time on
 /// `time`'s clock (whose reading is `now_ms`).
 fn deadline<T>(req: &Request<T>, cap: Option<Duration>, now_ms: u64) -> Option<u64> {
@@ -292,7 +334,11 @@ impl AnalysisService for Analysis {
     ) -> Result<Response<Self::AnalyzeStream>, Status> {
         let client = client_name(&req);
         let deadline = deadline(&req, None, self.time.now_ms());
-        let query = live::decode(&convert::analyze_request(req.get_ref()), &self.caps)?;
+        let query = live::decode(
+            &convert::analyze_request(req.get_ref()),
+            &self.caps,
+            &self.backends.engines,
+        )?;
         self.charge(Client::of(&req), &query, deadline)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let unread = Unread::default();
@@ -335,7 +381,11 @@ impl AnalysisService for Analysis {
     ) -> Result<Response<pb::BestMoveResponse>, Status> {
         let client = client_name(&req);
         let deadline = deadline(&req, Some(self.unary_timeout), self.time.now_ms());
-        let query = live::decode(&convert::best_move_request(req.get_ref()), &self.caps)?;
+        let query = live::decode(
+            &convert::best_move_request(req.get_ref()),
+            &self.caps,
+            &self.backends.engines,
+        )?;
         self.charge(Client::of(&req), &query, deadline)?;
         let (tx, rx) = oneshot::channel();
         let done = Box::new(move |r| {
@@ -363,11 +413,18 @@ impl AnalysisService for Analysis {
         let caller = caller(&req);
         let req = req.into_inner();
         let (caps, batch) = (Arc::clone(&self.caps), Arc::clone(&self.batch));
+        let engines = Arc::clone(&self.backends.engines);
         // Reading and checking the games (up to the message size of PGN) is CPU work.
         let decoded = self
             .backends
             .cpu
-            .run(move |_| decode_job(&convert::submission(&req), &caps, &batch))
+            .run(move |_| {
+                let (request_id, mut spec, fingerprint) =
+                    decode_job(&convert::submission(&req), &caps, &batch)?;
+                spec.engine =
+                    engines.resolve_job(&req.engine, spec.games.iter().map(Game::variant))?;
+                Ok::<_, AnalysisError>((request_id, spec, fingerprint))
+            })
             .await?;
         let (request_id, spec, fingerprint) = decoded?;
         let submitted = self
@@ -477,6 +534,117 @@ impl AnalysisService for Analysis {
         Ok(Response::new(pb::CancelJobResponse {
             status: Some(status.into()),
         }))
+    }
+
+    async fn list_engines(
+        &self,
+        _req: Request<pb::ListEnginesRequest>,
+    ) -> Result<Response<pb::ListEnginesResponse>, Status> {
+        Ok(Response::new(pb::ListEnginesResponse {
+            engines: self
+                .backends
+                .engines
+                .describe()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+        }))
+    }
+
+    async fn acquire_work(
+        &self,
+        req: Request<pb::AcquireWorkRequest>,
+    ) -> Result<Response<pb::AcquireWorkResponse>, Status> {
+        let worker = self.admit_worker(&req).await?;
+        let r = req.get_ref();
+        // A worker names the few engines it runs: a longer list is not a worker's.
+        if r.engines.len() > MAX_WORKER_ENGINES || r.engines.iter().any(|e| e.len() > 64) {
+            return Err(AnalysisError::invalid(
+                "engines",
+                format!("at most {MAX_WORKER_ENGINES} names of at most 64 bytes each"),
+            )
+            .into());
+        }
+        let wait = Duration::from_millis(u64::from(r.wait_ms.min(remote::MAX_WAIT_MS)));
+        // Never past the call's own deadline (less a margin to answer).
+        let wait = match deadline(&req, None, self.time.now_ms()) {
+            Some(d) => wait.min(Duration::from_millis(
+                d.saturating_sub(self.time.now_ms()).saturating_sub(200),
+            )),
+            None => wait,
+        };
+        let item = self
+            .backends
+            .jobs
+            .acquire(&worker, &r.engines, wait)
+            .await?;
+        if let Some(item) = &item {
+            tracing::debug!(worker = %worker, lease = %item.lease_id, "remote work leased");
+        }
+        Ok(Response::new(pb::AcquireWorkResponse {
+            work: item.map(convert::work_item),
+        }))
+    }
+
+    async fn submit_work(
+        &self,
+        req: Request<pb::SubmitWorkRequest>,
+    ) -> Result<Response<pb::SubmitWorkResponse>, Status> {
+        let worker = self.admit_worker(&req).await?;
+        let work = convert::work_result(req.get_ref());
+        let jobs = &self.backends.jobs;
+        let (index, spec) = match jobs.leased(&worker, &work.lease_id).await {
+            Ok(remote::Leased::Accepted) => {
+                crate::metrics::work_submitted("duplicate");
+                return Ok(Response::new(pb::SubmitWorkResponse { duplicate: true }));
+            }
+            Ok(remote::Leased::Open { index, spec }) => (index, spec),
+            Err(e) => {
+                if matches!(e, AnalysisError::LeaseNotHeld(_)) {
+                    crate::metrics::work_submitted("stale");
+                }
+                return Err(e.into());
+            }
+        };
+        let positions = spec.positions();
+        let lease_id = work.lease_id.clone();
+        // Replaying the game and checking every move is CPU work.
+        let checked = self
+            .backends
+            .cpu
+            .run(move |_| remote::check(index, &spec, &work))
+            .await?;
+        let result = match checked {
+            Ok(result) => result,
+            Err(e) => {
+                crate::metrics::work_submitted("rejected");
+                let (refusal, returned) = jobs.refuse_worker(&worker).await?;
+                crate::metrics::work_refused();
+                if returned > 0 {
+                    crate::metrics::leases_ended("returned", returned);
+                }
+                tracing::warn!(
+                    worker = %worker,
+                    refusal = %refusal,
+                    lease = %lease_id,
+                    leases_returned = returned,
+                    reason = %e,
+                    "a remote worker's results failed the check: its key is refused for work \
+                     until the refusal is lifted in the keys file"
+                );
+                return Err(e.into());
+            }
+        };
+        let duplicate = jobs
+            .record_work(&worker, &lease_id, result, positions)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, AnalysisError::LeaseNotHeld(_)) {
+                    crate::metrics::work_submitted("stale");
+                }
+            })?;
+        crate::metrics::work_submitted(if duplicate { "duplicate" } else { "accepted" });
+        Ok(Response::new(pb::SubmitWorkResponse { duplicate }))
     }
 }
 

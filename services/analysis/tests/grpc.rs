@@ -2,8 +2,12 @@
 //! limits, cancellation, the bounded and fair queue, errors, and shutdown; batch jobs in
 //! process here, on Redis in `redis_jobs`.
 
+#[path = "grpc/engines.rs"]
+mod engines;
 #[path = "grpc/redis_jobs.rs"]
 mod redis_jobs;
+#[path = "grpc/remote_work.rs"]
+mod remote_work;
 
 use arbiter_analysis::live::DEADLINE_MARGIN_MS;
 use arbiter_analysis::{AnalysisConfig, Caps, PoolConfig, serve};
@@ -656,6 +660,7 @@ fn job(id: &str, pgn: &str, nodes: u64) -> pb::SubmitJobRequest {
         request_id: id.to_owned(),
         games: Some(pb::submit_job_request::Games::Pgn(pgn.to_owned())),
         per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+        engine: String::new(),
     }
 }
 
@@ -664,6 +669,7 @@ fn bpgn_job(id: &str, bpgn: &str, nodes: u64) -> pb::SubmitJobRequest {
         request_id: id.to_owned(),
         games: Some(pb::submit_job_request::Games::Bpgn(bpgn.to_owned())),
         per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+        engine: String::new(),
     }
 }
 
@@ -1349,6 +1355,7 @@ async fn move_lists_and_bad_jobs() {
             request_id: "hex".into(),
             games: lists(vec![game(Variant::Glinski, &["f5-f6", "e7-e6"])]),
             per_ply: Some(pb::PlyLimit { depth: 2, nodes: 0 }),
+            engine: String::new(),
         })
         .await
         .unwrap()
@@ -1365,6 +1372,7 @@ async fn move_lists_and_bad_jobs() {
         request_id: "bad".into(),
         games,
         per_ply: Some(per_ply),
+        engine: String::new(),
     };
     let nodes = pb::PlyLimit {
         depth: 0,

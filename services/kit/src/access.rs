@@ -57,11 +57,14 @@ pub enum Scope {
     AnalysisLive,
     /// Batch analysis jobs: submitting, reading, watching, cancelling one's own.
     AnalysisBatch,
+    /// Remote analysis workers: taking games of batch jobs (`AcquireWork`) and submitting
+    /// their evaluations (`SubmitWork`).
+    AnalysisWorker,
 }
 
 impl Scope {
     /// Every scope.
-    pub const ALL: [Scope; 11] = [
+    pub const ALL: [Scope; 12] = [
         Scope::Rules,
         Scope::MatchesCreate,
         Scope::MatchesRead,
@@ -73,6 +76,7 @@ impl Scope {
         Scope::MatchmakingAdmin,
         Scope::AnalysisLive,
         Scope::AnalysisBatch,
+        Scope::AnalysisWorker,
     ];
 
     /// The scope's name in the keys file.
@@ -89,6 +93,7 @@ impl Scope {
             Scope::MatchmakingAdmin => "matchmaking:admin",
             Scope::AnalysisLive => "analysis:live",
             Scope::AnalysisBatch => "analysis:batch",
+            Scope::AnalysisWorker => "analysis:worker",
         }
     }
 
@@ -103,7 +108,8 @@ impl Scope {
     }
 
     /// Whether the scope's calls are the platform's (development mode takes them from loopback
-    /// clients only): creating and steering matches and clocks, and matchmaking.
+    /// clients only): creating and steering matches and clocks, matchmaking, and remote analysis
+    /// workers (whose results are recorded as the jobs' own).
     pub fn platform(self) -> bool {
         !matches!(
             self,
@@ -319,6 +325,18 @@ pub const METHODS: &[(&str, Rule)] = {
             "/arbiter.analysis.v1.AnalysisService/CancelJob",
             Scoped(AnalysisBatch),
         ),
+        (
+            "/arbiter.analysis.v1.AnalysisService/ListEngines",
+            Scoped(AnalysisLive),
+        ),
+        (
+            "/arbiter.analysis.v1.AnalysisService/AcquireWork",
+            Scoped(AnalysisWorker),
+        ),
+        (
+            "/arbiter.analysis.v1.AnalysisService/SubmitWork",
+            Scoped(AnalysisWorker),
+        ),
     ]
 };
 
@@ -370,6 +388,12 @@ impl Client {
     /// The client's live-analysis engine time per minute, in ms (`None`: no quota).
     pub fn engine_ms_per_minute(&self) -> Option<u64> {
         self.key.engine_ms_per_minute()
+    }
+
+    /// The work refusal the operator lifted for this key (its `lift_work_refusal` in the keys
+    /// file): a remote worker's key refused for work with this refusal id may work again.
+    pub fn lift_work_refusal(&self) -> Option<&str> {
+        self.key.lift_work_refusal()
     }
 }
 

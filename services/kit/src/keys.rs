@@ -15,6 +15,7 @@
 //! sha256 = "…64 hex digits…"
 //! scopes = ["rules", "analysis:live", "analysis:batch"]
 //! engine_seconds_per_minute = 120            # live analysis quota (optional)
+//! lift_work_refusal = "wr-1764892800000-3f9a0c1d2e4b5a69"   # remote workers (optional)
 //! limits = [
 //!   { method = "*", per_second = 50, burst = 100 },
 //!   { method = "arbiter.rules.v1.RulesService/Perft", per_minute = 10 },
@@ -53,6 +54,8 @@ pub const MAX_KEYS: usize = 10_000;
 pub const MAX_CLIENT_BYTES: usize = 64;
 /// The most rate limits one key may have.
 pub const MAX_LIMITS: usize = 64;
+/// The longest `lift_work_refusal`, in bytes.
+pub const MAX_REFUSAL_ID_BYTES: usize = 64;
 
 /// A rate limit of one method (or, with `method = "*"`, of each method on its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +127,7 @@ pub struct KeyEntry {
     digest: [u8; 32],
     scopes: BTreeSet<Scope>,
     engine_ms_per_minute: Option<u64>,
+    lift_work_refusal: Option<Arc<str>>,
     limiters: Arc<Limiters>,
 }
 
@@ -157,6 +161,12 @@ impl KeyEntry {
     /// The client's live-analysis engine time per minute, in ms (`None`: no quota).
     pub fn engine_ms_per_minute(&self) -> Option<u64> {
         self.engine_ms_per_minute
+    }
+
+    /// The work refusal the operator lifted for this key (`lift_work_refusal`): the analysis
+    /// service lets a remote worker refused under this id work again.
+    pub fn lift_work_refusal(&self) -> Option<&str> {
+        self.lift_work_refusal.as_deref()
     }
 
     /// Takes one call of `method` from the key's rate limits: `Err(wait)` over the limit.
@@ -392,6 +402,26 @@ impl KeySet {
                 }
                 s => s.map(|s| u64::from(s) * 1000),
             };
+            let lift_work_refusal = match key.lift_work_refusal.as_deref() {
+                None => None,
+                Some(r)
+                    if !r.is_empty()
+                        && r.len() <= MAX_REFUSAL_ID_BYTES
+                        && r.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+                {
+                    Some(Arc::from(r))
+                }
+                Some(_) => {
+                    return Err(at(
+                        "lift_work_refusal",
+                        format!(
+                            "must be a refusal id (1 to {MAX_REFUSAL_ID_BYTES} letters, digits, \
+                             - or _, as the refusal's message gives it: wr-…)"
+                        ),
+                    ));
+                }
+            };
             let limiters = previous
                 .and_then(|p| p.by_id.get(&key.id))
                 .filter(|old| old.limiters.spec == spec && old.digest == digest)
@@ -405,6 +435,7 @@ impl KeySet {
                 digest,
                 scopes,
                 engine_ms_per_minute,
+                lift_work_refusal,
                 limiters,
             };
             set.by_id.insert(key.id, Arc::new(entry));
@@ -431,6 +462,7 @@ impl KeySet {
             digest: digest(token),
             scopes: Scope::ALL.iter().copied().collect(),
             engine_ms_per_minute: None,
+            lift_work_refusal: None,
             limiters: Arc::new(Limiters::new(LimitSpec::default())),
         };
         self.by_id
@@ -452,6 +484,7 @@ pub(crate) fn internal_key(
         digest: digest(&made.key),
         scopes: scopes.iter().copied().collect(),
         engine_ms_per_minute: None,
+        lift_work_refusal: None,
         limiters: Arc::new(Limiters::new(LimitSpec::default())),
     };
     Ok((made.key, Arc::new(entry)))
@@ -492,6 +525,9 @@ struct KeyDoc {
     #[serde(default)]
     limits: Vec<LimitDoc>,
     engine_seconds_per_minute: Option<u32>,
+    /// The id of a work refusal of this key that the operator lifts (remote analysis workers).
+    #[serde(default)]
+    lift_work_refusal: Option<String>,
     /// Free text for people (when and why the key was issued); not used.
     #[serde(default)]
     #[allow(dead_code)]
@@ -688,6 +724,30 @@ mod tests {
         let changed = text.replace("per_minute = 2", "per_minute = 3");
         let fresh = KeySet::parse(&changed, Some(&set)).unwrap();
         assert!(fresh.find(&k.key).unwrap().take(validate).is_ok());
+    }
+
+    #[test]
+    fn a_lifted_work_refusal_is_read_and_checked() {
+        let k = new_key("worker-1", &["analysis:worker".into()], None, None).unwrap();
+        let set = KeySet::parse(&k.entry, None).unwrap();
+        let entry = set.find(&k.key).unwrap();
+        assert!(entry.allows(Scope::AnalysisWorker));
+        assert_eq!(entry.lift_work_refusal(), None);
+        let text = file_with(&k, "lift_work_refusal = \"wr-1764892800000-3f9a0c1d\"\n");
+        let set = KeySet::parse(&text, None).unwrap();
+        assert_eq!(
+            set.find(&k.key).unwrap().lift_work_refusal(),
+            Some("wr-1764892800000-3f9a0c1d")
+        );
+        let err = |extra: &str| KeySet::parse(&file_with(&k, extra), None).unwrap_err();
+        for bad in [
+            "lift_work_refusal = \"\"\n",
+            "lift_work_refusal = \"wr 1\"\n",
+            &format!("lift_work_refusal = \"{}\"\n", "w".repeat(65)),
+        ] {
+            assert!(err(bad).contains(".lift_work_refusal"), "{}", err(bad));
+        }
+        assert!(err("lift_work_refusal = 3\n").contains("lift_work_refusal"));
     }
 
     #[test]

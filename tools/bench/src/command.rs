@@ -32,8 +32,21 @@ pub enum BenchTarget {
         seed: u64,
         /// Queue the job in this Redis and analyse it in `arbiter worker` processes (1, then
         /// 2, each with one worker), instead of in the embedded server's own threads.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "remote")]
         redis_url: Option<String>,
+        /// Analyse the job in remote workers over gRPC (`arbiter worker --server`, 1 then 2
+        /// processes with one thread each), the embedded server analysing nothing itself.
+        #[arg(long)]
+        remote: bool,
+        /// Search with this external UCI engine (`NAME=PATH[,KEY=VALUE]...`, as the server's
+        /// `--engine`): the job names it, and the reference is the engine program alone on the
+        /// same positions, driven over UCI with the least code.
+        #[arg(
+            long,
+            value_name = "NAME=PATH[,KEY=VALUE]...",
+            conflicts_with = "remote"
+        )]
+        engine: Option<String>,
     },
     /// Live analysis: time to the first info, and cancel latency (one engine thread).
     Analysis {
@@ -167,6 +180,8 @@ pub struct Embedded {
     pub jobs_redis: Option<String>,
     /// Keep hosted matches in the Redis at this URL.
     pub matches_redis: Option<String>,
+    /// External UCI engines of the analysis service (`--engine` texts).
+    pub engines: Vec<String>,
 }
 
 /// What a bench needs from the program that runs it.
@@ -182,6 +197,9 @@ pub trait Host {
     fn stop(&self, server: Self::Server) -> impl Future<Output = ()>;
     /// Starts a worker process with one batch worker on the Redis at `url`.
     fn spawn_worker(&self, url: &str) -> Result<std::process::Child, String>;
+    /// Starts a remote worker process (one thread) taking work from the server at `url` over
+    /// gRPC.
+    fn spawn_remote_worker(&self, url: &str) -> Result<std::process::Child, String>;
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -297,6 +315,49 @@ where
     })
 }
 
+/// One job through an embedded server whose own batch workers analyse nothing (0 of them),
+/// served by `workers` remote worker processes over gRPC: positions per second.
+async fn remote_run<H: Host>(
+    host: &H,
+    list: &[crate::jobs::Moves],
+    nodes: u64,
+    workers: usize,
+    run: u128,
+) -> Result<crate::jobs::ServiceRun, String> {
+    let (url, server) = host
+        .serve(&Embedded {
+            batch_workers: Some(0),
+            ..Embedded::default()
+        })
+        .await?;
+    let result = async {
+        let channel = connect(&url).await?;
+        crate::wait_until_serving(
+            channel.clone(),
+            "arbiter.analysis.v1.AnalysisService",
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|e| format!("bench not started: {e}"))?;
+        let mut processes = Vec::new();
+        for _ in 0..workers {
+            processes.push(host.spawn_remote_worker(&url)?);
+        }
+        let rate =
+            crate::jobs::service(channel, list, nodes, "", &format!("{run}-remote-{workers}"))
+                .await
+                .map_err(|e| format!("bench failed: {e}"));
+        for mut p in processes {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        rate
+    }
+    .await;
+    host.stop(server).await;
+    result
+}
+
 /// Runs the bench `target` asks for, on `host`'s embedded servers when it names no server, and
 /// returns its report.
 pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
@@ -307,6 +368,8 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
             nodes,
             seed,
             redis_url,
+            remote,
+            engine,
         } => {
             let cfg = crate::jobs::JobsBenchConfig {
                 games: games.clamp(1, 1000),
@@ -315,15 +378,31 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
                 seed,
             };
             let list = crate::jobs::games(&cfg);
+            // An external engine: its name (what the job asks for) and its program.
+            let external = engine
+                .as_deref()
+                .map(|spec| {
+                    let (name, rest) = spec
+                        .split_once('=')
+                        .ok_or_else(|| format!("--engine {spec}: expected NAME=PATH"))?;
+                    let path = rest.split(',').next().unwrap_or_default();
+                    Ok::<_, String>((name.to_owned(), path.to_owned()))
+                })
+                .transpose()?;
+            let reference = |list: &[crate::jobs::Moves]| match &external {
+                None => Ok(crate::jobs::raw(list, cfg.nodes)),
+                Some((_, path)) => crate::jobs::raw_uci(list, cfg.nodes, path),
+            };
             // The reference is measured before and after the service runs, and averaged, so
             // that a drift of the machine's speed during the run cancels out.
-            let raw_before = crate::jobs::raw(&list, cfg.nodes);
+            let raw_before = reference(&list)?;
             let runtime = runtime()?;
             let mut rates = Vec::new();
             // Unique per run: a job store in Redis outlives the run.
             let run = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis());
+            let job_engine = external.as_ref().map_or("", |(name, _)| name.as_str());
             for workers in [1, 2] {
                 // With Redis, the workers are processes of their own.
                 let processes = match &redis_url {
@@ -332,36 +411,44 @@ pub fn run<H: Host>(target: BenchTarget, host: &H) -> Result<String, String> {
                         .map(|_| host.spawn_worker(url))
                         .collect::<Result<Vec<_>, _>>()?,
                 };
-                let rate = runtime.block_on(against(
-                    host,
-                    None,
-                    "arbiter.analysis.v1.AnalysisService",
-                    Embedded {
-                        batch_workers: Some(if redis_url.is_some() { 0 } else { workers }),
-                        jobs_redis: redis_url.clone(),
-                        ..Embedded::default()
-                    },
-                    |channel| {
-                        let list = list.clone();
-                        async move {
-                            crate::jobs::service(
-                                channel,
-                                &list,
-                                cfg.nodes,
-                                &format!("{run}-{workers}"),
-                            )
-                            .await
-                        }
-                    },
-                ));
+                let rate = if remote {
+                    runtime.block_on(remote_run(host, &list, cfg.nodes, workers, run))
+                } else {
+                    runtime.block_on(against(
+                        host,
+                        None,
+                        "arbiter.analysis.v1.AnalysisService",
+                        Embedded {
+                            batch_workers: Some(if redis_url.is_some() { 0 } else { workers }),
+                            jobs_redis: redis_url.clone(),
+                            engines: engine.iter().cloned().collect(),
+                            ..Embedded::default()
+                        },
+                        |channel| {
+                            let list = list.clone();
+                            async move {
+                                crate::jobs::service(
+                                    channel,
+                                    &list,
+                                    cfg.nodes,
+                                    job_engine,
+                                    &format!("{run}-{workers}"),
+                                )
+                                .await
+                            }
+                        },
+                    ))
+                };
                 for mut p in processes {
                     let _ = p.kill();
                     let _ = p.wait();
                 }
                 rates.push(rate?);
             }
-            let raw_after = crate::jobs::raw(&list, cfg.nodes);
-            let mode = if redis_url.is_some() {
+            let raw_after = reference(&list)?;
+            let mode = if remote {
+                crate::jobs::Mode::RemoteWorkers
+            } else if redis_url.is_some() {
                 crate::jobs::Mode::RedisProcesses
             } else {
                 crate::jobs::Mode::InProcess

@@ -109,6 +109,78 @@ pub fn raw(games: &[Moves], nodes: u64) -> f64 {
     positions(games) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// The reference with an external UCI engine: the engine program at `path` alone, driven with
+/// the least code that does the work (for each game `ucinewgame`; for each position that does
+/// not end the game `position startpos moves …` and `go nodes N`, read to its `bestmove`),
+/// one process, `Threads 1`, `Hash 16` as the service's pool gives it. The same positions, in
+/// the same order, with the same history as the service sends. Returns positions per second,
+/// counting every position (the service does not search a finished game's last one either).
+///
+/// # Errors
+/// The engine cannot be started or stops answering, in words.
+pub fn raw_uci(games: &[Moves], nodes: u64, path: &str) -> Result<f64, String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{path}: {e}"))?;
+    let mut input = child.stdin.take().ok_or("no stdin")?;
+    let mut output = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut line = String::new();
+    let mut wait_for = |output: &mut BufReader<_>, prefix: &str| -> Result<(), String> {
+        loop {
+            line.clear();
+            if output.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                return Err(format!("{path} ended before {prefix}"));
+            }
+            if line.starts_with(prefix) {
+                return Ok(());
+            }
+        }
+    };
+    let send = |input: &mut std::process::ChildStdin, text: &str| {
+        input
+            .write_all(text.as_bytes())
+            .and_then(|()| input.flush())
+            .map_err(|e| format!("{path}: {e}"))
+    };
+    send(&mut input, "uci\n")?;
+    wait_for(&mut output, "uciok")?;
+    send(
+        &mut input,
+        "setoption name Threads value 1\nsetoption name Hash value 16\nisready\n",
+    )?;
+    wait_for(&mut output, "readyok")?;
+    let t = Instant::now();
+    for game in games {
+        send(&mut input, "ucinewgame\nisready\n")?;
+        wait_for(&mut output, "readyok")?;
+        // Which positions end the game: checked with the rules, as the service does.
+        let mut pos = AnyPosition::start(Variant::Chess).expect("the start");
+        let mut command = String::from("position startpos moves");
+        for i in 0..=game.len() {
+            if pos.terminal().is_none() {
+                send(&mut input, &format!("{command}\ngo nodes {nodes}\n"))?;
+                wait_for(&mut output, "bestmove")?;
+            }
+            if let Some(text) = game.get(i) {
+                let m = pos
+                    .parse_move(text, arbiter_core::Notation::Uci, Default::default())
+                    .expect("a legal move");
+                pos.play_unchecked(m);
+                command.push(' ');
+                command.push_str(text);
+            }
+        }
+    }
+    let rate = positions(games) as f64 / t.elapsed().as_secs_f64();
+    let _ = send(&mut input, "quit\n");
+    let _ = child.wait();
+    Ok(rate)
+}
+
 /// The figures of one job through the service.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServiceRun {
@@ -157,12 +229,14 @@ async fn watch_to_end(
     }
 }
 
-/// Submits the games as one job, watches it to its end, reads every result back, and returns
-/// positions per second from submission to the last result read.
+/// Submits the games as one job for `engine` (a server's engine name, empty for its default),
+/// watches it to its end, reads every result back, and returns positions per second from
+/// submission to the last result read.
 pub async fn service(
     channel: Channel,
     games: &[Moves],
     nodes: u64,
+    engine: &str,
     tag: &str,
 ) -> Result<ServiceRun, tonic::Status> {
     let client = AnalysisServiceClient::new(channel);
@@ -184,6 +258,7 @@ pub async fn service(
                 .collect(),
         })),
         per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+        engine: engine.to_owned(),
     };
     let t = Instant::now();
     let job = tally
@@ -221,6 +296,13 @@ pub async fn service(
                 "a finished job with a game missing",
             ));
         }
+        // A game that failed took no engine time: its rate would flatter the service.
+        if let Some(failed) = page.games.iter().find(|g| !g.error.is_empty()) {
+            return Err(tonic::Status::internal(format!(
+                "game {} failed: {}",
+                failed.index, failed.error
+            )));
+        }
         read += page.games.len();
     }
     Ok(ServiceRun {
@@ -236,6 +318,8 @@ pub enum Mode {
     InProcess,
     /// `arbiter worker` processes, one worker each, on a queue in Redis.
     RedisProcesses,
+    /// Remote workers over gRPC (`arbiter worker --server`), one thread each.
+    RemoteWorkers,
 }
 
 /// The report: the rates and their ratios, and the service runs' retries. `raw` is the engine
@@ -262,6 +346,11 @@ pub fn report(
             "Redis Streams queue",
             "service, 1 worker process:",
             "service, 2 worker processes:",
+        ),
+        Mode::RemoteWorkers => (
+            "in-process queue, remote workers over gRPC",
+            "service, 1 remote worker:",
+            "service, 2 remote workers:",
         ),
     };
     format!(

@@ -794,6 +794,7 @@ async fn submit_job(d: &Day<'_>) -> Result<(String, Vec<usize>), String> {
             depth: 0,
             nodes: cfg.job_nodes,
         }),
+        engine: String::new(),
     };
     let job = {
         let c = ctx.analysis();

@@ -20,15 +20,14 @@
 
 use crate::caps::{Caps, MAX_DEPTH};
 use crate::domain::start_position;
+use crate::engines::{At, EngineChoice, EngineRegistry, Evaluator};
 use crate::error::AnalysisError;
 use crate::live::within;
 use arbiter_core::bughouse::{BoardId, Match, Seat, read_bpgn};
 use arbiter_core::pgn::{PgnLimits, read_games_with};
 use arbiter_core::{AnyMove, AnyPosition, Color, GameState, Locale, Position, Variant, chess};
-use arbiter_engine::analyze::{AnalysisSettings, Engines};
-use arbiter_engine::review::{
-    GameLine, Judgement, PositionEval, evaluate_position_with, review_game,
-};
+use arbiter_engine::analyze::AnalysisSettings;
+use arbiter_engine::review::{GameLine, Judgement, PositionEval, review_game};
 use arbiter_engine::score::Reported;
 use arbiter_engine::{Limits, SearchOptions, TimeSource};
 use sha2::{Digest, Sha256};
@@ -39,6 +38,7 @@ use tokio::sync::watch;
 pub mod memory;
 pub mod record;
 pub mod redis;
+pub mod remote;
 pub mod types;
 pub mod worker;
 
@@ -72,6 +72,9 @@ pub struct BatchConfig {
     pub watch_poll: Duration,
     /// With Redis: how the service's own workers take items (their number is `workers`).
     pub queue: redis::WorkerConfig,
+    /// How long a remote worker's lease on a game lasts (`AcquireWork`): past it, the game
+    /// returns to the queue.
+    pub work_lease: Duration,
 }
 
 impl Default for BatchConfig {
@@ -86,7 +89,29 @@ impl Default for BatchConfig {
             page: 50,
             watch_poll: Duration::from_millis(250),
             queue: redis::WorkerConfig::default(),
+            work_lease: Duration::from_millis(DEFAULT_WORK_LEASE_MS),
         }
+    }
+}
+
+/// The default length of a remote worker's lease, ms (`--work-lease-ms`).
+pub const DEFAULT_WORK_LEASE_MS: u64 = 300_000;
+
+/// The time now, Unix ms.
+pub(crate) fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Whether a job asking for `engine` (empty: the built-in one) is for a worker running
+/// `engines` (empty: the built-in engine alone).
+pub(crate) fn engine_wanted(engine: &str, engines: &[String]) -> bool {
+    let engine = if engine.is_empty() { "arbiter" } else { engine };
+    if engines.is_empty() {
+        engine == "arbiter"
+    } else {
+        engines.iter().any(|e| e == engine)
     }
 }
 
@@ -225,6 +250,9 @@ pub struct JobSpec {
     pub limits: Limits,
     /// The transposition table of each search, MiB.
     pub hash_mib: usize,
+    /// The engine of every search, by the server's name; empty: the built-in engine
+    /// (`arbiter`).
+    pub engine: String,
 }
 
 impl JobSpec {
@@ -297,6 +325,7 @@ pub fn decode_job(
             games,
             limits,
             hash_mib: caps.hash_mib,
+            engine: String::new(),
         },
         fingerprint,
     ))
@@ -471,6 +500,14 @@ pub(crate) fn listed_game(
 pub const MAX_ITEM_PLIES: usize = 1 << 16;
 
 impl Game {
+    /// The game's variant (bughouse for a match).
+    pub fn variant(&self) -> Variant {
+        match self {
+            Game::Line(g) => g.start.variant(),
+            Game::Bughouse(_) => Variant::Bughouse,
+        }
+    }
+
     /// Positions to analyse: one more than the moves on one board (every position of the
     /// line); two per move in bughouse (the mover's board before it, for the best move, and
     /// after it, for the evaluation: the partner's captures change the reserves in between).
@@ -528,43 +565,172 @@ fn verdict_of(j: Option<Judgement>) -> Verdict {
     }
 }
 
-/// The engine's evaluation of one position of a batch job, counted in
+/// The evaluation of one position of a batch job by `evaluator`, counted in
 /// `arbiter_analysis_searches_total{kind="batch"}` and `arbiter_analysis_nodes_total`, in a
 /// span of its own (a child of the worker's game span, when there is one).
 fn evaluate_position(
-    engines: &mut Engines,
-    pos: &AnyPosition,
-    history: &[u64],
+    evaluator: &mut Evaluator,
+    at: At<'_>,
     settings: &AnalysisSettings,
     stop: &AtomicBool,
     time: &dyn TimeSource,
-) -> PositionEval {
+) -> Result<PositionEval, String> {
     let span = tracing::info_span!(
         "analysis search",
         otel.name = "analysis.search",
-        variant = %pos.variant(),
+        variant = %at.pos.variant(),
+        engine = evaluator.engine_id(),
         nodes = tracing::field::Empty
     );
     let _entered = span.enter();
-    let eval = evaluate_position_with(engines, pos, history, settings, stop, time);
+    let eval = evaluator.evaluate(at, settings, stop, time)?;
     if eval.reported.is_some() {
         crate::metrics::searched("batch", eval.nodes);
         span.record("nodes", eval.nodes);
     }
-    eval
+    Ok(eval)
 }
 
-/// Analyses game `index` of a job on this thread: every position (`on_position` is called
-/// after each), then the review (see [`Game::positions`]). `None` when `stop` was raised
-/// before the end.
+/// The engine id the built-in engine records with a game's result (`GameResult::engine`):
+/// `Arbiter` and this build's version.
+pub fn builtin_engine_id() -> String {
+    crate::engines::builtin_id()
+}
+
+/// How [`evaluate_game`] evaluates one position: `(pos, history, start, moves)` where
+/// `history` holds the repetition keys of the positions before `pos` (empty in bughouse),
+/// and `pos` is `start` with `moves` played (in bughouse, `start` is `pos` itself and `moves`
+/// is empty: a board's evaluation ignores the partner's game). An `Err` ends the game's
+/// evaluation with that error.
+pub type Evaluate<'a> =
+    dyn FnMut(&AnyPosition, &[u64], &AnyPosition, &[AnyMove]) -> Result<PositionEval, String> + 'a;
+
+/// Evaluates every position of `game` in the documented order (see [`Game::positions`] and
+/// the proto's `WorkItem`): on one board the start and then the position after each move,
+/// each with the moves before it; in bughouse, for each move the mover's board before it and
+/// after it. `on_position` is called after each. `None` when `stop` was raised before the
+/// end; `Some(Err)` with the first error `evaluate` returned.
+pub fn evaluate_game(
+    game: &Game,
+    _spec: &JobSpec,
+    stop: &AtomicBool,
+    on_position: &mut dyn FnMut(),
+    evaluate: &mut Evaluate<'_>,
+) -> Option<Result<Vec<PositionEval>, String>> {
+    let mut evals = Vec::with_capacity(game.positions() as usize);
+    match game {
+        Game::Line(g) => {
+            let line = GameLine::replay(&g.start, &g.moves);
+            for (i, p) in line.positions.iter().enumerate() {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                match evaluate(p, line.history(i), &g.start, &g.moves[..i]) {
+                    Ok(e) => evals.push(e),
+                    Err(e) => return Some(Err(e)),
+                }
+                on_position();
+            }
+        }
+        Game::Bughouse(b) => {
+            let mut m = b.start.clone();
+            for &(seat, mv) in &b.moves {
+                let before = AnyPosition::Crazyhouse(*m.board(seat.board));
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                match evaluate(&before, &[], &before, &[]) {
+                    Ok(e) => evals.push(e),
+                    Err(e) => return Some(Err(e)),
+                }
+                on_position();
+                m.play_checked(seat, mv, Locale::English);
+                let after = AnyPosition::Crazyhouse(*m.board(seat.board));
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                match evaluate(&after, &[], &after, &[]) {
+                    Ok(e) => evals.push(e),
+                    Err(e) => return Some(Err(e)),
+                }
+                on_position();
+            }
+        }
+    }
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(Ok(evals))
+}
+
+/// The result of game `index` from the evaluations of its positions (as [`evaluate_game`]
+/// gives them, one per position), by the engine `engine_id`: on one board every move judged
+/// and each player's accuracy; in bughouse each move evaluated, unjudged.
+///
+/// # Panics
+/// When `evals` does not hold one evaluation per position.
+pub fn game_result(
+    index: usize,
+    game: &Game,
+    evals: &[PositionEval],
+    engine_id: &str,
+) -> GameResult {
+    assert_eq!(
+        evals.len() as u64,
+        game.positions(),
+        "one evaluation per position"
+    );
+    match game {
+        Game::Line(g) => line_result(index, g, evals, engine_id),
+        Game::Bughouse(b) => bughouse_result(index, b, evals, engine_id),
+    }
+}
+
+/// Analyses game `index` of a job on this thread with the job's engine among `engines`: every
+/// position ([`evaluate_game`], `on_position` called after each), then the review
+/// ([`game_result`]). `None` when `stop` was raised before the end. A game the engine failed
+/// on (an external engine that crashed twice, or one this process does not run) is recorded
+/// with its error.
 pub fn analyse_game(
     index: usize,
     game: &Game,
     spec: &JobSpec,
+    engines: &EngineRegistry,
     stop: &AtomicBool,
     time: &dyn TimeSource,
     on_position: &mut dyn FnMut(),
 ) -> Option<GameResult> {
+    let failed = |e: String| GameResult {
+        index: index as u32,
+        error: format!("analysis failed: {e}"),
+        ..GameResult::default()
+    };
+    let Some(engine) = engines.by_name(&spec.engine) else {
+        return Some(failed(format!(
+            "this worker runs no engine named {:?} (give it the service's --engine flags)",
+            spec.engine
+        )));
+    };
+    match evaluations(game, spec, &engine, stop, time, on_position)? {
+        Ok((evals, id)) => Some(game_result(index, game, &evals, &id)),
+        Err(_) if stop.load(Ordering::Relaxed) => None,
+        Err(e) => Some(failed(e)),
+    }
+}
+
+/// Evaluates every position of `game` ([`evaluate_game`]) with `engine`: the built-in engine on
+/// this thread's tables (kept from game to game, cleared for each), or one process of an
+/// external engine held for the game (told `ucinewgame` first), at `spec`'s per-ply limit and
+/// table size. Returns the evaluations and the engine's own name and version; `None` when `stop`
+/// was raised before the end.
+pub fn evaluations(
+    game: &Game,
+    spec: &JobSpec,
+    engine: &EngineChoice,
+    stop: &AtomicBool,
+    time: &dyn TimeSource,
+    on_position: &mut dyn FnMut(),
+) -> Option<Result<(Vec<PositionEval>, String), String>> {
     let settings = AnalysisSettings {
         limits: spec.limits,
         options: SearchOptions {
@@ -573,69 +739,64 @@ pub fn analyse_game(
         },
         hash_mib: spec.hash_mib,
     };
-    with_engines(settings.hash_mib, |engines| match game {
-        Game::Line(g) => analyse_line(index, g, engines, &settings, stop, time, on_position),
-        Game::Bughouse(b) => {
-            analyse_bughouse(index, b, engines, &settings, stop, time, on_position)
-        }
-    })
+    let mut evaluator = match Evaluator::for_game(engine, spec.hash_mib, stop) {
+        Ok(e) => e,
+        Err(_) if stop.load(Ordering::Relaxed) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    let evals = evaluate_game(
+        game,
+        spec,
+        stop,
+        on_position,
+        &mut |pos, history, start, moves| {
+            let at = At {
+                pos,
+                history,
+                start,
+                moves,
+            };
+            evaluate_position(&mut evaluator, at, &settings, stop, time)
+        },
+    )?;
+    Some(evals.map(|evals| (evals, evaluator.engine_id().to_owned())))
 }
 
-thread_local! {
-    /// This worker thread's engines, kept from game to game: no table is allocated and cleared
-    /// for every position (which cost more than a shallow search itself), nor for every game.
-    static ENGINES: std::cell::RefCell<Engines> = std::cell::RefCell::new(Engines::new(0));
-}
-
-/// `f` on this thread's engines with tables of `hash_mib`, cleared: a game's evaluations depend
-/// on the game alone, whichever worker analyses it and whatever it analysed before.
-fn with_engines<T>(hash_mib: usize, f: impl FnOnce(&mut Engines) -> T) -> T {
-    ENGINES.with(|engines| {
-        let mut engines = engines.borrow_mut();
-        if engines.hash_mib() != hash_mib {
-            *engines = Engines::new(hash_mib);
-        }
-        engines.clear();
-        f(&mut engines)
-    })
-}
-
-/// A bughouse match: for each move, the mover's board before it (the engine's best move
-/// there) and after it (the evaluation). Moves are not classified and no accuracy is
-/// computed: a board's evaluation ignores the partner's game. Repetition is not looked for
-/// across the boards' histories.
-fn analyse_bughouse(
-    index: usize,
-    game: &BughouseSpec,
-    engines: &mut Engines,
-    settings: &AnalysisSettings,
+/// [`evaluations`] with the built-in engine, without the engine's id.
+pub fn builtin_evaluations(
+    game: &Game,
+    spec: &JobSpec,
     stop: &AtomicBool,
     time: &dyn TimeSource,
     on_position: &mut dyn FnMut(),
-) -> Option<GameResult> {
+) -> Option<Result<Vec<PositionEval>, String>> {
+    evaluations(game, spec, &EngineChoice::Builtin, stop, time, on_position)
+        .map(|r| r.map(|(evals, _)| evals))
+}
+
+/// A bughouse match's result: for each move, the mover's board before it (the engine's best
+/// move there) and after it (the evaluation). Moves are not classified and no accuracy is
+/// computed: a board's evaluation ignores the partner's game. Repetition is not looked for
+/// across the boards' histories.
+fn bughouse_result(
+    index: usize,
+    game: &BughouseSpec,
+    evals: &[PositionEval],
+    engine_id: &str,
+) -> GameResult {
     let mut m = game.start.clone();
     let mut plies = Vec::with_capacity(game.moves.len());
-    for &(seat, mv) in &game.moves {
+    for (k, &(seat, mv)) in game.moves.iter().enumerate() {
         let before = AnyPosition::Crazyhouse(*m.board(seat.board));
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        let best = evaluate_position(engines, &before, &[], settings, stop, time);
-        on_position();
+        let (best, eval) = (&evals[2 * k], &evals[2 * k + 1]);
         m.play_checked(seat, mv, Locale::English);
-        let after = AnyPosition::Crazyhouse(*m.board(seat.board));
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        let eval = evaluate_position(engines, &after, &[], settings, stop, time);
-        on_position();
         let played = AnyMove::Chess(mv);
         let uci = before.move_to_uci(played);
         plies.push(PlyResult {
             played: move_text(&before, played),
-            eval_after: white_score(&eval),
+            eval_after: white_score(eval),
             verdict: Verdict::Unjudged,
-            better: best.best.filter(|b| *b != uci).and_then(|b| {
+            better: best.best.clone().filter(|b| *b != uci).and_then(|b| {
                 let m = before
                     .parse_move(&b, arbiter_core::Notation::Uci, Locale::English)
                     .ok()?;
@@ -644,47 +805,24 @@ fn analyse_bughouse(
             board: seat.board.letter().to_string(),
         });
     }
-    if stop.load(Ordering::Relaxed) {
-        return None;
-    }
-    Some(GameResult {
+    GameResult {
         index: index as u32,
         plies,
+        engine: engine_id.to_owned(),
         ..GameResult::default()
-    })
+    }
 }
 
-/// A game on one board: every position of its line, then the review.
-fn analyse_line(
+/// A game on one board's result: its review from the evaluations of every position.
+fn line_result(
     index: usize,
     game: &GameSpec,
-    engines: &mut Engines,
-    settings: &AnalysisSettings,
-    stop: &AtomicBool,
-    time: &dyn TimeSource,
-    on_position: &mut dyn FnMut(),
-) -> Option<GameResult> {
+    evals: &[PositionEval],
+    engine_id: &str,
+) -> GameResult {
     let line = GameLine::replay(&game.start, &game.moves);
     let positions = &line.positions;
-    let mut evals = Vec::with_capacity(positions.len());
-    for (i, p) in positions.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        evals.push(evaluate_position(
-            engines,
-            p,
-            line.history(i),
-            settings,
-            stop,
-            time,
-        ));
-        on_position();
-    }
-    if stop.load(Ordering::Relaxed) {
-        return None;
-    }
-    let review = review_game(&evals, &line.played);
+    let review = review_game(evals, &line.played);
     let plies = review
         .moves
         .iter()
@@ -706,7 +844,7 @@ fn analyse_line(
         })
         .collect();
     let [w, b] = review.counts.map(|c| c.map(|n| n as u32));
-    Some(GameResult {
+    GameResult {
         index: index as u32,
         start_eval: white_score(&evals[0]),
         plies,
@@ -715,7 +853,8 @@ fn analyse_line(
         white_counts: w,
         black_counts: b,
         error: String::new(),
-    })
+        engine: engine_id.to_owned(),
+    }
 }
 
 /// Where batch jobs are queued and their results kept: this process ([`Jobs`], the embedded
@@ -796,6 +935,122 @@ impl JobQueue {
         match self {
             JobQueue::Memory(jobs) => jobs.cancel(caller, id),
             JobQueue::Redis(jobs) => jobs.cancel(caller, id).await,
+        }
+    }
+}
+
+impl JobQueue {
+    /// The refusal id of remote worker `worker`, when it is refused for work.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached.
+    pub async fn work_refusal(
+        &self,
+        worker: &remote::WorkerId,
+    ) -> Result<Option<String>, AnalysisError> {
+        match self {
+            JobQueue::Memory(jobs) => Ok(jobs.refusal(worker)),
+            JobQueue::Redis(jobs) => jobs.refusal(worker).await,
+        }
+    }
+
+    /// Lifts refusal `id` of `worker` (nothing if it is refused under another id).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached.
+    pub async fn lift_work_refusal(
+        &self,
+        worker: &remote::WorkerId,
+        id: &str,
+    ) -> Result<(), AnalysisError> {
+        match self {
+            JobQueue::Memory(jobs) => {
+                jobs.lift(worker, id);
+                Ok(())
+            }
+            JobQueue::Redis(jobs) => jobs.lift(worker, id).await,
+        }
+    }
+
+    /// Refuses `worker` for work under a fresh refusal id and returns its live leases to the
+    /// queue: the id and how many leases went back.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached.
+    pub async fn refuse_worker(
+        &self,
+        worker: &remote::WorkerId,
+    ) -> Result<(String, u64), AnalysisError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.refuse(worker),
+            JobQueue::Redis(jobs) => jobs.refuse(worker).await,
+        }
+    }
+
+    /// A game for remote worker `worker`, of a job asking for one of `engines` (empty: the
+    /// built-in engine), under a lease; waits up to `wait` for one; `None` when none came.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached or the server is shutting down.
+    pub async fn acquire(
+        &self,
+        worker: &remote::WorkerId,
+        engines: &[String],
+        wait: Duration,
+    ) -> Result<Option<remote::WorkItem>, AnalysisError> {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let item = match self {
+                JobQueue::Memory(jobs) => jobs.acquire(worker, engines)?,
+                JobQueue::Redis(jobs) => jobs.acquire(worker, engines, until).await?,
+            };
+            if let Some(item) = item {
+                crate::metrics::lease_granted();
+                return Ok(Some(item));
+            }
+            let now = tokio::time::Instant::now();
+            if now >= until {
+                return Ok(None);
+            }
+            // In process a look is a lock; on Redis, three round trips.
+            let poll = match self {
+                JobQueue::Memory(_) => Duration::from_millis(25),
+                JobQueue::Redis(_) => Duration::from_millis(100),
+            };
+            tokio::time::sleep((until - now).min(poll)).await;
+        }
+    }
+
+    /// What lease `lease_id` of `worker` holds.
+    ///
+    /// # Errors
+    /// `FAILED_PRECONDITION` for a lease not held; `UNAVAILABLE`.
+    pub async fn leased(
+        &self,
+        worker: &remote::WorkerId,
+        lease_id: &str,
+    ) -> Result<remote::Leased, AnalysisError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.leased(worker, lease_id),
+            JobQueue::Redis(jobs) => jobs.leased(worker, lease_id).await,
+        }
+    }
+
+    /// Records the checked result of lease `lease_id` of `worker` once: `true` when nothing
+    /// changed (a retry, or the game recorded already).
+    ///
+    /// # Errors
+    /// `FAILED_PRECONDITION` for a lease not held; `UNAVAILABLE`.
+    pub async fn record_work(
+        &self,
+        worker: &remote::WorkerId,
+        lease_id: &str,
+        result: GameResult,
+        positions: u64,
+    ) -> Result<bool, AnalysisError> {
+        match self {
+            JobQueue::Memory(jobs) => jobs.record_work(worker, lease_id, result, positions),
+            JobQueue::Redis(jobs) => jobs.record_work(worker, lease_id, &result, positions).await,
         }
     }
 }

@@ -6,11 +6,13 @@
 //!   `bughouse`, …), the start's text (a BFEN in bughouse), its rule options (a packed list of
 //!   names and values), then each move in UCI (in bughouse prefixed by its seat's letter: `A`
 //!   White on A, `a` Black on A, `B`, `b`);
-//! - a result is `gr1:` then a packed list: the index, the start's evaluation, White's and
+//! - a result is `gr2:` then a packed list: the index, the start's evaluation, White's and
 //!   Black's accuracy (empty when none), the six counts (White's inaccuracies, mistakes,
-//!   blunders, then Black's, space-separated), the error, then one packed list per move: its
-//!   UCI, its SAN, the evaluation after it, its verdict, the better move (empty, or a packed
-//!   list of its UCI and SAN), its board.
+//!   blunders, then Black's, space-separated), the error, the engine's id (its name and
+//!   version, empty when unknown), then one packed list per move: its UCI, its SAN, the
+//!   evaluation after it, its verdict, the better move (empty, or a packed list of its UCI and
+//!   SAN), its board. Results of version 1 (`gr1:`, written before the engine was recorded)
+//!   are the same without the engine's id, and still read (their engine is empty).
 //!
 //! A packed list is each item as its length in bytes, `:`, and its bytes. An evaluation is
 //! empty, `cp:<n>` or `mate:<n>`; a verdict empty (not judged), `good`, `inaccuracy`,
@@ -29,8 +31,10 @@ use arbiter_engine::score::Reported;
 
 /// The tag of an item in this encoding (version 1).
 pub const ITEM_TAG: &str = "gm1:";
-/// The tag of a result in this encoding (version 1).
-pub const RESULT_TAG: &str = "gr1:";
+/// The tag of a result in this encoding (version 2: with the engine's id).
+pub const RESULT_TAG: &str = "gr2:";
+/// The tag of a result of version 1 (no engine's id), still read.
+pub const RESULT_TAG_V1: &str = "gr1:";
 
 pub use arbiter_redis_conn::packed::{pack, unpack};
 
@@ -205,6 +209,7 @@ pub fn encode_result(r: &GameResult) -> String {
         accuracy_text(r.black_accuracy),
         counts.join(" "),
         r.error.clone(),
+        r.engine.clone(),
     ];
     fields.extend(r.plies.iter().map(|p| {
         pack(&[
@@ -227,14 +232,24 @@ pub fn encode_result(r: &GameResult) -> String {
 /// # Errors
 /// A value that is not a result, in words.
 pub fn decode_result(stored: &[u8]) -> Result<GameResult, String> {
-    let Some(body) = stored.strip_prefix(RESULT_TAG.as_bytes()) else {
+    let (body, version) = if let Some(body) = stored.strip_prefix(RESULT_TAG.as_bytes()) {
+        (body, 2)
+    } else if let Some(body) = stored.strip_prefix(RESULT_TAG_V1.as_bytes()) {
+        (body, 1)
+    } else {
         return crate::legacy::decode_result(stored);
     };
     let body = std::str::from_utf8(body).map_err(|e| e.to_string())?;
     let fields = unpack(body)?;
-    let [index, start_eval, white, black, counts, error, plies @ ..] = fields.as_slice() else {
+    let fixed = if version == 2 { 7 } else { 6 };
+    if fields.len() < fixed {
+        return Err("too few fields".into());
+    }
+    let (head, plies) = fields.split_at(fixed);
+    let [index, start_eval, white, black, counts, error] = head[..6] else {
         return Err("too few fields".into());
     };
+    let engine = head.get(6).copied().unwrap_or("");
     let counts = counts
         .split(' ')
         .map(|n| n.parse::<u32>().map_err(|_| format!("not a count: {n}")))
@@ -283,7 +298,8 @@ pub fn decode_result(stored: &[u8]) -> Result<GameResult, String> {
         black_accuracy: accuracy_of(black)?,
         white_counts: [w0, w1, w2],
         black_counts: [b0, b1, b2],
-        error: (*error).to_owned(),
+        error: error.to_owned(),
+        engine: engine.to_owned(),
     })
 }
 
@@ -389,6 +405,7 @@ mod tests {
                 white_counts: [1, 2, 3],
                 black_counts: [4, 5, 6],
                 error: String::new(),
+                engine: "Stockfish 17".into(),
             },
             GameResult {
                 index: 2,
@@ -403,6 +420,16 @@ mod tests {
         }
         assert!(decode_result(b"gr1:1:0").is_err());
         assert!(decode_result(b"gr1:9:").is_err());
+        assert!(decode_result(b"gr2:1:0").is_err());
+        // Version 1 (no engine) still reads, with an empty engine.
+        let v1 = format!(
+            "{RESULT_TAG_V1}{}",
+            pack(&["4", "cp:12", "", "", "0 0 0 0 0 1", ""])
+        );
+        let read = decode_result(v1.as_bytes()).unwrap();
+        assert_eq!((read.index, read.engine.as_str()), (4, ""));
+        assert_eq!(read.start_eval, Some(Reported::Cp(12)));
+        assert_eq!(read.black_counts, [0, 0, 1]);
     }
 
     #[test]

@@ -146,4 +146,7 @@ pub struct GameResult {
     pub black_counts: [u32; 3],
     /// Why the game could not be analysed; empty when it was.
     pub error: String,
+    /// The engine that evaluated the game, by its own name and version (`Arbiter 1.2.0`);
+    /// empty when unknown (results recorded by earlier versions, failed games).
+    pub engine: String,
 }

@@ -32,6 +32,7 @@ pub async fn run_worker_process<F>(
     redis: &RedisConfig,
     config: WorkerConfig,
     time: Arc<dyn TimeSource>,
+    engines: Arc<crate::engines::EngineRegistry>,
     health: Option<TcpListener>,
     shutdown: F,
 ) -> Result<(), String>
@@ -47,7 +48,7 @@ where
         Some(listener) => Some(serve_health(redis, listener, down.clone())?),
         None => None,
     };
-    let result = run_workers(redis, config, time, down).await;
+    let result = run_workers(redis, config, time, engines, down).await;
     if let Some((stop, task)) = health_task {
         let _ = stop.send(());
         match task.await {

@@ -48,7 +48,17 @@ async fn main() -> Result<ExitCode, arbiter_kit::ServeError> {
         None => None,
     };
     let time: Arc<dyn arbiter_engine::TimeSource> = Arc::new(arbiter_engine::SystemTime::new());
-    arbiter_analysis::run_worker_process(&redis, config, time, health, shutdown_signal()).await?;
+    let engines = arbiter_analysis::engines::EngineRegistry::start(&args.worker.engines.config())?;
+    arbiter_analysis::run_worker_process(
+        &redis,
+        config,
+        time,
+        Arc::clone(&engines),
+        health,
+        shutdown_signal(),
+    )
+    .await?;
+    engines.shut_down();
     if let Some(metrics) = metrics {
         metrics.stop().await;
     }

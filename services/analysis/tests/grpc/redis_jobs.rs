@@ -5,6 +5,7 @@
 use super::{TWO_GAMES, job, position, watch_to_end};
 use arbiter_analysis::batch::redis::{DEAD, GROUP, WORK};
 use arbiter_analysis::batch::{BatchConfig, Caller, Game, GameSpec, JobSpec, analyse_game};
+use arbiter_analysis::engines::EngineRegistry;
 use arbiter_analysis::{AnalysisConfig, RedisConfig, WorkerConfig, run_workers};
 use arbiter_core::{AnyPosition, Position, Variant as CoreVariant};
 use arbiter_engine::{Limits, SystemTime, TimeSource};
@@ -75,7 +76,9 @@ fn worker(redis: impl Into<RedisConfig>, config: WorkerConfig) -> tokio::task::J
     tokio::spawn(async move {
         // Never shut down gracefully: only killed.
         let (_keep, rx) = tokio::sync::watch::channel(false);
-        run_workers(&redis, config, time, rx).await.unwrap();
+        run_workers(&redis, config, time, EngineRegistry::builtin(), rx)
+            .await
+            .unwrap();
     })
 }
 
@@ -139,6 +142,7 @@ fn move_lists(id: &str, list: &[Vec<String>], nodes: u64) -> pb::SubmitJobReques
                 .collect(),
         })),
         per_ply: Some(pb::PlyLimit { depth: 0, nodes }),
+        engine: String::new(),
     }
 }
 
@@ -256,11 +260,13 @@ async fn two_workers_share_a_job_and_one_killed_mid_game_loses_nothing() {
         games: vec![Game::Line(game)],
         limits: Limits::nodes(nodes),
         hash_mib: 16,
+        engine: String::new(),
     };
     let alone = analyse_game(
         killed_game,
         &spec.games[0],
         &spec,
+        &EngineRegistry::default(),
         &AtomicBool::new(false),
         &SystemTime::new(),
         &mut || {},
@@ -420,7 +426,7 @@ async fn items_and_results_of_the_previous_version_are_read() {
         .hget(format!("an:j:{}:r", status.job_id), 1)
         .await
         .unwrap();
-    assert!(stored.starts_with(b"gr1:"), "results are written anew");
+    assert!(stored.starts_with(b"gr2:"), "results are written anew");
     // Game 0's result as the previous version stored it: read back the same.
     let _: () = c
         .hset(
@@ -690,7 +696,14 @@ async fn a_worker_stopping_gracefully_hands_its_game_back_at_once() {
         let redis = redis.secure(USER);
         tokio::spawn(async move {
             let time: Arc<dyn TimeSource> = Arc::new(SystemTime::new());
-            run_workers(&redis, quick(600_000, 3), time, rx).await
+            run_workers(
+                &redis,
+                quick(600_000, 3),
+                time,
+                EngineRegistry::builtin(),
+                rx,
+            )
+            .await
         })
     };
     let held = loop {
@@ -749,6 +762,7 @@ async fn a_worker_process_serves_health_that_follows_redis() {
             &config,
             quick(600_000, 3),
             time,
+            EngineRegistry::builtin(),
             Some(listener),
             async {
                 let _ = stopped.await;
@@ -774,4 +788,64 @@ async fn a_worker_process_serves_health_that_follows_redis() {
         .await
         .unwrap_err();
     assert!(e.contains("cannot connect"), "{e}");
+}
+
+/// On Redis, a job that names an external engine is analysed by worker processes running an
+/// engine of that name: the front end accepts it (it runs Stockfish too, so it knows the name),
+/// a worker process given the same `--engine` analyses it, and every result names Stockfish.
+#[tokio::test]
+async fn a_job_on_stockfish_is_analysed_by_a_worker_process_that_runs_it() {
+    let spec = arbiter_uci_client::EngineSpec::parse("stockfish=/usr/games/stockfish,hash=8")
+        .expect("a spec");
+    let engines = arbiter_analysis::engines::EnginesConfig {
+        engines: vec![spec],
+        defaults: vec![],
+    };
+    let redis = arbiter_testkit::redis().await;
+    let mut config = front(redis.secure(USER), 0, Duration::from_secs(600));
+    config.engines = engines.clone();
+    let mut s = start_on_redis(config).await;
+    let registry = EngineRegistry::start(&engines).expect("Stockfish starts");
+    let worker = {
+        let (redis, time) = (
+            redis.secure(USER),
+            Arc::new(SystemTime::new()) as Arc<dyn TimeSource>,
+        );
+        let registry = Arc::clone(&registry);
+        tokio::spawn(async move {
+            let (_keep, rx) = tokio::sync::watch::channel(false);
+            run_workers(&redis, quick(30_000, 3), time, registry, rx)
+                .await
+                .unwrap();
+        })
+    };
+    let mut submit = job("on-stockfish", TWO_GAMES, 5_000);
+    submit.engine = "stockfish".into();
+    // The second game is crazyhouse, which Stockfish does not play: refused, naming the field.
+    let e = s.client.submit_job(submit.clone()).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    submit.games = Some(pb::submit_job_request::Games::Pgn(
+        "1. e4 e5 2. Nf3 Nc6 *\n\n1. d4 d5 *\n".into(),
+    ));
+    let id = s
+        .client
+        .submit_job(submit)
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+        .unwrap()
+        .job_id;
+    let seen = watch_to_end(&mut s.client, &id).await;
+    assert_eq!(seen.last().unwrap().state, pb::JobState::Done as i32);
+    let games = all_results(&mut s.client, &id).await;
+    assert_eq!(games.len(), 2);
+    for g in &games {
+        assert!(g.error.is_empty(), "{}", g.error);
+        assert!(g.engine.starts_with("Stockfish "), "{}", g.engine);
+        assert!(g.plies.iter().all(|p| p.eval_after.is_some()));
+    }
+    worker.abort();
+    registry.shut_down();
+    s.server.stop().await;
 }

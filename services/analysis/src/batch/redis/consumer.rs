@@ -5,6 +5,7 @@
 
 use super::super::{Game, GameResult, JobSpec, analyse_game, record};
 use super::{BLOCK_MS, DEAD, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts, WORK};
+use crate::engines::EngineRegistry;
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::cpu::RaiseOnDrop;
 use arbiter_kit::retry::{Backoff, RetryPolicy};
@@ -55,6 +56,7 @@ struct Ctx {
     config: WorkerConfig,
     scripts: Scripts,
     time: Arc<dyn TimeSource>,
+    engines: Arc<EngineRegistry>,
 }
 
 /// Runs `config.workers` workers on the job queue in Redis until `shutdown` turns true. Each
@@ -68,6 +70,7 @@ pub async fn run_workers(
     redis: &RedisConfig,
     config: WorkerConfig,
     time: Arc<dyn TimeSource>,
+    engines: Arc<EngineRegistry>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let ctx = Arc::new(Ctx {
@@ -75,6 +78,7 @@ pub async fn run_workers(
         config,
         scripts: Scripts::new(),
         time,
+        engines,
     });
     // Unique among the group's consumers: a consumer name is the owner of its pending items.
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into());
@@ -101,6 +105,7 @@ pub async fn run_workers(
             shutdown.clone(),
         ));
     }
+    slots.spawn(sweep_leases(Arc::clone(&ctx), shutdown.clone()));
     if arbiter_kit::metrics::installed() {
         crate::metrics::declare_worker();
         slots.spawn(sample_stream(Arc::clone(&ctx), shutdown.clone()));
@@ -273,7 +278,7 @@ async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResu
             .arg(1)
             .query_async(c)
             .await?;
-        let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered);
+        let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered) + tries(&entry);
         return Ok(Some(Taken { entry, deliveries }));
     }
     let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
@@ -293,9 +298,44 @@ async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResu
         .and_then(|r| r.keys.into_iter().next())
         .and_then(|k| k.ids.into_iter().next())
         .map(|entry| Taken {
+            deliveries: 1 + tries(&entry),
             entry,
-            deliveries: 1,
         }))
+}
+
+/// The deliveries of an entry's game before this entry (to remote workers whose leases
+/// expired): its `tries` field, 0 when absent.
+fn tries(entry: &StreamId) -> usize {
+    entry
+        .get::<String>("tries")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Ends remote workers' expired leases every second until shutdown (their games back in the
+/// stream), beside the service's own sweep at each `AcquireWork`: games of remote workers that
+/// died return even when no remote worker calls any more.
+async fn sweep_leases(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
+    let mut conn: Option<Connection> = None;
+    loop {
+        if conn.is_none() {
+            conn = connect(&ctx.client).await.ok();
+        }
+        if let Some(c) = conn.as_mut() {
+            let mut args = ctx.scripts.lease_expire.args();
+            args.set("limit", 100);
+            let ended: redis::RedisResult<u64> = ctx.scripts.lease_expire.call(c, args).await;
+            match ended {
+                Ok(n) if n > 0 => crate::metrics::leases_ended("expired", n),
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "analysis worker: sweeping leases failed"),
+            }
+        }
+        pause(Duration::from_secs(1), &mut shutdown).await;
+        if *shutdown.borrow() {
+            return;
+        }
+    }
 }
 
 /// Why a game's analysis stopped before its end.
@@ -392,10 +432,10 @@ async fn work(
     }
     let meta: redis::RedisResult<ItemJob> = redis::cmd("HMGET")
         .arg(format!("an:j:{job}"))
-        .arg(&["cancelled", "depth", "nodes", "hash", "trace"])
+        .arg(&["cancelled", "depth", "nodes", "hash", "trace", "engine"])
         .query_async(c)
         .await;
-    let (cancelled, depth, nodes, hash, trace) = match meta {
+    let (cancelled, depth, nodes, hash, trace, engine) = match meta {
         Ok(m) => m,
         Err(e) => {
             // Redis failing now: the item stays pending and is claimed again later.
@@ -416,9 +456,16 @@ async fn work(
         deliveries = taken.deliveries
     );
     arbiter_kit::trace::follow(&span, trace.as_deref().unwrap_or_default());
-    analyse_item(ctx, c, consumer, taken, shutdown, (depth, nodes, hash))
-        .instrument(span)
-        .await;
+    analyse_item(
+        ctx,
+        c,
+        consumer,
+        taken,
+        shutdown,
+        (depth, nodes, hash, engine),
+    )
+    .instrument(span)
+    .await;
 }
 
 /// Analyses the game of an item whose job wants it, with heartbeats, and records the result
@@ -429,7 +476,7 @@ async fn analyse_item(
     consumer: &str,
     taken: Taken,
     shutdown: &watch::Receiver<bool>,
-    (depth, nodes, hash): (Option<u32>, Option<u64>, Option<usize>),
+    (depth, nodes, hash, engine): (Option<u32>, Option<u64>, Option<usize>, Option<String>),
 ) {
     let (item, job, game) = (
         taken.entry.id.clone(),
@@ -449,6 +496,7 @@ async fn analyse_item(
             games: vec![g],
             limits,
             hash_mib: hash.unwrap_or(16).clamp(1, 4096),
+            engine: engine.unwrap_or_default(),
         },
         Err(e) => return failed(c, &taken, &e).await,
     };
@@ -459,14 +507,23 @@ async fn analyse_item(
     let done = Arc::new(AtomicU64::new(0));
     let mut analysis = {
         let (stop, done, time) = (Arc::clone(&stop), Arc::clone(&done), Arc::clone(&ctx.time));
+        let engines = Arc::clone(&ctx.engines);
         // The game's span, for the searches' own on the blocking thread.
         let game_span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
             let _entered = game_span.enter();
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                analyse_game(index, &spec.games[0], &spec, &stop, &*time, &mut || {
-                    done.fetch_add(1, Ordering::Relaxed);
-                })
+                analyse_game(
+                    index,
+                    &spec.games[0],
+                    &spec,
+                    &engines,
+                    &stop,
+                    &*time,
+                    &mut || {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    },
+                )
             }))
         })
     };

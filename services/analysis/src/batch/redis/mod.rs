@@ -25,19 +25,33 @@
 //! - A worker that stops gracefully puts its entry back at once (a fresh copy); one that is
 //!   killed leaves it pending, to be claimed after the claim timeout.
 //!
+//! - Remote workers (`AcquireWork`): the service reads the stream as consumer
+//!   [`REMOTE_CONSUMER`] (or claims what that consumer left pending past the claim timeout),
+//!   and moves the entry into a lease record `an:lease:<id>` (job, game, payload, worker, state,
+//!   deliveries so far) in one script, acknowledging the entry: a remote worker needs no
+//!   heartbeat. `an:leases` (a sorted set by expiry) is swept by every `AcquireWork` (of any
+//!   replica): a lease past its time puts its game back in the stream as a fresh entry whose
+//!   `tries` field carries the deliveries so far, so the dead-letter rule still counts them
+//!   (the workers add `tries` to the entry's own delivery count). `SubmitWork` records the
+//!   result with the same `store` as `record.lua`, once. `an:wl:<worker>` lists a worker's
+//!   leases (returned at once when it is refused), `an:refusals` the refused workers with
+//!   their refusal ids.
+//!
 //! Every step that changes more than one key is one Lua script, so it is atomic. Scripts read
 //! their arguments by name (`A.job`, never `ARGV[i]`): each has a schema here (`SUBMIT_ARGS`,
 //! …) from which the Lua that names them is made.
 
+use super::remote::{self, Leased, WorkItem, WorkerId};
 use super::{
-    BatchConfig, Caller, GameResult, JobSpec, JobStatus, Submitted, not_found, page_size, record,
-    status_of,
+    BatchConfig, Caller, Game, GameResult, JobSpec, JobStatus, Submitted, not_found, page_size,
+    record, status_of,
 };
 use crate::error::AnalysisError;
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -54,6 +68,13 @@ pub const DEAD_MAXLEN: u64 = 10_000;
 const ERROR_TTL_MS: u64 = 86_400_000;
 /// The longest a worker's read waits for a new item (then it looks for abandoned ones).
 const BLOCK_MS: u64 = 1_000;
+/// The consumer of the group under which the service takes items for remote workers (for the
+/// moment between reading an entry and moving it into its lease).
+pub const REMOTE_CONSUMER: &str = "an:remote";
+/// The most entries one `AcquireWork` looks at (entries of engines the worker lacks go back).
+const ACQUIRE_SCAN: usize = 16;
+/// How long a lease's record outlives the lease (to answer a retried submission).
+const LEASE_KEEP_MS: u64 = 86_400_000;
 
 /// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
 const PRELUDE: &str = include_str!("lua/prelude.lua");
@@ -76,7 +97,42 @@ static SUBMIT_ARGS: Schema = Schema::new(&[
     ("owner", 1),
     ("items", 1),
     ("trace", 1),
+    ("engine", 1),
 ]);
+
+/// The `LEASE` script (`lua/lease.lua`; its header lists its keys and arguments).
+const LEASE: &str = include_str!("lua/lease.lua");
+/// `LEASE`'s arguments.
+static LEASE_ARGS: Schema = Schema::new(&[
+    ("item", 1),
+    ("consumer", 1),
+    ("lease", 1),
+    ("worker", 1),
+    ("length", 1),
+    ("keep", 1),
+    ("deliveries", 1),
+]);
+
+/// The `LEASE_EXPIRE` script (`lua/lease-expire.lua`; its header lists its keys and arguments).
+const LEASE_EXPIRE: &str = include_str!("lua/lease-expire.lua");
+/// `LEASE_EXPIRE`'s arguments.
+static LEASE_EXPIRE_ARGS: Schema = Schema::new(&[("limit", 1)]);
+
+/// The `REFUSE` script (`lua/refuse.lua`; its header lists its keys and arguments).
+const REFUSE: &str = include_str!("lua/refuse.lua");
+/// `REFUSE`'s arguments.
+static REFUSE_ARGS: Schema = Schema::new(&[("worker", 1), ("refusal", 1)]);
+
+/// The `LIFT` script (`lua/lift.lua`; its header lists its keys and arguments).
+const LIFT: &str = include_str!("lua/lift.lua");
+/// `LIFT`'s arguments.
+static LIFT_ARGS: Schema = Schema::new(&[("worker", 1), ("refusal", 1)]);
+
+/// The `WORK_RECORD` script (`lua/work-record.lua`; its header lists its keys and arguments).
+const WORK_RECORD: &str = include_str!("lua/work-record.lua");
+/// `WORK_RECORD`'s arguments.
+static WORK_RECORD_ARGS: Schema =
+    Schema::new(&[("lease", 1), ("worker", 1), ("positions", 1), ("result", 1)]);
 
 /// The `CANCEL` script (`lua/cancel.lua`; its header lists its keys and arguments).
 const CANCEL: &str = include_str!("lua/cancel.lua");
@@ -177,6 +233,11 @@ struct Scripts {
     dead: Named,
     requeue: Named,
     drop: Named,
+    lease: Named,
+    lease_expire: Named,
+    refuse: Named,
+    lift: Named,
+    work_record: Named,
 }
 
 impl Scripts {
@@ -189,6 +250,11 @@ impl Scripts {
             dead: Named::new(&DEAD_LETTER_ARGS, DEAD_LETTER),
             requeue: Named::new(&REQUEUE_ARGS, REQUEUE),
             drop: Named::new(&DROP_ARGS, DROP),
+            lease: Named::new(&LEASE_ARGS, LEASE),
+            lease_expire: Named::new(&LEASE_EXPIRE_ARGS, LEASE_EXPIRE),
+            refuse: Named::new(&REFUSE_ARGS, REFUSE),
+            lift: Named::new(&LIFT_ARGS, LIFT),
+            work_record: Named::new(&WORK_RECORD_ARGS, WORK_RECORD),
         }
     }
 
@@ -202,6 +268,11 @@ impl Scripts {
             s.dead,
             s.requeue,
             s.drop,
+            s.lease,
+            s.lease_expire,
+            s.refuse,
+            s.lift,
+            s.work_record,
         ]
         .into_iter()
         .map(|n| n.script)
@@ -231,12 +302,13 @@ type JobFields = (
 );
 
 /// What a worker reads of an item's job: `cancelled`, `depth`, `nodes`, `hash`, `trace` (the
-/// `traceparent` of its `SubmitJob` call, empty without traces).
+/// `traceparent` of its `SubmitJob` call, empty without traces), `engine`.
 pub(super) type ItemJob = (
     Option<String>,
     Option<u32>,
     Option<u64>,
     Option<usize>,
+    Option<String>,
     Option<String>,
 );
 
@@ -342,7 +414,8 @@ impl RedisJobs {
             .set(
                 "trace",
                 arbiter_kit::trace::traceparent().unwrap_or_default(),
-            );
+            )
+            .set("engine", &spec.engine);
         let (what, detail): (String, String) = self
             .scripts
             .submit
@@ -510,6 +583,361 @@ impl RedisJobs {
     }
 }
 
+/// What the service reads of a job for a remote worker: `cancelled`, `depth`, `nodes`, `hash`,
+/// `engine`.
+type LeaseJob = (
+    Option<String>,
+    Option<u32>,
+    Option<u64>,
+    Option<usize>,
+    Option<String>,
+);
+
+/// A lease record's `job`, `game`, `item`, `worker` and `state`.
+type LeaseFields = (
+    Option<String>,
+    Option<String>,
+    Option<Vec<u8>>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The job settings of a game for a remote worker, from its job's fields (`None`: the job
+/// is cancelled, expired, or has no per-ply limit).
+fn lease_spec(game: Game, meta: LeaseJob) -> Option<JobSpec> {
+    let (cancelled, depth, nodes, hash, engine) = meta;
+    if cancelled.as_deref() != Some("0") {
+        return None;
+    }
+    let limits = match (depth.unwrap_or(0), nodes.unwrap_or(0)) {
+        (d @ 1.., _) => arbiter_engine::Limits::depth(d),
+        (_, n @ 1..) => arbiter_engine::Limits::nodes(n),
+        _ => return None,
+    };
+    Some(JobSpec {
+        games: vec![game],
+        limits,
+        hash_mib: hash.unwrap_or(16).clamp(1, 4096),
+        engine: engine.unwrap_or_default(),
+    })
+}
+
+impl RedisJobs {
+    /// Ends the leases past their time (their games back in the stream).
+    async fn sweep(&self, c: &mut Connection) -> Result<(), AnalysisError> {
+        let mut args = self.scripts.lease_expire.args();
+        args.set("limit", 100);
+        let ended: u64 = self
+            .scripts
+            .lease_expire
+            .call(c, args)
+            .await
+            .map_err(unavailable)?;
+        if ended > 0 {
+            crate::metrics::leases_ended("expired", ended);
+        }
+        Ok(())
+    }
+
+    /// An entry for the remote consumer: one it left pending past the claim timeout, else a
+    /// new one (not waiting): the entry and its deliveries (this one included).
+    async fn read_one(
+        &self,
+        c: &mut Connection,
+    ) -> Result<Option<(StreamId, usize)>, AnalysisError> {
+        let idle = u64::try_from(self.config.queue.claim_idle.as_millis()).unwrap_or(u64::MAX);
+        let claimed: redis::RedisResult<StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
+            .arg(WORK)
+            .arg(GROUP)
+            .arg(REMOTE_CONSUMER)
+            .arg(idle)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(c)
+            .await;
+        let claimed = match claimed {
+            Err(e) if e.code() == Some("NOGROUP") => {
+                // No worker made the group yet: make it (from the stream's start).
+                consumer::ensure_group(c).await.map_err(unavailable)?;
+                StreamAutoClaimReply::default()
+            }
+            other => other.map_err(unavailable)?,
+        };
+        if let Some(entry) = claimed.claimed.into_iter().next() {
+            let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+                .arg(WORK)
+                .arg(GROUP)
+                .arg(&entry.id)
+                .arg(&entry.id)
+                .arg(1)
+                .query_async(c)
+                .await
+                .map_err(unavailable)?;
+            let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered);
+            return Ok(Some((entry, deliveries)));
+        }
+        let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(GROUP)
+            .arg(REMOTE_CONSUMER)
+            .arg("COUNT")
+            .arg(1)
+            .arg("STREAMS")
+            .arg(WORK)
+            .arg(">")
+            .query_async(c)
+            .await
+            .map_err(unavailable)?;
+        Ok(read
+            .and_then(|r| r.keys.into_iter().next())
+            .and_then(|k| k.ids.into_iter().next())
+            .map(|entry| (entry, 1)))
+    }
+
+    /// Sends an entry the remote consumer holds to the dead-letter stream, its game recorded
+    /// as failed.
+    async fn dead_letter(
+        &self,
+        c: &mut Connection,
+        (item, job, game): (&str, &str, &str),
+        deliveries: usize,
+        error: &str,
+    ) -> Result<(), AnalysisError> {
+        tracing::warn!(
+            item,
+            job,
+            game,
+            deliveries,
+            error,
+            "remote work: an item goes to the dead-letter stream"
+        );
+        let result = record::encode_result(&GameResult {
+            index: game.parse().unwrap_or(0),
+            error: format!("analysis failed: given up after {deliveries} deliveries: {error}"),
+            ..GameResult::default()
+        });
+        let mut args = self.scripts.dead.args();
+        args.set("item", item)
+            .set("job", job)
+            .set("game", game)
+            .set("deliveries", deliveries)
+            .set("error", error)
+            .set("result", result)
+            .set("maxlen", DEAD_MAXLEN);
+        let _: i64 = self.scripts.dead.call(c, args).await.map_err(unavailable)?;
+        crate::metrics::game("dead_letter");
+        Ok(())
+    }
+
+    /// A game for remote worker `worker` under a lease (see [`super::JobQueue::acquire`]); does
+    /// not wait (the caller polls until its deadline).
+    pub async fn acquire(
+        &self,
+        worker: &WorkerId,
+        engines: &[String],
+        _until: tokio::time::Instant,
+    ) -> Result<Option<WorkItem>, AnalysisError> {
+        let mut c = self.conn()?;
+        self.sweep(&mut c).await?;
+        for _ in 0..ACQUIRE_SCAN {
+            let Some((entry, delivered)) = self.read_one(&mut c).await? else {
+                return Ok(None);
+            };
+            let text = |f: &str| entry.get::<String>(f).unwrap_or_default();
+            let (item, job, game) = (entry.id.clone(), text("job"), text("game"));
+            let deliveries = delivered + text("tries").parse::<usize>().unwrap_or(0);
+            let at = (item.as_str(), job.as_str(), game.as_str());
+            if deliveries > self.config.queue.max_deliveries as usize {
+                let last: Option<String> = redis::cmd("GET")
+                    .arg(format!("an:err:{item}"))
+                    .query_async(&mut c)
+                    .await
+                    .unwrap_or(None);
+                let error = last.unwrap_or_else(|| {
+                    "its workers stopped or were lost before finishing it".to_owned()
+                });
+                self.dead_letter(&mut c, at, deliveries, &error).await?;
+                continue;
+            }
+            let meta: LeaseJob = redis::cmd("HMGET")
+                .arg(format!("an:j:{job}"))
+                .arg(&["cancelled", "depth", "nodes", "hash", "engine"])
+                .query_async(&mut c)
+                .await
+                .map_err(unavailable)?;
+            if meta.0.as_deref() != Some("0") {
+                let mut args = self.scripts.drop.args();
+                args.set("item", &item);
+                let _: i64 = self
+                    .scripts
+                    .drop
+                    .call(&mut c, args)
+                    .await
+                    .map_err(unavailable)?;
+                crate::metrics::game("dropped");
+                continue;
+            }
+            if !super::engine_wanted(meta.4.as_deref().unwrap_or(""), engines) {
+                // Back as a fresh entry: not a delivery of the game.
+                let mut args = self.scripts.requeue.args();
+                args.set("item", &item)
+                    .set("consumer", REMOTE_CONSUMER)
+                    .set("job", &job)
+                    .set("game", &game);
+                let _: i64 = self
+                    .scripts
+                    .requeue
+                    .call(&mut c, args)
+                    .await
+                    .map_err(unavailable)?;
+                continue;
+            }
+            let payload = entry.get::<Vec<u8>>("item").unwrap_or_default();
+            let decoded = Game::from_item(&payload).and_then(|g| {
+                lease_spec(g, meta).ok_or_else(|| "the job has no per-ply limit".to_owned())
+            });
+            let spec = match decoded {
+                Ok(spec) if game.parse::<usize>().is_ok() => spec,
+                Ok(_) => {
+                    let e = "the item's game index is not a number";
+                    self.dead_letter(&mut c, at, deliveries, e).await?;
+                    continue;
+                }
+                Err(e) => {
+                    self.dead_letter(&mut c, at, deliveries, &e).await?;
+                    continue;
+                }
+            };
+            let lease_id = remote::new_lease_id()?;
+            let mut args = self.scripts.lease.args();
+            args.set("item", &item)
+                .set("consumer", REMOTE_CONSUMER)
+                .set("lease", &lease_id)
+                .set("worker", worker.as_str())
+                .set(
+                    "length",
+                    u64::try_from(self.config.work_lease.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .max(1),
+                )
+                .set("keep", LEASE_KEEP_MS)
+                .set("deliveries", deliveries);
+            let expires: i64 = self
+                .scripts
+                .lease
+                .call(&mut c, args)
+                .await
+                .map_err(unavailable)?;
+            if expires == 0 {
+                continue;
+            }
+            return Ok(Some(WorkItem {
+                lease_id,
+                expires_at_unix_ms: expires,
+                game: spec.games[0].clone(),
+                spec,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// What lease `lease_id` of `worker` holds (see [`super::JobQueue::leased`]).
+    pub async fn leased(&self, worker: &WorkerId, lease_id: &str) -> Result<Leased, AnalysisError> {
+        let mut c = self.conn()?;
+        let (job, game, item, owner, state): LeaseFields = redis::cmd("HMGET")
+            .arg(format!("an:lease:{lease_id}"))
+            .arg(&["job", "game", "item", "worker", "state"])
+            .query_async(&mut c)
+            .await
+            .map_err(unavailable)?;
+        if owner.as_deref() != Some(worker.as_str()) {
+            return Err(remote::not_held(lease_id));
+        }
+        if state.as_deref() == Some("accepted") {
+            return Ok(Leased::Accepted);
+        }
+        let (Some(job), Some(index)) = (job, game.and_then(|g| g.parse::<usize>().ok())) else {
+            return Err(remote::not_held(lease_id));
+        };
+        let meta: LeaseJob = redis::cmd("HMGET")
+            .arg(format!("an:j:{job}"))
+            .arg(&["cancelled", "depth", "nodes", "hash", "engine"])
+            .query_async(&mut c)
+            .await
+            .map_err(unavailable)?;
+        let game = Game::from_item(&item.unwrap_or_default())
+            .map_err(|e| AnalysisError::Corrupt(format!("a leased game cannot be read: {e}")))?;
+        let spec = lease_spec(game, meta).ok_or_else(|| remote::not_held(lease_id))?;
+        Ok(Leased::Open { index, spec })
+    }
+
+    /// Records the checked result of lease `lease_id` of `worker` once (see
+    /// [`super::JobQueue::record_work`]).
+    pub async fn record_work(
+        &self,
+        worker: &WorkerId,
+        lease_id: &str,
+        result: &GameResult,
+        positions: u64,
+    ) -> Result<bool, AnalysisError> {
+        let mut args = self.scripts.work_record.args();
+        args.set("lease", lease_id)
+            .set("worker", worker.as_str())
+            .set("positions", positions)
+            .set("result", record::encode_result(result));
+        let outcome: String = self
+            .scripts
+            .work_record
+            .call(&mut self.conn()?, args)
+            .await
+            .map_err(unavailable)?;
+        match outcome.as_str() {
+            "recorded" => Ok(false),
+            "duplicate" => Ok(true),
+            _ => Err(remote::not_held(lease_id)),
+        }
+    }
+
+    /// Refuses `worker` for work, its live leases back in the stream (see
+    /// [`super::JobQueue::refuse_worker`]).
+    pub async fn refuse(&self, worker: &WorkerId) -> Result<(String, u64), AnalysisError> {
+        let id = remote::new_refusal_id()?;
+        let mut args = self.scripts.refuse.args();
+        args.set("worker", worker.as_str()).set("refusal", &id);
+        let returned: u64 = self
+            .scripts
+            .refuse
+            .call(&mut self.conn()?, args)
+            .await
+            .map_err(unavailable)?;
+        Ok((id, returned))
+    }
+
+    /// The refusal id of `worker`, when it is refused for work.
+    pub async fn refusal(&self, worker: &WorkerId) -> Result<Option<String>, AnalysisError> {
+        redis::cmd("HGET")
+            .arg("an:refusals")
+            .arg(worker.as_str())
+            .query_async(&mut self.conn()?)
+            .await
+            .map_err(unavailable)
+    }
+
+    /// Lifts refusal `id` of `worker` (nothing if it is refused under another id).
+    pub async fn lift(&self, worker: &WorkerId, id: &str) -> Result<(), AnalysisError> {
+        let mut args = self.scripts.lift.args();
+        args.set("worker", worker.as_str()).set("refusal", id);
+        let _: i64 = self
+            .scripts
+            .lift
+            .call(&mut self.conn()?, args)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}
+
 mod consumer;
 
 pub use consumer::{WorkerConfig, run_workers};
@@ -538,6 +966,7 @@ mod tests {
             })],
             limits: Limits::nodes(10),
             hash_mib: 1,
+            engine: String::new(),
         };
         let caller = Caller::anonymous();
         let status = jobs.submit(&caller, "r", &spec, 7).await.unwrap().status;
@@ -616,7 +1045,7 @@ mod tests {
     /// `ARGV`), and its header lists them.
     #[test]
     fn scripts_read_only_their_named_arguments() {
-        let scripts: [(&Schema, &str); 7] = [
+        let scripts: [(&Schema, &str); 12] = [
             (&SUBMIT_ARGS, SUBMIT),
             (&CANCEL_ARGS, CANCEL),
             (&HEARTBEAT_ARGS, HEARTBEAT),
@@ -624,6 +1053,11 @@ mod tests {
             (&DEAD_LETTER_ARGS, DEAD_LETTER),
             (&REQUEUE_ARGS, REQUEUE),
             (&DROP_ARGS, DROP),
+            (&LEASE_ARGS, LEASE),
+            (&LEASE_EXPIRE_ARGS, LEASE_EXPIRE),
+            (&REFUSE_ARGS, REFUSE),
+            (&LIFT_ARGS, LIFT),
+            (&WORK_RECORD_ARGS, WORK_RECORD),
         ];
         for (schema, body) in scripts {
             let name = body.lines().next().unwrap_or_default();

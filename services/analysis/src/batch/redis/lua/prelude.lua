@@ -59,3 +59,19 @@ local function finish(item)
   redis.call('XACK', WORK, GROUP, item)
   redis.call('XDEL', WORK, item)
 end
+-- Ends remote lease `id` without a result: its game back in the work stream as a fresh entry
+-- (its delivery count carried in `tries`) unless it has its result or its job was cancelled
+-- or expired. 1 when the lease was live.
+local function release(id)
+  local L = 'an:lease:' .. id
+  local h = redis.call('HMGET', L, 'job', 'game', 'item', 'state', 'tries')
+  redis.call('ZREM', 'an:leases', id)
+  if h[4] ~= 'active' then return 0 end
+  local J = 'an:j:' .. h[1]
+  local requeued = ''
+  if redis.call('HEXISTS', J .. ':r', h[2]) == 0 and redis.call('HGET', J, 'cancelled') == '0' then
+    requeued = redis.call('XADD', WORK, '*', 'job', h[1], 'game', h[2], 'item', h[3], 'tries', h[5] or '0')
+  end
+  redis.call('HSET', L, 'state', 'expired', 'requeued', requeued)
+  return 1
+end

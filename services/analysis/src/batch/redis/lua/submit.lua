@@ -6,7 +6,8 @@
 -- max_jobs, max_positions, depth, nodes (the per-ply limit: one of them 0), hash (MiB), owner
 -- (the caller's digest in hex), items (the work items, one per game in order, as a packed list:
 -- `unpk`, so that a job of any number of games fits), trace (the `traceparent` of the call, or
--- empty: the workers continue its trace).
+-- empty: the workers continue its trace), engine (the engine the job asked for, by the server's
+-- name; empty: the built-in one).
 --
 -- Checks come first: a refused job writes nothing.
 local rid, fp = A.rid, A.fp
@@ -30,7 +31,7 @@ local J = 'an:j:' .. id
 if redis.call('EXISTS', J) == 1 then return {'taken', id} end
 redis.call('HSET', J, 'rid', rid, 'fp', fp, 'games', A.games, 'positions', A.positions, 'done', 0,
   'pos', 0, 'cancelled', 0, 'started', 0, 'ttl', A.ttl, 'depth', A.depth, 'nodes', A.nodes,
-  'hash', A.hash, 'owner', A.owner, 'trace', A.trace or '')
+  'hash', A.hash, 'owner', A.owner, 'trace', A.trace or '', 'engine', A.engine or '')
 redis.call('SET', 'an:rid:' .. rid, id)
 redis.call('HSET', 'an:held', id, A.positions)
 renew(id)

@@ -1,0 +1,28 @@
+-- WORK_RECORD (services/analysis/src/batch/redis/mod.rs; arguments by name: `WORK_RECORD_ARGS`)
+-- KEYS: none: the keys are named from the arguments (`an:lease:<id>`, `an:j:<job>`, …).
+-- A: lease (its id), worker (the remote worker submitting), positions (of the game), result
+-- (the game's result, checked and encoded).
+--
+-- Records a remote worker's result once. `unknown`: no such lease of this worker; `taken`: it
+-- expired and another worker took its game; `duplicate`: its result, or another's for the game,
+-- was recorded before (nothing changes); `recorded`. A lease that expired whose game waits in
+-- the stream undelivered is still accepted (the waiting entry is deleted).
+local L = 'an:lease:' .. A.lease
+local h = redis.call('HMGET', L, 'job', 'game', 'worker', 'state', 'requeued')
+if not h[1] or h[3] ~= A.worker then return 'unknown' end
+if h[4] == 'accepted' then return 'duplicate' end
+local J = 'an:j:' .. h[1]
+if h[4] == 'expired' then
+  if redis.call('HEXISTS', J .. ':r', h[2]) == 1 then return 'taken' end
+  local e = h[5]
+  if not e or e == '' then return 'taken' end
+  if #redis.call('XRANGE', WORK, e, e) == 0 then return 'taken' end
+  if #redis.call('XPENDING', WORK, GROUP, e, e, 1) > 0 then return 'taken' end
+  redis.call('XDEL', WORK, e)
+end
+local fresh = store(h[1], h[2], tonumber(A.positions), A.result)
+redis.call('HSET', L, 'state', 'accepted')
+redis.call('ZREM', 'an:leases', A.lease)
+redis.call('SREM', 'an:wl:' .. A.worker, A.lease)
+if fresh == 1 then return 'recorded' end
+return 'duplicate'
