@@ -289,7 +289,10 @@ impl AnalysisArgs {
                 ttl: Duration::from_secs(self.analysis_job_ttl_secs.max(1)),
                 watch_poll: Duration::from_millis(self.analysis_watch_poll_ms.max(10)),
                 queue: self.queue.config(self.analysis_batch_workers),
-                work_lease: Duration::from_millis(self.analysis_work_lease_ms.max(100)),
+                work_lease: Duration::from_millis(
+                    self.analysis_work_lease_ms
+                        .clamp(100, crate::batch::MAX_WORK_LEASE_MS),
+                ),
                 ..BatchConfig::default()
             },
             redis,

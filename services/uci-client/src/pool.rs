@@ -677,22 +677,27 @@ impl Session {
 
         let timeout = shared.spec.timeout;
         let mut last_line = Instant::now();
-        let mut stop_sent = false;
+        // When `stop` was sent: the engine has `timeout` from then to answer with its move,
+        // however much it prints meanwhile.
+        let mut stop_sent: Option<Instant> = None;
         let mut lines: Vec<Option<AnalysisLine>> = vec![None; multipv];
         let mut depth = 0;
         let mut nodes = 0;
         let mut time_ms = None;
         loop {
-            if !stop_sent && stop.load(Ordering::Relaxed) {
+            if stop_sent.is_none() && stop.load(Ordering::Relaxed) {
                 if let Err(e) = slot.process.send("stop") {
                     return Err(
                         shared.crashed(&mut slot.process, &format!("writing 'stop' failed: {e}"))
                     );
                 }
-                stop_sent = true;
+                stop_sent = Some(Instant::now());
             }
-            let silent_until = last_line + timeout;
-            let deadline = if stop_sent {
+            let silent_until = match stop_sent {
+                Some(at) => (last_line + timeout).min(at + timeout),
+                None => last_line + timeout,
+            };
+            let deadline = if stop_sent.is_some() {
                 silent_until
             } else {
                 silent_until.min(Instant::now() + POLL)

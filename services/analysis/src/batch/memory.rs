@@ -287,7 +287,11 @@ impl Jobs {
                 .name("analysis-leases".into())
                 .spawn(move || {
                     loop {
-                        std::thread::sleep(LEASE_SWEEP.min(shared.config.work_lease / 4));
+                        std::thread::sleep(
+                            LEASE_SWEEP
+                                .min(shared.config.work_lease / 4)
+                                .max(Duration::from_millis(10)),
+                        );
                         let mut s = shared.lock();
                         if s.closed {
                             return;
@@ -454,7 +458,7 @@ impl Jobs {
         engines: &[String],
     ) -> Result<Option<WorkItem>, AnalysisError> {
         let lease_id = remote::new_lease_id()?;
-        let length = self.shared.config.work_lease;
+        let length = self.shared.config.lease_length();
         let mut s = self.shared.lock();
         if s.closed {
             return Err(AnalysisError::Unavailable(
@@ -465,11 +469,17 @@ impl Jobs {
         let ended = s.expire_leases();
         if ended > 0 {
             crate::metrics::leases_ended("expired", ended);
+            // Their games are queued again: idle batch threads may take them.
+            self.shared.ready.notify_all();
         }
         let Some((id, index)) = s.take(&|job| super::engine_wanted(&job.spec.engine, engines))
         else {
             return Ok(None);
         };
+        let expires = Instant::now() + length;
+        let job = s.jobs.get_mut(&id).expect("the job taken from");
+        // The job outlives the lease, so that the worker's result finds it.
+        job.expires = job.expires.max(expires);
         let job = &s.jobs[&id];
         let spec = JobSpec {
             games: vec![job.spec.games[index].clone()],
@@ -484,7 +494,7 @@ impl Jobs {
                 job: id,
                 index,
                 worker: worker.clone(),
-                expires: Instant::now() + length,
+                expires,
                 state: LeaseState::Active,
             },
         );
@@ -556,6 +566,11 @@ impl Jobs {
             .ok_or_else(|| remote::not_held(lease_id))?;
         if lease.state == LeaseState::Accepted {
             return Ok(true);
+        }
+        // Checked under the lock that records: a result racing its worker's refusal (another
+        // of its submissions failing the check meanwhile) is not written.
+        if let Some(refusal) = s.refusals.get(worker) {
+            return Err(remote::refusal_message(worker, refusal));
         }
         let (id, index, state) = (lease.job.clone(), lease.index, lease.state);
         let job = s

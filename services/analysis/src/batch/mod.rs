@@ -97,6 +97,17 @@ impl Default for BatchConfig {
 /// The default length of a remote worker's lease, ms (`--work-lease-ms`).
 pub const DEFAULT_WORK_LEASE_MS: u64 = 300_000;
 
+/// The longest lease `--work-lease-ms` gives (a day), ms: longer values are cut to it.
+pub const MAX_WORK_LEASE_MS: u64 = 86_400_000;
+
+impl BatchConfig {
+    /// The length of a remote worker's lease: `work_lease`, at most [`MAX_WORK_LEASE_MS`].
+    pub fn lease_length(&self) -> Duration {
+        self.work_lease
+            .min(Duration::from_millis(MAX_WORK_LEASE_MS))
+    }
+}
+
 /// The time now, Unix ms.
 pub(crate) fn unix_ms() -> i64 {
     std::time::SystemTime::now()

@@ -246,13 +246,13 @@ fn one(pos: &AnyPosition, e: &RemoteEval, i: usize) -> Result<PositionEval, Anal
                 "required: the position does not end the game",
             ));
         }
-        Some(Reported::Cp(cp)) if cp.abs() > MAX_CP => {
+        Some(Reported::Cp(cp)) if !(-MAX_CP..=MAX_CP).contains(&cp) => {
             return Err(AnalysisError::invalid(
                 field("score.cp"),
                 format!("{cp} is out of range (-{MAX_CP} to {MAX_CP})"),
             ));
         }
-        Some(Reported::Mate(n)) if n == 0 || n.abs() > MAX_MATE => {
+        Some(Reported::Mate(n)) if n == 0 || !(-MAX_MATE..=MAX_MATE).contains(&n) => {
             return Err(AnalysisError::invalid(
                 field("score.mate"),
                 format!("{n} is out of range (1 to {MAX_MATE}, or -1 to -{MAX_MATE})"),
@@ -407,9 +407,17 @@ mod tests {
         let mut bad = good.clone();
         bad[1].score = Some(Reported::Mate(0));
         assert!(err(bad).starts_with("evaluations[1].score.mate"));
-        let mut bad = good.clone();
-        bad[0].score = Some(Reported::Cp(100_001));
-        assert!(err(bad).starts_with("evaluations[0].score.cp"));
+        // The extremes of the wire's int32, whose absolute value does not fit.
+        for cp in [100_001, -100_001, i32::MIN, i32::MAX] {
+            let mut bad = good.clone();
+            bad[0].score = Some(Reported::Cp(cp));
+            assert!(err(bad).starts_with("evaluations[0].score.cp"), "{cp}");
+        }
+        for n in [i32::MIN, i32::MAX, -1001] {
+            let mut bad = good.clone();
+            bad[0].score = Some(Reported::Mate(n));
+            assert!(err(bad).starts_with("evaluations[0].score.mate"), "{n}");
+        }
         let mut bad = good.clone();
         bad[0].bound = None;
         assert!(err(bad).starts_with("evaluations[0].bound"));

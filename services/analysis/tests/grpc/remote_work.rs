@@ -173,6 +173,22 @@ pub(crate) async fn remote_workers_complete_jobs(s: &mut Server) {
     assert_eq!(b.games[0].plies.len(), 8);
     assert_eq!(b.games[0].plies[7].board, "B");
     assert!(acquire(c, None).await.unwrap().is_none(), "nothing left");
+    // A job cancelled while its game is leased records nothing more: the lease is not held.
+    let cancelled = submit_job(c, None, job("remote-3", "1. e4 e5 *\n", 500)).await;
+    let item = acquire(c, None).await.unwrap().expect("a game");
+    c.cancel_job(ask(
+        None,
+        pb::CancelJobRequest {
+            job_id: cancelled.clone(),
+        },
+    ))
+    .await
+    .unwrap();
+    let e = submit(c, None, &item.lease_id, evaluations(&item))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert_eq!(results(c, None, &cancelled).await.games.len(), 0);
 }
 
 /// A worker killed mid-game (it took a game and never answers) loses nothing: its lease

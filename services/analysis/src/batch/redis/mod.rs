@@ -817,11 +817,17 @@ impl RedisJobs {
                 .set("worker", worker.as_str())
                 .set(
                     "length",
-                    u64::try_from(self.config.work_lease.as_millis())
+                    u64::try_from(self.config.lease_length().as_millis())
                         .unwrap_or(u64::MAX)
                         .max(1),
                 )
-                .set("keep", LEASE_KEEP_MS)
+                // The record outlives the lease itself by a day.
+                .set(
+                    "keep",
+                    LEASE_KEEP_MS.saturating_add(
+                        u64::try_from(self.config.lease_length().as_millis()).unwrap_or(0),
+                    ),
+                )
                 .set("deliveries", deliveries);
             let expires: i64 = self
                 .scripts
@@ -895,6 +901,10 @@ impl RedisJobs {
         match outcome.as_str() {
             "recorded" => Ok(false),
             "duplicate" => Ok(true),
+            "refused" => Err(match self.refusal(worker).await? {
+                Some(id) => remote::refusal_message(worker, &id),
+                None => remote::not_held(lease_id),
+            }),
             _ => Err(remote::not_held(lease_id)),
         }
     }

@@ -22,5 +22,7 @@ redis.call('PEXPIRE', L, A.keep)
 redis.call('ZADD', 'an:leases', expires, A.lease)
 redis.call('SADD', 'an:wl:' .. A.worker, A.lease)
 redis.call('PEXPIRE', 'an:wl:' .. A.worker, A.keep)
+-- The job lives on while its game is leased (its retention counts from now).
+if f['job'] and redis.call('EXISTS', 'an:j:' .. f['job']) == 1 then renew(f['job']) end
 finish(A.item)
 return expires

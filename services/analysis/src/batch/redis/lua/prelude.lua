@@ -64,8 +64,9 @@ end
 -- or expired. 1 when the lease was live.
 local function release(id)
   local L = 'an:lease:' .. id
-  local h = redis.call('HMGET', L, 'job', 'game', 'item', 'state', 'tries')
+  local h = redis.call('HMGET', L, 'job', 'game', 'item', 'state', 'tries', 'worker')
   redis.call('ZREM', 'an:leases', id)
+  if h[6] then redis.call('SREM', 'an:wl:' .. h[6], id) end
   if h[4] ~= 'active' then return 0 end
   local J = 'an:j:' .. h[1]
   local requeued = ''

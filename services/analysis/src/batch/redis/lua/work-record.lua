@@ -3,15 +3,19 @@
 -- A: lease (its id), worker (the remote worker submitting), positions (of the game), result
 -- (the game's result, checked and encoded).
 --
--- Records a remote worker's result once. `unknown`: no such lease of this worker; `taken`: it
--- expired and another worker took its game; `duplicate`: its result, or another's for the game,
+-- Records a remote worker's result once. `unknown`: no such lease of this worker; `refused`:
+-- the worker is refused for work (checked here, at the moment of recording, so that a result
+-- racing its worker's refusal is not written); `taken`: it expired and another worker took its
+-- game, or its job was cancelled or is gone; `duplicate`: its result, or another's for the game,
 -- was recorded before (nothing changes); `recorded`. A lease that expired whose game waits in
 -- the stream undelivered is still accepted (the waiting entry is deleted).
 local L = 'an:lease:' .. A.lease
 local h = redis.call('HMGET', L, 'job', 'game', 'worker', 'state', 'requeued')
 if not h[1] or h[3] ~= A.worker then return 'unknown' end
 if h[4] == 'accepted' then return 'duplicate' end
+if redis.call('HEXISTS', 'an:refusals', A.worker) == 1 then return 'refused' end
 local J = 'an:j:' .. h[1]
+if redis.call('EXISTS', J) == 0 or redis.call('HGET', J, 'cancelled') == '1' then return 'taken' end
 if h[4] == 'expired' then
   if redis.call('HEXISTS', J .. ':r', h[2]) == 1 then return 'taken' end
   local e = h[5]
