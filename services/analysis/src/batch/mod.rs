@@ -602,12 +602,6 @@ fn evaluate_position(
     Ok(eval)
 }
 
-/// The engine id the built-in engine records with a game's result (`GameResult::engine`):
-/// `Arbiter` and this build's version.
-pub fn builtin_engine_id() -> String {
-    crate::engines::builtin_id()
-}
-
 /// How [`evaluate_game`] evaluates one position: `(pos, history, start, moves)` where
 /// `history` holds the repetition keys of the positions before `pos` (empty in bughouse),
 /// and `pos` is `start` with `moves` played (in bughouse, `start` is `pos` itself and `moves`
