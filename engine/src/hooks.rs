@@ -53,6 +53,12 @@ pub trait EnginePosition: Position {
     /// Quiet moves quiescence search adds at its first ply (crazyhouse: drops that give check).
     fn quiescence_extras(&self, _out: &mut Self::MoveList) {}
 
+    /// Whether [`Position::is_legal`] costs much less than generating every move (chess and
+    /// crazyhouse generate only the moves of one piece). When it does, the search tries the
+    /// transposition table's move before generating the others, and skips generating them when
+    /// that move cuts off; otherwise it generates every move first, as that test would.
+    const CHEAP_LEGALITY: bool = false;
+
     /// An ending the rules declare while moves remain (dead positions, bare kings), checked at
     /// every node; `None` for most positions. Endings without legal moves are found by the
     /// search through [`Position::terminal`].

@@ -9,7 +9,9 @@
 //! every [`CHECK_EVERY`] nodes, and the node limit at every node.
 
 use crate::hooks::EnginePosition;
-use crate::ordering::{HISTORY_MAX, Histories, Orderer, REFUTATION, order_quiescence, pick_next};
+use crate::ordering::{
+    HISTORY_MAX, Histories, Orderer, REFUTATION, TT_MOVE, order_quiescence, pick_next,
+};
 use crate::score::{
     INFINITE, MATE, MATE_BOUND, MAX_PLY, Reported, from_tt, is_mate, outcome_score, to_tt,
 };
@@ -633,13 +635,23 @@ impl<P: EnginePosition> Worker<'_, P> {
                 _ => {}
             }
         }
+        // Staged generation: where one move's legality is cheap to test, a legal table move is
+        // searched before the other moves are generated, and they are not generated at all
+        // when it cuts off. (A legal move exists, so the position is not terminal.)
+        let early = if P::CHEAP_LEGALITY {
+            tt_move.filter(|&m| pos.is_legal(m))
+        } else {
+            None
+        };
         let mut moves = P::MoveList::default();
-        pos.legal_moves_into(&mut moves);
-        if moves.is_empty() {
-            return match pos.terminal() {
-                Some(o) => outcome_score(&o, pos.turn(), ply),
-                None => pos.evaluate(),
-            };
+        if early.is_none() {
+            pos.legal_moves_into(&mut moves);
+            if moves.is_empty() {
+                return match pos.terminal() {
+                    Some(o) => outcome_score(&o, pos.turn(), ply),
+                    None => pos.evaluate(),
+                };
+            }
         }
         let eval = if in_check {
             -INFINITE
@@ -703,17 +715,32 @@ impl<P: EnginePosition> Worker<'_, P> {
         let counter = self.ordering.counter(pos, previous);
         let mut order = std::mem::take(&mut self.order[ply]);
         order.clear();
-        for &m in moves.iter() {
-            order.push((self.ordering.score(pos, m, tt_move, counter, ply), m));
+        match early {
+            Some(m) => order.push((TT_MOVE, m)),
+            None => self.score_moves(pos, &moves, tt_move, counter, ply, &mut order),
         }
         let mut best = -INFINITE;
         let mut best_move = None;
         let mut searched = 0usize;
         let mut quiets = std::mem::take(&mut self.quiets[ply]);
         quiets.clear();
-        for i in 0..order.len() {
+        let mut i = 0;
+        loop {
+            if i == 1 && early.is_some() {
+                // The table move did not cut off: every move is generated and ordered as a full
+                // generation orders them (the table move first, moved to the front by the same
+                // swap), by the histories as they stand after the table move's search.
+                pos.legal_moves_into(&mut moves);
+                order.clear();
+                self.score_moves(pos, &moves, tt_move, counter, ply, &mut order);
+                pick_next(&mut order, 0);
+            }
+            if i >= order.len() {
+                break;
+            }
             pick_next(&mut order, i);
             let (order_score, m) = order[i];
+            i += 1;
             let tactical = pos.is_tactical(m);
             // Pruning is decided before the move is made: a pruned move costs no copy. Whether a
             // non-tactical move gives check is asked only when it decides: when the quiet rules
@@ -849,6 +876,23 @@ impl<P: EnginePosition> Worker<'_, P> {
         self.tt
             .store(key, best_move, to_tt(best, ply), stored_eval, depth, bound);
         best
+    }
+
+    /// Fills `order` with `moves` and their order scores.
+    fn score_moves(
+        &self,
+        pos: &P,
+        moves: &[P::Move],
+        tt_move: Option<P::Move>,
+        counter: Option<P::Move>,
+        ply: usize,
+        order: &mut Vec<(i32, P::Move)>,
+    ) {
+        order.extend(
+            moves
+                .iter()
+                .map(|&m| (self.ordering.score(pos, m, tt_move, counter, ply), m)),
+        );
     }
 
     fn quiesce(&mut self, pos: &P, mut alpha: i32, beta: i32, ply: usize, qply: usize) -> i32 {

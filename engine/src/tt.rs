@@ -1,5 +1,18 @@
-//! The transposition table: a fixed array of entries sized in MiB, indexed by the Zobrist hash,
-//! with depth-preferred replacement that ages out entries of earlier searches.
+//! The transposition table: buckets of [`BUCKET`] entries, one 64-byte cache line each where
+//! the move type allows (16-byte entries for chess moves), sized in MiB and indexed by the
+//! Zobrist hash. A probe reads one bucket; a store replaces the entry of the same position, else
+//! an empty one, else the one worth least: the shallowest, each search of age counting as
+//! eight plies less.
+//!
+//! An entry keeps 32 bits of the key (the bucket's index comes from the other, high, bits), so
+//! two positions share an entry's key about once in 2³² probes of a full bucket's worth; the
+//! search therefore never plays a stored move without checking it is legal.
+
+/// Entries per bucket.
+pub const BUCKET: usize = 4;
+
+/// How many plies of depth one search of age costs an entry when a victim is chosen.
+const AGE_WEIGHT: i32 = 8;
 
 /// How a stored score bounds the true one.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -12,11 +25,25 @@ pub enum Bound {
     Upper,
 }
 
-/// One stored search result.
+/// One stored search result, as the table keeps it (scores fit in 16 bits:
+/// [`INFINITE`](crate::score::INFINITE) is 32,000).
+#[derive(Copy, Clone, Debug)]
+struct Slot<M> {
+    /// The low 32 bits of the key.
+    check: u32,
+    mv: Option<M>,
+    score: i16,
+    eval: i16,
+    depth: i16,
+    bound: Bound,
+    generation: u8,
+}
+
+/// One stored search result, as a probe returns it.
 #[derive(Copy, Clone, Debug)]
 pub struct Entry<M> {
-    key: u64,
-    /// The best (or refuting) move found.
+    /// The best (or refuting) move found: a move of this position or, after a rare key
+    /// collision, of another one (check it is legal before playing it).
     pub mv: Option<M>,
     /// The score, mate scores relative to this node.
     pub score: i32,
@@ -26,27 +53,41 @@ pub struct Entry<M> {
     pub depth: i16,
     /// How `score` bounds the true score.
     pub bound: Bound,
-    generation: u8,
 }
+
+/// One bucket: a cache line (for moves of up to four bytes).
+#[derive(Copy, Clone, Debug)]
+#[repr(align(64))]
+struct Bucket<M>([Option<Slot<M>>; BUCKET]);
 
 /// A transposition table for moves of type `M`.
 #[derive(Debug)]
 pub struct Table<M> {
-    entries: Vec<Option<Entry<M>>>,
+    buckets: Vec<Bucket<M>>,
     generation: u8,
-    /// The slots filled since the last clear, while they are few (at most a quarter of the
+    /// The buckets filled since the last clear, while they are few (at most a quarter of the
     /// table; `None` past that): a short search (a review at depth 1) clears only what it
     /// touched instead of the whole table.
     filled: Option<Vec<u32>>,
 }
 
+/// The part of the key an entry keeps.
+fn check_of(key: u64) -> u32 {
+    key as u32
+}
+
+/// `v` saturated to 16 bits.
+fn narrow(v: i32) -> i16 {
+    v.clamp(i32::from(i16::MIN), i32::from(i16::MAX)) as i16
+}
+
 impl<M: Copy> Table<M> {
-    /// A table of about `mib` MiB (at least one entry).
+    /// A table of about `mib` MiB (at least one bucket).
     pub fn new(mib: usize) -> Table<M> {
-        let size = std::mem::size_of::<Option<Entry<M>>>().max(1);
+        let size = std::mem::size_of::<Bucket<M>>();
         let count = (mib.saturating_mul(1 << 20) / size).max(1);
         Table {
-            entries: vec![None; count],
+            buckets: vec![Bucket([None; BUCKET]); count],
             generation: 0,
             filled: Some(Vec::new()),
         }
@@ -54,26 +95,27 @@ impl<M: Copy> Table<M> {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.buckets.len() * BUCKET
     }
 
-    /// Whether the table has no entries (never: it holds at least one).
+    /// Whether the table has no entries (never: it holds at least one bucket).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.buckets.is_empty()
     }
 
-    /// Forgets everything: only the slots filled since the last clear when they are few, the
+    /// Forgets everything: only the buckets filled since the last clear when they are few, the
     /// whole table otherwise.
     pub fn clear(&mut self) {
+        let empty = Bucket([None; BUCKET]);
         match &mut self.filled {
             Some(filled) => {
                 for &i in filled.iter() {
-                    self.entries[i as usize] = None;
+                    self.buckets[i as usize] = empty;
                 }
                 filled.clear();
             }
             None => {
-                self.entries.iter_mut().for_each(|e| *e = None);
+                self.buckets.iter_mut().for_each(|b| *b = empty);
                 self.filled = Some(Vec::new());
             }
         }
@@ -86,16 +128,29 @@ impl<M: Copy> Table<M> {
     }
 
     fn index(&self, key: u64) -> usize {
-        ((u128::from(key) * self.entries.len() as u128) >> 64) as usize
+        ((u128::from(key) * self.buckets.len() as u128) >> 64) as usize
     }
 
     /// The entry stored for `key`, if any.
     pub fn probe(&self, key: u64) -> Option<Entry<M>> {
-        self.entries[self.index(key)].filter(|e| e.key == key)
+        let check = check_of(key);
+        self.buckets[self.index(key)]
+            .0
+            .iter()
+            .flatten()
+            .find(|s| s.check == check)
+            .map(|s| Entry {
+                mv: s.mv,
+                score: i32::from(s.score),
+                eval: i32::from(s.eval),
+                depth: s.depth,
+                bound: s.bound,
+            })
     }
 
-    /// Stores a result, unless the slot holds a deeper result of this search for another
-    /// position. A result for the same position without a move keeps the stored move.
+    /// Stores a result. A result for a position already in the bucket replaces it, unless it
+    /// is a shallower bound of this search, and keeps the stored move when it brings none;
+    /// otherwise it takes an empty entry or the bucket's least valuable one.
     pub fn store(
         &mut self,
         key: u64,
@@ -106,49 +161,67 @@ impl<M: Copy> Table<M> {
         bound: Bound,
     ) {
         let i = self.index(key);
+        let check = check_of(key);
         let generation = self.generation;
-        let depth = depth.clamp(-1, i16::MAX as i32) as i16;
-        let mv = match self.entries[i] {
-            Some(old) if old.key == key => {
+        let depth = depth.clamp(-1, i32::from(i16::MAX)) as i16;
+        let slots = &mut self.buckets[i].0;
+        let same = slots
+            .iter()
+            .position(|s| s.is_some_and(|s| s.check == check));
+        let (at, mv) = match same {
+            Some(at) => {
+                let old = slots[at].expect("found above");
                 if bound != Bound::Exact && old.generation == generation && old.depth > depth + 2 {
                     return;
                 }
-                mv.or(old.mv)
+                (at, mv.or(old.mv))
             }
-            Some(old) if old.generation == generation && old.depth > depth => return,
-            Some(_) => mv,
             None => {
-                let quarter = self.entries.len() / 4;
-                if let Some(filled) = &mut self.filled {
-                    if filled.len() < quarter {
-                        // Below u32::MAX: a table of a quarter of that many slots is 24 GiB.
-                        filled.push(i as u32);
-                    } else {
-                        self.filled = None;
+                let worth = |s: &Option<Slot<M>>| match s {
+                    None => i32::MIN,
+                    Some(s) => {
+                        let age = i32::from(generation.wrapping_sub(s.generation));
+                        i32::from(s.depth) - AGE_WEIGHT * age
+                    }
+                };
+                let at = (0..BUCKET)
+                    .min_by_key(|&j| worth(&slots[j]))
+                    .expect("a bucket has entries");
+                if slots.iter().all(Option::is_none) {
+                    let quarter = self.buckets.len() / 4;
+                    if let Some(filled) = &mut self.filled {
+                        if filled.len() < quarter {
+                            // Below u32::MAX: a table of a quarter of that many buckets is
+                            // 64 GiB.
+                            filled.push(i as u32);
+                        } else {
+                            self.filled = None;
+                        }
                     }
                 }
-                mv
+                (at, mv)
             }
         };
-        self.entries[i] = Some(Entry {
-            key,
+        self.buckets[i].0[at] = Some(Slot {
+            check,
             mv,
-            score,
-            eval,
+            score: narrow(score),
+            eval: narrow(eval),
             depth,
             bound,
             generation,
         });
     }
 
-    /// Per mille of the first thousand slots used by this search (UCI `hashfull`).
+    /// Per mille of the first thousand entries used by this search (UCI `hashfull`).
     pub fn hashfull(&self) -> u32 {
-        let n = self.entries.len().min(1000);
-        let used = self.entries[..n]
+        let n = self.buckets.len().min(1000 / BUCKET);
+        let used = self.buckets[..n]
             .iter()
-            .filter(|e| e.is_some_and(|e| e.generation == self.generation))
+            .flat_map(|b| b.0.iter())
+            .filter(|s| s.is_some_and(|s| s.generation == self.generation))
             .count();
-        (used * 1000 / n.max(1)) as u32
+        (used * 1000 / (n * BUCKET).max(1)) as u32
     }
 }
 
@@ -176,16 +249,24 @@ mod tests {
         assert!(t.probe(42).is_none());
     }
 
-    /// Whether every slot is empty.
+    /// Whether every entry is empty.
     fn empty(t: &Table<u16>) -> bool {
-        t.entries.iter().all(Option::is_none)
+        t.buckets.iter().all(|b| b.0.iter().all(Option::is_none))
     }
 
     #[test]
-    fn a_clear_forgets_everything_whether_few_or_many_slots_were_filled() {
+    fn a_bucket_of_entries_for_two_byte_moves_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Option<Slot<u16>>>(), 16);
+        assert_eq!(std::mem::size_of::<Bucket<u16>>(), 64);
+        let t: Table<u16> = Table::new(1);
+        assert_eq!(t.len(), (1 << 20) / 64 * BUCKET);
+    }
+
+    #[test]
+    fn a_clear_forgets_everything_whether_few_or_many_buckets_were_filled() {
         let mut t: Table<u16> = Table::new(1);
         let keys = |n: u64| (0..n).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        for n in [10, t.len() as u64 / 4 + 100, t.len() as u64 * 2, 3] {
+        for n in [10, t.len() as u64 / 16 + 100, t.len() as u64 * 2, 3] {
             t.new_search();
             for key in keys(n) {
                 t.store(key, Some(1), 0, 0, 1, Bound::Exact);
@@ -198,22 +279,43 @@ mod tests {
     }
 
     #[test]
-    fn a_one_entry_table_replaces_by_depth_and_age() {
+    fn a_full_bucket_gives_up_its_shallowest_entry_counting_age() {
         let mut t: Table<u16> = Table::new(0);
-        assert_eq!(t.len(), 1);
+        assert_eq!(t.len(), BUCKET);
         t.new_search();
-        t.store(1, Some(1), 0, 0, 8, Bound::Lower);
-        t.store(2, Some(2), 0, 0, 3, Bound::Lower);
+        for (key, depth) in [(1, 8), (2, 3), (3, 5), (4, 6)] {
+            t.store(key, Some(key as u16), 0, 0, depth, Bound::Lower);
+        }
+        assert!((1..=4).all(|k| t.probe(k).is_some()), "four fit");
+        t.store(5, Some(5), 0, 0, 2, Bound::Lower);
+        assert!(t.probe(2).is_none(), "the shallowest gave way");
+        assert_eq!(t.probe(5).unwrap().mv, Some(5));
+        // A shallower bound of this search for a stored position does not replace it.
+        t.store(1, Some(9), 0, 0, 4, Bound::Lower);
+        assert_eq!(t.probe(1).unwrap().depth, 8);
+        // One search later every entry is older by 8 plies of worth: depth 8 (now worth 0)
+        // outlives depth 2 (worth -6), the first to go.
+        t.new_search();
+        t.store(6, Some(6), 0, 0, 1, Bound::Lower);
+        assert!(t.probe(5).is_none());
+        assert!(t.probe(1).is_some() && t.probe(6).is_some());
+        // Two searches later a deep old entry gives way to a shallow new one.
+        t.new_search();
+        t.new_search();
+        for key in 7..10 {
+            t.store(key, Some(0), 0, 0, 1, Bound::Lower);
+        }
         assert!(
-            t.probe(2).is_none(),
-            "a shallower entry of this search does not evict"
+            t.probe(1).is_none(),
+            "depth 8 from three searches ago gave way"
         );
-        t.new_search();
-        t.store(2, Some(2), 0, 0, 3, Bound::Lower);
-        assert_eq!(
-            t.probe(2).unwrap().mv,
-            Some(2),
-            "an older search's entry gives way"
-        );
+    }
+
+    #[test]
+    fn scores_beyond_sixteen_bits_saturate() {
+        let mut t: Table<u16> = Table::new(0);
+        t.store(1, None, 40_000, -40_000, 3, Bound::Exact);
+        let e = t.probe(1).unwrap();
+        assert_eq!((e.score, e.eval), (32_767, -32_768));
     }
 }

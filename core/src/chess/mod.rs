@@ -7,7 +7,7 @@
 mod board;
 pub mod chess960;
 pub mod fen;
-mod movegen;
+pub(crate) mod movegen;
 pub mod render;
 pub mod san;
 pub mod uci;
@@ -783,10 +783,15 @@ impl Position for Chess {
         }
     }
 
+    /// Captures and promotions, generated alone (not filtered from every move).
     fn capture_moves_into(&self, moves: &mut MoveList) {
         moves.clear();
-        self.gen_legal(moves);
-        moves.retain(|m| self.is_capture(*m) || m.promotion_role().is_some());
+        self.gen_filtered(moves, movegen::Filter::TACTICAL);
+    }
+
+    /// Generates only the moves of the piece on `m`'s origin square.
+    fn is_legal(&self, m: Move) -> bool {
+        self.is_legal_move(m)
     }
 
     #[inline]

@@ -1,10 +1,37 @@
 //! Legal move generation without make-and-test: checkers and pinned pieces are computed once,
 //! then every piece is limited to the squares that resolve check and stay on its pin line.
 //! Only en passant (where two pieces leave a rank at once) is verified by a direct attack test.
+//!
+//! One pass can be narrowed ([`Filter`]) to the pieces on some squares and to tactical moves
+//! only, so that a search can test one move's legality, or generate the captures alone for
+//! quiescence, without generating every move. A narrowed pass yields exactly the moves of the
+//! full one that pass the filter, in the same order.
 
-use super::{Chess, Move, MoveList};
+use super::{Chess, Move, MoveKind, MoveList};
 use crate::bitboard::{Bitboard, attacks};
 use crate::types::{Color, Piece, Role, Square};
+
+/// Which of the legal moves one generation pass produces.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Filter {
+    /// Only moves of the pieces on these squares.
+    pub(crate) from: Bitboard,
+    /// Only tactical moves: captures (en passant included) and promotions.
+    pub(crate) tactical_only: bool,
+}
+
+impl Filter {
+    /// Every legal move.
+    pub(crate) const ALL: Filter = Filter {
+        from: Bitboard::FULL,
+        tactical_only: false,
+    };
+    /// Captures and promotions.
+    pub(crate) const TACTICAL: Filter = Filter {
+        from: Bitboard::FULL,
+        tactical_only: true,
+    };
+}
 
 impl Chess {
     /// Our pieces that stand alone between our king and an enemy slider (absolutely pinned).
@@ -41,6 +68,28 @@ impl Chess {
 
     /// Appends every legal move to `moves`.
     pub(crate) fn gen_legal(&self, moves: &mut MoveList) {
+        self.gen_filtered(moves, Filter::ALL);
+    }
+
+    /// Whether the move `m` (of any chess position) is legal here: only the moves of the piece
+    /// on its origin square are generated.
+    pub(crate) fn is_legal_move(&self, m: Move) -> bool {
+        if matches!(m.kind(), MoveKind::Drop(_)) {
+            return false;
+        }
+        let mut moves = MoveList::new();
+        self.gen_filtered(
+            &mut moves,
+            Filter {
+                from: Bitboard::from_square(m.from()),
+                tactical_only: false,
+            },
+        );
+        moves.contains(&m)
+    }
+
+    /// Appends the legal moves that pass `filter` to `moves`, in the order of the full pass.
+    pub(crate) fn gen_filtered(&self, moves: &mut MoveList, filter: Filter) {
         let b = &self.board;
         let us = self.turn;
         let them = !us;
@@ -48,13 +97,21 @@ impl Chess {
         let occupied = b.occupied();
         let king = self.our_king();
         let checkers = b.attackers_to(king, them, occupied);
+        // Where pieces (and pawns, capturing) may go as far as the filter is concerned.
+        let wanted = if filter.tactical_only {
+            b.by_color(them)
+        } else {
+            Bitboard::FULL
+        };
 
         // King steps: test each target with the king lifted off the board, so sliders see
         // through the square it leaves.
-        let without_king = occupied ^ Bitboard::from_square(king);
-        for to in attacks::king(king) & !ours {
-            if b.attackers_to(to, them, without_king).is_empty() {
-                moves.push(Move::normal(king, to));
+        if filter.from.contains(king) {
+            let without_king = occupied ^ Bitboard::from_square(king);
+            for to in attacks::king(king) & !ours & wanted {
+                if b.attackers_to(to, them, without_king).is_empty() {
+                    moves.push(Move::normal(king, to));
+                }
             }
         }
 
@@ -62,20 +119,23 @@ impl Chess {
             _ if checkers.more_than_one() => return,
             Some(checker) => attacks::between(king, checker) | checkers,
             None => {
-                self.gen_castling(king, moves);
+                if !filter.tactical_only && filter.from.contains(king) {
+                    self.gen_castling(king, moves);
+                }
                 !ours
             }
         };
 
         let pinned = self.pinned(king);
+        let pieces = ours & filter.from;
 
-        for from in b.by_role(Role::Knight) & ours & !pinned {
-            for to in attacks::knight(from) & target {
+        for from in b.by_role(Role::Knight) & pieces & !pinned {
+            for to in attacks::knight(from) & target & wanted {
                 moves.push(Move::normal(from, to));
             }
         }
-        for from in b.bishops_and_queens() & ours {
-            let mut to_set = attacks::bishop(from, occupied) & target;
+        for from in b.bishops_and_queens() & pieces {
+            let mut to_set = attacks::bishop(from, occupied) & target & wanted;
             if pinned.contains(from) {
                 to_set &= attacks::line(king, from);
             }
@@ -83,8 +143,8 @@ impl Chess {
                 moves.push(Move::normal(from, to));
             }
         }
-        for from in b.rooks_and_queens() & ours {
-            let mut to_set = attacks::rook(from, occupied) & target;
+        for from in b.rooks_and_queens() & pieces {
+            let mut to_set = attacks::rook(from, occupied) & target & wanted;
             if pinned.contains(from) {
                 to_set &= attacks::line(king, from);
             }
@@ -93,13 +153,13 @@ impl Chess {
             }
         }
 
-        self.gen_pawns(king, target, pinned, moves);
+        self.gen_pawns(king, target, pinned, filter, moves);
 
         if let Some(ep) = self.ep_square {
             let pawns = b.by_piece(Piece {
                 color: us,
                 role: Role::Pawn,
-            });
+            }) & filter.from;
             for from in attacks::pawn(them, ep) & pawns {
                 if self.ep_is_legal(king, from, ep) {
                     moves.push(Move::en_passant(from, ep));
@@ -156,13 +216,28 @@ impl Chess {
         }
     }
 
-    fn gen_pawns(&self, king: Square, target: Bitboard, pinned: Bitboard, moves: &mut MoveList) {
+    /// Pawn moves (not en passant) to `target`, of the pawns `filter` names; pushes only when
+    /// they promote if it asks for tactical moves.
+    fn gen_pawns(
+        &self,
+        king: Square,
+        target: Bitboard,
+        pinned: Bitboard,
+        filter: Filter,
+        moves: &mut MoveList,
+    ) {
         let b = &self.board;
         let us = self.turn;
         let pawns = b.by_piece(Piece {
             color: us,
             role: Role::Pawn,
-        });
+        }) & filter.from;
+        // Push targets: every one, or only the promotions.
+        let push_target = if filter.tactical_only {
+            target & Bitboard::BACKRANKS
+        } else {
+            target
+        };
         let theirs = b.by_color(!us);
         let empty = !b.occupied();
         let (up, third_rank): (i32, u32) = match us {
@@ -176,8 +251,8 @@ impl Chess {
         // Unpinned pawns, set-wise.
         let free = pawns & !pinned;
         let single = free.forward(us) & empty;
-        let double = (single & Bitboard::rank(third_rank)).forward(us) & empty & target;
-        for to in single & target {
+        let double = (single & Bitboard::rank(third_rank)).forward(us) & empty & push_target;
+        for to in single & push_target {
             Chess::push_pawn_move(back(to, up), to, moves);
         }
         for to in double {
@@ -210,11 +285,12 @@ impl Chess {
             let line = attacks::line(king, from);
             let one = back(from, -up);
             if empty.contains(one) && line.contains(one) {
-                if target.contains(one) {
+                if push_target.contains(one) {
                     Chess::push_pawn_move(from, one, moves);
                 }
                 let two = back(one, -up);
-                if from.rank() == us.fold(1, 6) && empty.contains(two) && target.contains(two) {
+                if from.rank() == us.fold(1, 6) && empty.contains(two) && push_target.contains(two)
+                {
                     moves.push(Move::normal(from, two));
                 }
             }

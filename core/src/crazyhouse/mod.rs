@@ -443,6 +443,35 @@ impl Position for Crazyhouse {
         !m.is_drop() && self.chess.is_capture(m)
     }
 
+    /// The board's captures, generated alone: no quiet move or drop is generated to be
+    /// filtered out.
+    fn capture_moves_into(&self, moves: &mut ZhMoveList) {
+        moves.clear();
+        let mut board_moves = chess::MoveList::new();
+        self.chess
+            .gen_filtered(&mut board_moves, chess::movegen::Filter::TACTICAL);
+        moves.extend(
+            board_moves
+                .into_iter()
+                .filter(|&m| self.chess.is_capture(m)),
+        );
+    }
+
+    /// A drop from the reserve checked directly; a board move by generating only the moves of
+    /// the piece on its origin square.
+    fn is_legal(&self, m: Move) -> bool {
+        match m.kind() {
+            MoveKind::Drop(role) => {
+                let us = self.chess.turn();
+                RESERVE_ROLES.contains(&role)
+                    && self.reserves.count(us, role) > 0
+                    && self.drop_targets().contains(m.to())
+                    && !(role == Role::Pawn && Bitboard::BACKRANKS.contains(m.to()))
+            }
+            _ => self.chess.is_legal_move(m),
+        }
+    }
+
     fn play_unchecked(&mut self, m: Move) {
         Crazyhouse::play_unchecked(self, m);
     }

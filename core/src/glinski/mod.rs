@@ -302,9 +302,10 @@ impl Glinski {
         }
     }
 
-    /// Every legal move (checkers and pins first; no trial make except for king steps'
-    /// attack test and en passant).
-    fn generate(&self, moves: &mut HexMoveList) {
+    /// Every legal move, or with `captures_only` the legal captures alone (en passant
+    /// included) in the same order: checkers and pins first; no trial make except for king
+    /// steps' attack test and en passant.
+    fn generate(&self, moves: &mut HexMoveList, captures_only: bool) {
         let us = self.turn;
         let them = !us;
         let own = self.colors[side(us)];
@@ -320,7 +321,9 @@ impl Glinski {
         // King steps: the target must be safe with the king lifted off its cell (so that it
         // cannot hide behind itself along a checking ray).
         let lifted = occ ^ king_bb;
-        for to in Cells(KING[ku] & !own) {
+        // Where a piece may go as far as `captures_only` is concerned.
+        let wanted = if captures_only { enemy } else { !0 };
+        for to in Cells(KING[ku] & !own & wanted) {
             if self.attackers(to, them, lifted) == 0 {
                 moves.push(HexMove {
                     from: k,
@@ -385,7 +388,7 @@ impl Glinski {
                 .map_or(!0, |&(_, line)| line)
         };
 
-        let target_mask = !own & check_mask;
+        let target_mask = !own & check_mask & wanted;
         let mut push_all = |from: Cell, targets: Bitboard| {
             for to in Cells(targets & target_mask & line_of(from)) {
                 moves.push(HexMove {
@@ -420,8 +423,10 @@ impl Glinski {
             Color::Black => (-11, (-10, !FILE_L), (-1, !FILE_A)),
         };
         let empty = !occ & VALID;
-        let single = shift(free, step) & empty;
-        let double = shift(shift(free & PAWN_START[s], step) & empty, step) & empty;
+        // Pushes capture nothing: none when only captures are asked for.
+        let pushing = if captures_only { 0 } else { !0 };
+        let single = shift(free, step) & empty & pushing;
+        let double = shift(shift(free & PAWN_START[s], step) & empty, step) & empty & pushing;
         for to in Cells(single & check_mask) {
             Self::push_pawn(moves, us, (i32::from(to) - step) as Cell, to);
         }
@@ -443,7 +448,7 @@ impl Glinski {
             let f = from as usize;
             let allowed = check_mask & line_of(from);
             let one = PAWN_STEP[s][f];
-            if one != NONE && occ & bit(one) == 0 {
+            if !captures_only && one != NONE && occ & bit(one) == 0 {
                 if allowed & bit(one) != 0 {
                     Self::push_pawn(moves, us, from, one);
                 }
@@ -484,7 +489,7 @@ impl Glinski {
     /// Every legal move.
     pub fn legal_moves(&self) -> HexMoveList {
         let mut moves = HexMoveList::new();
-        self.generate(&mut moves);
+        self.generate(&mut moves, false);
         moves
     }
 
@@ -679,7 +684,13 @@ impl Position for Glinski {
 
     fn legal_moves_into(&self, moves: &mut HexMoveList) {
         moves.clear();
-        self.generate(moves);
+        self.generate(moves, false);
+    }
+
+    /// The captures, generated alone (not filtered from every move).
+    fn capture_moves_into(&self, moves: &mut HexMoveList) {
+        moves.clear();
+        self.generate(moves, true);
     }
 
     fn is_capture(&self, m: HexMove) -> bool {

@@ -7,5 +7,6 @@ mod byzantine_independent;
 mod chess960;
 mod crazyhouse_independent;
 mod glinski_independent;
+mod narrowed;
 mod perft;
 mod properties;

@@ -242,7 +242,7 @@ fn shakmaty_fen(fen: &str) -> String {
 }
 
 /// A seeded xorshift generator (a failure replays).
-fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     move || {
         state ^= state << 13;
         state ^= state >> 7;

@@ -205,65 +205,148 @@ static FRONT_SPAN: LazyLock<[[Bitboard; 64]; 2]> = LazyLock::new(|| {
     t
 });
 
-/// The board terms of `color` (positive is good for `color`), with the phase weight of its
-/// pieces.
-pub fn side_terms(board: &Board, color: Color, w: &Weights) -> (Pair, i32) {
+/// The terms of `color`'s pawns that depend on the pawns alone (positive is good for `color`):
+/// material, centralisation, advancement, doubled, isolated and passed pawns.
+fn pawn_terms(color: Color, our_pawns: Bitboard, their_pawns: Bitboard, w: &Weights) -> Pair {
+    let mut total = Pair::default();
+    let span = &FRONT_SPAN[color.index()];
+    for sq in our_pawns {
+        let rel = if color == Color::White {
+            sq
+        } else {
+            sq.flip_vertical()
+        };
+        total += w.material[Role::Pawn.index()];
+        total += w.centre[Role::Pawn.index()] * centrality(sq);
+        total += w.pawn_advance * (rel.rank() as i32 - 1);
+        let file = Bitboard::file(sq.file());
+        if (our_pawns & file).more_than_one() {
+            total = total - w.doubled;
+        }
+        let f = sq.file();
+        let neighbours = (if f > 0 {
+            Bitboard::file(f - 1)
+        } else {
+            Bitboard(0)
+        }) | (if f < 7 {
+            Bitboard::file(f + 1)
+        } else {
+            Bitboard(0)
+        });
+        if (our_pawns & neighbours).is_empty() {
+            total = total - w.isolated;
+        }
+        if (span[sq.index()] & their_pawns).is_empty()
+            && (span[sq.index()] & file & our_pawns).is_empty()
+        {
+            total += w.passed[rel.rank() as usize];
+        }
+    }
+    total
+}
+
+/// What the pawns contribute, for both sides: the pawn terms (white's minus black's) and the
+/// squares each side's pawns attack. It depends only on where the pawns stand, so the search's
+/// evaluation keeps it in a [`PawnCache`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PawnStructure {
+    /// White's pawn terms minus black's.
+    pub score: Pair,
+    /// The squares attacked by white's and by black's pawns ([`Color::index`]).
+    pub attacks: [Bitboard; 2],
+}
+
+impl PawnStructure {
+    /// The pawn structure of `board` under the weights `w`.
+    pub fn of(board: &Board, w: &Weights) -> PawnStructure {
+        let pawns = board.by_role(Role::Pawn);
+        let white = pawns & board.by_color(Color::White);
+        let black = pawns & board.by_color(Color::Black);
+        let attacks_of = |color: Color, pawns: Bitboard| {
+            pawns
+                .into_iter()
+                .fold(Bitboard(0), |a, sq| a | attacks::pawn(color, sq))
+        };
+        PawnStructure {
+            score: pawn_terms(Color::White, white, black, w)
+                - pawn_terms(Color::Black, black, white, w),
+            attacks: [
+                attacks_of(Color::White, white),
+                attacks_of(Color::Black, black),
+            ],
+        }
+    }
+}
+
+/// Entries of a [`PawnCache`] (a power of two): 2,048 of 48 bytes, 96 KiB.
+const PAWN_CACHE_ENTRIES: usize = 2048;
+
+/// [`PawnStructure`]s by the placement of the pawns, for one set of weights: a direct-mapped
+/// table that keeps both sides' pawn bitboards, so a hit is exact. The pawns change in few moves,
+/// so most evaluations in a search find their structure here.
+#[derive(Debug)]
+pub struct PawnCache {
+    entries: Vec<Option<(Bitboard, Bitboard, PawnStructure)>>,
+}
+
+impl Default for PawnCache {
+    fn default() -> Self {
+        PawnCache {
+            entries: vec![None; PAWN_CACHE_ENTRIES],
+        }
+    }
+}
+
+impl PawnCache {
+    /// The pawn structure of `board` under `w`, from the cache or computed and stored. Every
+    /// call on one cache must pass the same weights.
+    pub fn get(&mut self, board: &Board, w: &Weights) -> PawnStructure {
+        let pawns = board.by_role(Role::Pawn);
+        let white = pawns & board.by_color(Color::White);
+        let black = pawns & board.by_color(Color::Black);
+        let mixed = (white.0 ^ black.0.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let i = (mixed >> (64 - PAWN_CACHE_ENTRIES.trailing_zeros())) as usize;
+        match self.entries[i] {
+            Some((w0, b0, found)) if w0 == white && b0 == black => found,
+            _ => {
+                let made = PawnStructure::of(board, w);
+                self.entries[i] = Some((white, black, made));
+                made
+            }
+        }
+    }
+}
+
+/// The board terms of `color` besides its pawns' own (positive is good for `color`), with the
+/// phase weight of its pieces; `pawns` is the board's pawn structure.
+pub fn side_terms(board: &Board, color: Color, w: &Weights, pawns: &PawnStructure) -> (Pair, i32) {
     let us = board.by_color(color);
     let them = board.by_color(!color);
     let occupied = board.occupied();
     let our_pawns = us & board.by_role(Role::Pawn);
     let their_pawns = them & board.by_role(Role::Pawn);
-    let mut pawn_attacks = Bitboard(0);
-    for sq in their_pawns {
-        pawn_attacks |= attacks::pawn(!color, sq);
-    }
+    let pawn_attacks = pawns.attacks[(!color).index()];
     let mut total = Pair::default();
     let mut phase = 0;
     let their_king = board.king_of(!color);
     let zone = their_king.map_or(Bitboard(0), |k| attacks::king(k) | Bitboard::from_square(k));
     let mut units = 0;
     let mut attackers = 0;
-    for role in Role::ALL {
+    for role in [
+        Role::Knight,
+        Role::Bishop,
+        Role::Rook,
+        Role::Queen,
+        Role::King,
+    ] {
         let pieces = us & board.by_role(role);
         for sq in pieces {
-            let rel = if color == Color::White {
-                sq
-            } else {
-                sq.flip_vertical()
-            };
             total += w.material[role.index()];
             phase += PHASE[role.index()];
             total += w.centre[role.index()] * centrality(sq);
             let reach = match role {
-                Role::Pawn => {
-                    total += w.pawn_advance * (rel.rank() as i32 - 1);
-                    let file = Bitboard::file(sq.file());
-                    if (our_pawns & file).more_than_one() {
-                        total = total - w.doubled;
-                    }
-                    let f = sq.file();
-                    let neighbours = (if f > 0 {
-                        Bitboard::file(f - 1)
-                    } else {
-                        Bitboard(0)
-                    }) | (if f < 7 {
-                        Bitboard::file(f + 1)
-                    } else {
-                        Bitboard(0)
-                    });
-                    if (our_pawns & neighbours).is_empty() {
-                        total = total - w.isolated;
-                    }
-                    if (FRONT_SPAN[color.index()][sq.index()] & their_pawns).is_empty()
-                        && (FRONT_SPAN[color.index()][sq.index()]
-                            & Bitboard::file(sq.file())
-                            & our_pawns)
-                            .is_empty()
-                    {
-                        total += w.passed[rel.rank() as usize];
-                    }
-                    continue;
-                }
+                // Not in the loop: the pawns' terms are the pawn structure's.
+                Role::Pawn => continue,
                 Role::Knight => attacks::knight(sq),
                 Role::Bishop => attacks::bishop(sq, occupied),
                 Role::Rook => {
@@ -335,9 +418,14 @@ pub fn taper(p: Pair, phase: i32) -> i32 {
 
 /// White's board score (before tapering) and the phase.
 pub fn board_score(board: &Board, w: &Weights) -> (Pair, i32) {
-    let (white, pw) = side_terms(board, Color::White, w);
-    let (black, pb) = side_terms(board, Color::Black, w);
-    (white - black, pw + pb)
+    board_score_with(board, w, &PawnStructure::of(board, w))
+}
+
+/// [`board_score`], given the board's pawn structure (from a [`PawnCache`]).
+pub fn board_score_with(board: &Board, w: &Weights, pawns: &PawnStructure) -> (Pair, i32) {
+    let (white, pw) = side_terms(board, Color::White, w, pawns);
+    let (black, pb) = side_terms(board, Color::Black, w, pawns);
+    (white - black + pawns.score, pw + pb)
 }
 
 /// Scales a score down when the side ahead has no pawns and too little extra material to
@@ -370,10 +458,20 @@ fn drawish_scale(board: &Board, score: i32, w: &Weights) -> i32 {
 /// The evaluation of `pos` under the weights `w`, from the side to move's point of view: what
 /// the search uses, with [`WEIGHTS`].
 pub fn evaluate_with(pos: &Chess, w: &Weights) -> i32 {
+    evaluate_given(pos, w, &PawnStructure::of(pos.board(), w))
+}
+
+/// [`evaluate_with`], given the board's pawn structure.
+fn evaluate_given(pos: &Chess, w: &Weights, pawns: &PawnStructure) -> i32 {
     let board = pos.board();
-    let (score, phase) = board_score(board, w);
+    let (score, phase) = board_score_with(board, w, pawns);
     let white = drawish_scale(board, taper(score, phase), w);
     super::for_side(pos.turn(), white) + w.tempo
+}
+
+thread_local! {
+    /// The search's pawn structures under [`WEIGHTS`], per thread (each search is on one).
+    static PAWNS: std::cell::RefCell<PawnCache> = std::cell::RefCell::default();
 }
 
 /// The value of a role for exchanges (middlegame material).
@@ -499,8 +597,12 @@ pub fn piece_to(board: &Board, m: Move) -> usize {
 }
 
 impl EnginePosition for Chess {
+    const CHEAP_LEGALITY: bool = true;
+
     fn evaluate(&self) -> i32 {
-        evaluate_with(self, &WEIGHTS)
+        let w = &*WEIGHTS;
+        let pawns = PAWNS.with_borrow_mut(|cache| cache.get(self.board(), w));
+        evaluate_given(self, w, &pawns)
     }
 
     fn move_slot(&self, m: Move) -> usize {
@@ -557,6 +659,42 @@ mod tests {
         let a = chess("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3");
         let b = chess("rnbqkb1r/pppp1ppp/5n2/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 3");
         assert_eq!(a.evaluate(), b.evaluate());
+    }
+
+    /// One cache over thousands of positions of random games (far more pawn structures than it
+    /// has entries, so entries are replaced and indices shared): every answer is the structure
+    /// computed afresh, and the search's evaluation (cached) is the tuner's (uncached).
+    #[test]
+    fn the_pawn_cache_answers_what_a_fresh_computation_does() {
+        let mut cache = PawnCache::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut positions = 0;
+        for _ in 0..200 {
+            let mut pos = Chess::new();
+            for _ in 0..60 {
+                let board = pos.board();
+                assert_eq!(
+                    cache.get(board, &WEIGHTS),
+                    PawnStructure::of(board, &WEIGHTS)
+                );
+                assert_eq!(
+                    pos.evaluate(),
+                    evaluate_with(&pos, &WEIGHTS),
+                    "{}",
+                    pos.to_text()
+                );
+                positions += 1;
+                let moves = pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                pos.play_unchecked(moves[(state % moves.len() as u64) as usize]);
+            }
+        }
+        assert!(positions > 5 * PAWN_CACHE_ENTRIES, "{positions} positions");
     }
 
     #[test]

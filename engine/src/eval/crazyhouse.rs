@@ -5,7 +5,9 @@
 //!
 //! A bughouse board is judged alone, with its current reserves: the partner's board is not seen.
 
-use super::chess::{Pair, Weights, board_score, gain_on, mover, piece_to, see_ge, slot, taper};
+use super::chess::{
+    Pair, PawnCache, Weights, board_score_with, gain_on, mover, piece_to, see_ge, slot, taper,
+};
 use crate::hooks::EnginePosition;
 use arbiter_core::bitboard::{Bitboard, attacks};
 use arbiter_core::chess::Move;
@@ -97,10 +99,19 @@ fn drop_danger(pos: &Crazyhouse, color: Color) -> i32 {
     holes * hand * DROP_DANGER
 }
 
+thread_local! {
+    /// The search's pawn structures under the crazyhouse [`WEIGHTS`], per thread.
+    static PAWNS: std::cell::RefCell<PawnCache> = std::cell::RefCell::default();
+}
+
 impl EnginePosition for Crazyhouse {
+    const CHEAP_LEGALITY: bool = true;
+
     fn evaluate(&self) -> i32 {
         let board = self.chess().board();
-        let (mut score, phase) = board_score(board, &WEIGHTS);
+        let w = &*WEIGHTS;
+        let pawns = PAWNS.with_borrow_mut(|cache| cache.get(board, w));
+        let (mut score, phase) = board_score_with(board, w, &pawns);
         let r = self.reserves();
         for role in [
             Role::Pawn,
