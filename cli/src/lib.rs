@@ -11,6 +11,7 @@
 //! Every error is a [`CliError`]; `main` prints it to stderr and exits with its
 //! [`CliError::exit_code`]: 2 for bad input, 1 when the command could not finish otherwise.
 
+pub mod nnue;
 pub mod review;
 pub mod selfplay;
 pub mod texel;
@@ -206,14 +207,16 @@ fn check_request(request: &AnalyzeRequest) -> Result<(), CliError> {
 /// `arbiter analyze`: plays `moves` (UCI or SAN) from `pos`, then analyses the position reached
 /// with the positions on the way as its history (so the search sees repetitions). Writes an
 /// `info` line to `progress` per finished line of each iteration, then returns the last line,
-/// `bestmove MOVE` (`bestmove (none)` without a legal move).
+/// `bestmove MOVE` (`bestmove (none)` without a legal move). With a `network`, the variant it
+/// is for is evaluated by it (see [`arbiter_engine::nnue`]).
 pub fn analyze(
     pos: &AnyPosition,
     moves: &[String],
     request: &AnalyzeRequest,
+    network: Option<std::sync::Arc<arbiter_engine::nnue::Network>>,
     progress: &mut dyn std::io::Write,
 ) -> Result<String, CliError> {
-    use arbiter_engine::analyze::{AnalysisSettings, analyze};
+    use arbiter_engine::analyze::{AnalysisSettings, Engines};
     use arbiter_engine::{Limits, SearchOptions, SystemTime};
     check_request(request)?;
     let settings = AnalysisSettings {
@@ -236,7 +239,11 @@ pub fn analyze(
     let pos = &reached;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut failed = None;
-    let result = analyze(
+    let mut engines = Engines::new(request.hash_mib);
+    if let Some(net) = network {
+        engines = engines.with_network(net);
+    }
+    let result = engines.analyze(
         pos,
         &history,
         &settings,

@@ -152,6 +152,11 @@ enum Command {
         /// in self-play (Glinski and Byzantine): mobility, centre, pawns, king, bare, citadel.
         #[arg(long, value_name = "TERMS", default_value = "")]
         eval_off: String,
+        /// Evaluate with this network (a file from `arbiter nnue train`) instead of the
+        /// hand-written evaluation; the network must be for the position's variant (standard
+        /// chess).
+        #[arg(long, value_name = "FILE")]
+        net: Option<std::path::PathBuf>,
         /// Run the search on an external UCI engine: NAME=PATH[,KEY=VALUE]... with the keys
         /// processes, threads, hash (MiB; --hash otherwise), timeout (seconds of silence before
         /// the process is deemed hung and restarted), variants (e.g. chess+crazyhouse), and any
@@ -234,6 +239,12 @@ enum Command {
     Texel {
         #[command(subcommand)]
         step: TexelStep,
+    },
+    /// The evaluation network of standard chess: train one on positions from `arbiter texel
+    /// generate` (which records each position's search score), for `analyze --net`.
+    Nnue {
+        #[command(subcommand)]
+        step: NnueStep,
     },
     /// Speak UCI on stdin/stdout (standard chess, Chess960 through `UCI_Chess960`, crazyhouse
     /// through `UCI_Variant`), for chess GUIs and python-chess.
@@ -370,6 +381,60 @@ enum TexelStep {
     },
 }
 
+/// The steps of `arbiter nnue`.
+#[derive(Subcommand, Debug)]
+enum NnueStep {
+    /// Trains a network on standard chess positions labelled `POSITION | RESULT | SCORE`
+    /// (`arbiter texel generate`) and writes it. The result depends on the flags and the data
+    /// only, not on --threads.
+    Train {
+        /// The labelled positions.
+        #[arg(long)]
+        data: std::path::PathBuf,
+        /// The network file to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Use at most this many positions (the file's first; 2048 to 100000000). Each takes
+        /// about 70 bytes of memory while training (20,000,000: about 1.4 GB).
+        #[arg(long, default_value_t = 20_000_000)]
+        limit: usize,
+        /// The hidden layer's width (8 to 1024).
+        #[arg(long, default_value_t = 128)]
+        hidden: usize,
+        /// Passes over the data (1 to 1000).
+        #[arg(long, default_value_t = 12)]
+        epochs: usize,
+        /// The epoch (counted from 0; 0 to --epochs) from which the step size is a tenth
+        /// (default: two thirds of --epochs, rounded up).
+        #[arg(long)]
+        drop_at: Option<usize>,
+        /// Positions per step (16 to 1000000).
+        #[arg(long, default_value_t = 16_384)]
+        batch: usize,
+        /// Adam's step size (0 to 1).
+        #[arg(long, default_value_t = 0.001)]
+        learning_rate: f32,
+        /// The weight of the search's score in each target, the rest being the game's result
+        /// (0 to 1).
+        #[arg(long, default_value_t = 0.75)]
+        lambda: f64,
+        /// Texel's K, the scale from centipawns to an expected score (0.1 to 10; the fitted
+        /// value for the hand-written evaluation is about 1.01).
+        #[arg(long, default_value_t = 1.01)]
+        k: f64,
+        /// Every this-many-th block of 1,024 consecutive positions (mostly whole games) is
+        /// held out for the validation loss (2 to 1000).
+        #[arg(long, default_value_t = 20)]
+        validation_every: usize,
+        /// Seed of the initial weights and the order of the positions.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Threads (1 to 16).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+}
+
 /// The variants whose evaluation weights `arbiter texel` tunes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum TexelVariant {
@@ -377,13 +442,14 @@ enum TexelVariant {
     Glinski,
 }
 
-fn in_range<T: PartialOrd + std::fmt::Display>(
+fn in_range<T: PartialOrd + Copy + std::fmt::Display>(
     flag: &str,
     value: T,
     low: T,
     high: T,
 ) -> Result<T, CliError> {
-    if value < low || value > high {
+    // Written so that NaN is out of range too.
+    if !(low..=high).contains(&value) {
         return Err(CliError::input(
             flag,
             format!("{value} is out of range ({low} to {high})"),
@@ -480,6 +546,61 @@ fn analyze_pgn(
         }
     }
     Ok(String::new())
+}
+
+fn nnue(step: NnueStep) -> Result<String, CliError> {
+    let NnueStep::Train {
+        data,
+        out,
+        limit,
+        hidden,
+        epochs,
+        drop_at,
+        batch,
+        learning_rate,
+        lambda,
+        k,
+        validation_every,
+        seed,
+        threads,
+    } = step;
+    let epochs = in_range("--epochs", epochs, 1, 1000)?;
+    let cfg = arbiter_engine::nnue::train::TrainConfig {
+        hidden: in_range("--hidden", hidden, 8, 1024)?,
+        epochs,
+        batch: in_range("--batch", batch, 16, 1_000_000)?,
+        learning_rate: in_range("--learning-rate", learning_rate, f32::MIN_POSITIVE, 1.0)?,
+        drop_at: match drop_at {
+            Some(d) => in_range("--drop-at", d, 0, epochs)?,
+            None => (epochs * 2).div_ceil(3),
+        },
+        k: in_range("--k", k, 0.1, 10.0)?,
+        seed,
+        threads: in_range("--threads", threads, 1, 16)?,
+    };
+    let data_cfg = arbiter_cli::nnue::DataConfig {
+        limit: in_range("--limit", limit, 2048, 100_000_000)?,
+        lambda: in_range("--lambda", lambda, 0.0, 1.0)?,
+        validation_every: in_range("--validation-every", validation_every, 2, 1000)?,
+    };
+    let file = std::fs::File::open(&data)
+        .map_err(|e| CliError::io(format!("--data: {}", data.display()), e))?;
+    let summary = arbiter_cli::nnue::train_chess(
+        std::io::BufReader::new(file),
+        &data_cfg,
+        &cfg,
+        &mut |line| eprintln!("{line}"),
+    )?;
+    std::fs::write(&out, summary.network.to_bytes())
+        .map_err(|e| CliError::io(format!("--out: {}", out.display()), e))?;
+    let last = summary.epochs.last().map_or(0.0, |e| e.validation_loss);
+    Ok(format!(
+        "network {:016x} ({} hidden) trained on {} positions, validation loss {last:.6}, written to {}\n",
+        summary.network.checksum(),
+        summary.network.hidden(),
+        summary.train,
+        out.display()
+    ))
 }
 
 fn texel(step: TexelStep) -> Result<String, CliError> {
@@ -838,6 +959,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             format!("{report}\n")
         }
         Command::Texel { step } => texel(step)?,
+        Command::Nnue { step } => nnue(step)?,
         Command::Uci => {
             let out: arbiter_cli::uci::Output =
                 std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
@@ -853,11 +975,18 @@ fn run(cli: Cli) -> Result<String, CliError> {
             multipv,
             hash,
             eval_off,
+            net,
             engine,
             moves,
         } => {
             let p = pos.load()?;
             if let Some(spec) = engine {
+                if net.is_some() {
+                    return Err(CliError::input(
+                        "--net",
+                        "sets the built-in engine's evaluation: not with --engine",
+                    ));
+                }
                 if !eval_off.is_empty() {
                     return Err(CliError::input(
                         "--eval-off",
@@ -895,8 +1024,15 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 multipv,
                 hash_mib: hash,
             };
+            let network = match net {
+                Some(path) => Some(std::sync::Arc::new(arbiter_cli::nnue::load_network(
+                    &path,
+                    arbiter_core::Position::variant(&p).name(),
+                )?)),
+                None => None,
+            };
             let mut stdout = std::io::stdout();
-            arbiter_cli::analyze(&p, &moves, &request, &mut stdout)?
+            arbiter_cli::analyze(&p, &moves, &request, network, &mut stdout)?
         }
         Command::AnalyzePgn {
             file,

@@ -58,7 +58,8 @@ fn play<P: Tunable>(
     let start = random_opening(&P::start(), cfg.opening_plies, &mut rng);
     let mut state = GameState::new(start);
     let mut keys: Vec<u64> = Vec::new();
-    let mut quiet: Vec<P> = Vec::new();
+    // Each quiet position with the search's score there, from white's side.
+    let mut quiet: Vec<(P, i32)> = Vec::new();
     let stop = AtomicBool::new(false);
     let clock = SystemTime::new();
     let limits = Limits::nodes(cfg.nodes);
@@ -85,8 +86,18 @@ fn play<P: Tunable>(
             )));
         };
         keys.push(pos.repetition_key());
-        if !pos.is_check() && !pos.is_tactical(m) && !arbiter_engine::score::is_mate(found.score) {
-            quiet.push(pos);
+        // A score the data lines cannot carry (mates, and anything beyond MAX_SAMPLE_SCORE)
+        // leaves the position out.
+        if !pos.is_check()
+            && !pos.is_tactical(m)
+            && found.score.abs() <= arbiter_engine::tune::MAX_SAMPLE_SCORE
+        {
+            let white = if pos.turn() == Color::White {
+                found.score
+            } else {
+                -found.score
+            };
+            quiet.push((pos, white));
         }
         state.play_checked(m);
     }
@@ -96,7 +107,11 @@ fn play<P: Tunable>(
         .map_or(0.5, |o| o.score.points(Color::White));
     let samples = quiet
         .into_iter()
-        .map(|position| Sample { position, result })
+        .map(|(position, score)| Sample {
+            position,
+            result,
+            score: Some(score),
+        })
         .collect();
     Ok((samples, result))
 }
@@ -182,13 +197,29 @@ const MAX_LINE: usize = 512;
 /// Reads labelled positions, one per line (blank lines and `#` comments skipped), at most
 /// `limit` of them; an error names the line.
 pub fn read_samples<P: Tunable>(
-    mut input: impl BufRead,
+    input: impl BufRead,
     limit: usize,
 ) -> Result<Vec<Sample<P>>, CliError> {
     let mut out = Vec::new();
+    for_each_sample(input, limit, &mut |_, s| {
+        out.push(s);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Hands each labelled position of `input` to `each`, at most `limit` of them, without
+/// holding the file: the network trainer packs millions this way. `each` gets the line's number
+/// too, for its own errors. A line that cannot be read is an error naming it.
+pub fn for_each_sample<P: Tunable>(
+    mut input: impl BufRead,
+    limit: usize,
+    each: &mut dyn FnMut(usize, Sample<P>) -> Result<(), CliError>,
+) -> Result<usize, CliError> {
     let mut line = Vec::new();
     let mut number = 0usize;
-    while out.len() < limit {
+    let mut read = 0usize;
+    while read < limit {
         line.clear();
         number += 1;
         let n = std::io::Read::by_ref(&mut input)
@@ -210,12 +241,12 @@ pub fn read_samples<P: Tunable>(
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        out.push(
-            Sample::parse(text)
-                .map_err(|e| CliError::input("--data", format!("line {number}: {e}")))?,
-        );
+        let sample = Sample::parse(text)
+            .map_err(|e| CliError::input("--data", format!("line {number}: {e}")))?;
+        each(number, sample)?;
+        read += 1;
     }
-    Ok(out)
+    Ok(read)
 }
 
 #[cfg(test)]

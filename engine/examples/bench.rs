@@ -4,7 +4,11 @@
 //! ```sh
 //! cargo run --release -p arbiter-engine --example bench                  # every variant
 //! cargo run --release -p arbiter-engine --example bench -- --variant chess --depth 14
+//! cargo run --release -p arbiter-engine --example bench -- --variant chess --net chess.nnue
 //! ```
+//!
+//! With `--net FILE` (from `arbiter nnue train`), the variant the network is for is evaluated by
+//! it.
 //!
 //! Each variant searches its start position and positions reached by seeded random moves from it
 //! (so the positions do not depend on the engine), each with a fresh engine and a 16 MiB table,
@@ -14,9 +18,11 @@
 //! ratio. Builds that search differently are compared by time to the same depth, and by games.
 
 use arbiter_core::{AnyPosition, Position, Variant};
-use arbiter_engine::analyze::{AnalysisSettings, analyze};
+use arbiter_engine::analyze::{AnalysisSettings, Engines};
+use arbiter_engine::nnue::Network;
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut only: Option<Variant> = None;
     let mut depth: Option<u32> = None;
+    let mut net: Option<Arc<Network>> = None;
     while let Some(arg) = args.next() {
         let value = args.next();
         match (arg.as_str(), value) {
@@ -96,8 +103,25 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
+            ("--net", Some(path)) => {
+                // At most 8 MiB, as `arbiter analyze --net` reads.
+                let mut bytes = Vec::new();
+                let read = std::fs::File::open(&path).and_then(|f| {
+                    std::io::Read::read_to_end(&mut std::io::Read::take(f, 8 << 20), &mut bytes)
+                });
+                match read
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| Network::from_bytes(&bytes).map_err(|e| e.to_string()))
+                {
+                    Ok(n) => net = Some(Arc::new(n)),
+                    Err(e) => {
+                        eprintln!("--net: {path}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             _ => {
-                eprintln!("usage: bench [--variant VARIANT] [--depth N]");
+                eprintln!("usage: bench [--variant VARIANT] [--depth N] [--net FILE]");
                 return ExitCode::from(2);
             }
         }
@@ -120,7 +144,12 @@ fn main() -> ExitCode {
         let (mut nodes, mut signature) = (0u64, 0xcbf2_9ce4_8422_2325u64);
         let begun = Instant::now();
         for pos in &positions {
-            let a = analyze(pos, &[], &settings, &stop, &time, &mut |_| {});
+            // A fresh engine per position.
+            let mut engines = Engines::new(settings.hash_mib);
+            if let Some(n) = &net {
+                engines = engines.with_network(n.clone());
+            }
+            let a = engines.analyze(pos, &[], &settings, &stop, &time, &mut |_| {});
             nodes += a.nodes;
             let line = format!("{:?} {} {} {}", a.best, a.score, a.depth, a.nodes);
             signature = fnv(signature, line.as_bytes());

@@ -2,12 +2,14 @@
 //! [`Position::move_to_uci`] writes: what the CLI's `analyze` and the services use.
 
 use crate::hooks::EnginePosition;
+use crate::nnue::Network;
 use crate::score::Reported;
 use crate::search::{Control, Engine, Info, SearchOptions};
 use crate::time::{Limits, TimeSource};
 use crate::tt::Bound;
 use arbiter_core::{AnyPosition, Position};
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Progress of an analysis, moves as text.
@@ -141,12 +143,14 @@ pub struct Engines {
     crazyhouse: Option<Engine<arbiter_core::Crazyhouse>>,
     glinski: Option<Engine<arbiter_core::Glinski>>,
     byzantine: Option<Engine<arbiter_core::Byzantine>>,
+    network: Option<Arc<Network>>,
 }
 
 impl fmt::Debug for Engines {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engines")
             .field("hash_mib", &self.hash_mib)
+            .field("network", &self.network)
             .finish_non_exhaustive()
     }
 }
@@ -157,6 +161,19 @@ impl Engines {
         Engines {
             hash_mib,
             ..Engines::default()
+        }
+    }
+
+    /// Engines that evaluate with `network` the variant it is for ([`Network::variant`]); the
+    /// others keep their own evaluation.
+    pub fn with_network(self, network: Arc<Network>) -> Engines {
+        Engines {
+            network: Some(network),
+            chess: None,
+            crazyhouse: None,
+            glinski: None,
+            byzantine: None,
+            ..self
         }
     }
 
@@ -191,17 +208,25 @@ impl Engines {
         time: &dyn TimeSource,
         progress: &mut dyn FnMut(&Progress),
     ) -> Analysis {
-        fn on<P: EnginePosition>(
-            engine: &mut Option<Engine<P>>,
+        fn on<'e, P: EnginePosition>(
+            engine: &'e mut Option<Engine<P>>,
             hash_mib: usize,
-        ) -> &mut Engine<P> {
-            engine.get_or_insert_with(|| Engine::new(hash_mib))
+            network: Option<&Arc<Network>>,
+            pos: &P,
+        ) -> &'e mut Engine<P> {
+            engine.get_or_insert_with(|| {
+                let mut e = Engine::new(hash_mib);
+                let name = pos.variant().name();
+                e.set_network(network.filter(|n| n.variant() == name).cloned());
+                e
+            })
         }
         let hash = self.hash_mib;
+        let net = self.network.as_ref();
         let settle = &mut |l| l;
         match pos {
             AnyPosition::Chess(p) => run_on(
-                on(&mut self.chess, hash),
+                on(&mut self.chess, hash, net, p),
                 p,
                 history,
                 settings,
@@ -211,7 +236,7 @@ impl Engines {
                 settle,
             ),
             AnyPosition::Crazyhouse(p) => run_on(
-                on(&mut self.crazyhouse, hash),
+                on(&mut self.crazyhouse, hash, net, p),
                 p,
                 history,
                 settings,
@@ -221,7 +246,7 @@ impl Engines {
                 settle,
             ),
             AnyPosition::Glinski(p) => run_on(
-                on(&mut self.glinski, hash),
+                on(&mut self.glinski, hash, net, p),
                 p,
                 history,
                 settings,
@@ -231,7 +256,7 @@ impl Engines {
                 settle,
             ),
             AnyPosition::Byzantine(p) => run_on(
-                on(&mut self.byzantine, hash),
+                on(&mut self.byzantine, hash, net, p),
                 p,
                 history,
                 settings,

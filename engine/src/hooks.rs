@@ -59,6 +59,13 @@ pub trait EnginePosition: Position {
     /// that move cuts off; otherwise it generates every move first, as that test would.
     const CHEAP_LEGALITY: bool = false;
 
+    /// The pieces as a network of [`crate::nnue`] reads them, for variants played on an 8×8
+    /// board of the six standard roles and nothing else (standard chess); `None` (the default)
+    /// where no network applies, and the search evaluates with [`evaluate`](Self::evaluate).
+    fn nnue_pieces(&self) -> Option<crate::nnue::Pieces> {
+        None
+    }
+
     /// An ending the rules declare while moves remain (dead positions, bare kings), checked at
     /// every node; `None` for most positions. Endings without legal moves are found by the
     /// search through [`Position::terminal`].

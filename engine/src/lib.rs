@@ -32,6 +32,7 @@
 pub mod analyze;
 pub mod eval;
 pub mod hooks;
+pub mod nnue;
 mod ordering;
 pub mod review;
 pub mod score;

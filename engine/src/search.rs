@@ -9,6 +9,7 @@
 //! every [`CHECK_EVERY`] nodes, and the node limit at every node.
 
 use crate::hooks::EnginePosition;
+use crate::nnue::{Accumulator, Network};
 use crate::ordering::{
     HISTORY_MAX, Histories, Orderer, REFUTATION, TT_MOVE, order_quiescence, pick_next,
 };
@@ -17,6 +18,7 @@ use crate::score::{
 };
 use crate::time::{Budget, Limits, TimeSource, budget};
 use crate::tt::{Bound, Table};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The stop flag and the clock are read once every this many nodes (and between iterations), so
@@ -141,6 +143,11 @@ struct RootMove<M> {
 pub struct Engine<P: EnginePosition> {
     tt: Table<P::Move>,
     histories: Histories<P::Move>,
+    /// The network that evaluates instead of [`EnginePosition::evaluate`], where the variant
+    /// gives it pieces ([`EnginePosition::nnue_pieces`]).
+    network: Option<Arc<Network>>,
+    /// One per ply, kept between searches (each records the position it describes).
+    accumulators: Vec<Accumulator>,
 }
 
 impl<P: EnginePosition> Engine<P> {
@@ -149,7 +156,27 @@ impl<P: EnginePosition> Engine<P> {
         Engine {
             tt: Table::new(hash_mib),
             histories: Histories::new(),
+            network: None,
+            accumulators: Vec::new(),
         }
+    }
+
+    /// Evaluates with `network` from now on (`None`: the variant's own evaluation). The caller
+    /// checks that the network is for this variant ([`Network::variant`]); a position whose
+    /// variant gives no pieces to a network ([`EnginePosition::nnue_pieces`]) keeps its own
+    /// evaluation regardless. The table is cleared: its stored evaluations were the other's.
+    pub fn set_network(&mut self, network: Option<Arc<Network>>) {
+        self.accumulators = match &network {
+            Some(net) => vec![Accumulator::new(net); MAX_PLY + 2],
+            None => Vec::new(),
+        };
+        self.network = network;
+        self.clear();
+    }
+
+    /// The network in use, if any.
+    pub fn network(&self) -> Option<&Arc<Network>> {
+        self.network.as_ref()
     }
 
     /// Forgets everything learnt (a new game, or a reproducible search).
@@ -188,6 +215,8 @@ impl<P: EnginePosition> Engine<P> {
         keys.push(root.repetition_key());
         let mut w = Worker {
             tt: &mut self.tt,
+            network: self.network.as_deref(),
+            accumulators: &mut self.accumulators,
             ordering: Orderer::new(&mut self.histories, MAX_PLY + 2),
             evals: vec![-INFINITE; MAX_PLY + 2],
             pv: (0..MAX_PLY + 2)
@@ -212,6 +241,9 @@ impl<P: EnginePosition> Engine<P> {
 
 struct Worker<'a, P: EnginePosition> {
     tt: &'a mut Table<P::Move>,
+    network: Option<&'a Network>,
+    /// The network's hidden layer per ply of the current path (see [`Worker::evaluate`]).
+    accumulators: &'a mut [Accumulator],
     ordering: Orderer<'a, P::Move>,
     /// The static evaluation at each ply of the current path (`-INFINITE` in check), to tell
     /// whether the side to move is improving on its position two plies earlier.
@@ -288,6 +320,27 @@ fn reduction(depth: i32, index: usize) -> i32 {
 }
 
 impl<P: EnginePosition> Worker<'_, P> {
+    /// The static evaluation of `pos`, `ply` plies from the root: the network's when there is
+    /// one for it, else the variant's own. The network's hidden layer at `ply` starts from
+    /// whichever is nearer to `pos`, the parent's (at `ply − 1`, usually one move away) or the
+    /// one left at this ply by a sibling, and takes only the pieces that differ.
+    fn evaluate(&mut self, pos: &P, ply: usize) -> i32 {
+        if let Some(net) = self.network
+            && let Some(pieces) = pos.nnue_pieces()
+        {
+            let (before, rest) = self.accumulators.split_at_mut(ply);
+            let acc = &mut rest[0];
+            if let Some(parent) = before.last()
+                && parent.distance(&pieces) < acc.distance(&pieces)
+            {
+                acc.copy_from(parent);
+            }
+            acc.update(net, &pieces);
+            return net.evaluate(acc, pos.turn().index());
+        }
+        pos.evaluate()
+    }
+
     fn elapsed(&self) -> u64 {
         self.time.now_ms().saturating_sub(self.start)
     }
@@ -327,7 +380,7 @@ impl<P: EnginePosition> Worker<'_, P> {
         if moves.is_empty() {
             let score = match root.terminal() {
                 Some(o) => outcome_score(&o, root.turn(), 0),
-                None => root.evaluate(),
+                None => self.evaluate(root, 0),
             };
             return SearchResult {
                 best: None,
@@ -354,7 +407,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 child.play_unchecked(mv);
                 let estimate = match child.terminal() {
                     Some(o) => -outcome_score(&o, child.turn(), 1),
-                    None => -child.evaluate(),
+                    None => -self.evaluate(&child, 1),
                 };
                 RootMove {
                     mv,
@@ -498,7 +551,7 @@ impl<P: EnginePosition> Worker<'_, P> {
         self.evals[0] = if pos.is_check() {
             -INFINITE
         } else {
-            pos.evaluate()
+            self.evaluate(pos, 0)
         };
         for (i, rm) in root_moves.iter_mut().enumerate().skip(first) {
             let m = rm.mv;
@@ -607,7 +660,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             return alpha;
         }
         if ply >= MAX_PLY - 1 {
-            return pos.evaluate();
+            return self.evaluate(pos, ply);
         }
         let in_check = pos.is_check();
         if in_check {
@@ -649,14 +702,17 @@ impl<P: EnginePosition> Worker<'_, P> {
             if moves.is_empty() {
                 return match pos.terminal() {
                     Some(o) => outcome_score(&o, pos.turn(), ply),
-                    None => pos.evaluate(),
+                    None => self.evaluate(pos, ply),
                 };
             }
         }
         let eval = if in_check {
             -INFINITE
         } else {
-            entry.map_or_else(|| pos.evaluate(), |e| e.eval)
+            match entry {
+                Some(e) => e.eval,
+                None => self.evaluate(pos, ply),
+            }
         };
         self.evals[ply] = eval;
         // Better than two plies ago (or unknown then: in check, or before the root)?
@@ -905,7 +961,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             return outcome_score(&o, pos.turn(), ply);
         }
         if ply >= MAX_PLY - 1 {
-            return pos.evaluate();
+            return self.evaluate(pos, ply);
         }
         // A stored result of any depth bounds quiescence; the stored evaluation saves one.
         let entry = self.tt.probe(pos.zobrist());
@@ -927,13 +983,16 @@ impl<P: EnginePosition> Worker<'_, P> {
             if moves.is_empty() {
                 return match pos.terminal() {
                     Some(o) => outcome_score(&o, pos.turn(), ply),
-                    None => pos.evaluate(),
+                    None => self.evaluate(pos, ply),
                 };
             }
             best = -INFINITE;
             stand = -INFINITE;
         } else {
-            stand = entry.map_or_else(|| pos.evaluate(), |e| e.eval);
+            stand = match entry {
+                Some(e) => e.eval,
+                None => self.evaluate(pos, ply),
+            };
             if stand >= beta {
                 return stand;
             }

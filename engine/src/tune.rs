@@ -104,6 +104,10 @@ pub struct Sample<P = Chess> {
     pub position: P,
     /// White's points in that game: 1, 0.5 or 0.
     pub result: f64,
+    /// The score of the search that chose the game's move there, in centipawns from white's
+    /// side, when the data records it (the network trainer's second label; Texel's fit reads
+    /// the result alone).
+    pub score: Option<i32>,
 }
 
 /// Why a sample line could not be read.
@@ -120,16 +124,44 @@ impl std::error::Error for SampleError {}
 
 impl<P: Tunable> Sample<P> {
     /// The line format: the position string (FEN for chess), ` | `, and white's points (`1`,
-    /// `0.5` or `0`; `0.75` or `0.25` for a Glinski stalemate).
+    /// `0.5` or `0`; `0.75` or `0.25` for a Glinski stalemate), then, when recorded, ` | ` and
+    /// the search's score in centipawns from white's side.
     pub fn to_line(&self) -> String {
-        format!("{} | {}", self.position.to_text(), self.result)
+        match self.score {
+            Some(score) => format!("{} | {} | {score}", self.position.to_text(), self.result),
+            None => format!("{} | {}", self.position.to_text(), self.result),
+        }
     }
 
     /// Reads a line written by [`Sample::to_line`].
     pub fn parse(line: &str) -> Result<Sample<P>, SampleError> {
-        let (text, result) = line
-            .rsplit_once('|')
-            .ok_or_else(|| SampleError("expected 'POSITION | RESULT'".into()))?;
+        let mut fields = line.split('|');
+        let (Some(text), Some(result)) = (fields.next(), fields.next()) else {
+            return Err(SampleError(
+                "expected 'POSITION | RESULT' or 'POSITION | RESULT | SCORE'".into(),
+            ));
+        };
+        let score = match fields.next() {
+            None => None,
+            Some(score) => Some(
+                score
+                    .trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|s| s.abs() <= MAX_SAMPLE_SCORE)
+                    .ok_or_else(|| {
+                        SampleError(format!(
+                            "score '{}': expected centipawns within ±{MAX_SAMPLE_SCORE}",
+                            score.trim().escape_debug()
+                        ))
+                    })?,
+            ),
+        };
+        if fields.next().is_some() {
+            return Err(SampleError(
+                "expected 'POSITION | RESULT' or 'POSITION | RESULT | SCORE'".into(),
+            ));
+        }
         let result = match result.trim() {
             "1" | "1.0" | "1-0" => 1.0,
             "0.75" => 0.75,
@@ -145,9 +177,17 @@ impl<P: Tunable> Sample<P> {
         };
         let position =
             P::parse_text(text.trim()).map_err(|e| SampleError(format!("position: {e}")))?;
-        Ok(Sample { position, result })
+        Ok(Sample {
+            position,
+            result,
+            score,
+        })
     }
 }
+
+/// The largest score a sample line may carry, in centipawns (beyond any evaluation; mate scores
+/// are not recorded).
+pub const MAX_SAMPLE_SCORE: i32 = 30_000;
 
 /// The tuned parameters of `w`, by name, in [`Tunable::visit`]'s order.
 pub fn parameters<P: Tunable>(w: &P::Weights) -> Vec<(String, i32)> {
@@ -400,10 +440,24 @@ mod tests {
         let s = Sample {
             position: P::start(),
             result: 0.5,
+            score: None,
         };
         let back = Sample::<P>::parse(&s.to_line()).unwrap();
         assert_eq!(back.position.to_text(), P::start().to_text());
-        assert_eq!(back.result, 0.5);
+        assert_eq!((back.result, back.score), (0.5, None));
+        let scored = Sample {
+            score: Some(-137),
+            ..s
+        };
+        let back = Sample::<P>::parse(&scored.to_line()).unwrap();
+        assert_eq!((back.result, back.score), (0.5, Some(-137)));
+        for bad in ["x", "", "99999", "1.5"] {
+            let e =
+                Sample::<P>::parse(&format!("{} | 1 | {bad}", P::start().to_text())).unwrap_err();
+            assert!(e.0.starts_with("score '"), "{e}");
+        }
+        let e = Sample::<P>::parse(&format!("{} | 1 | 3 | 4", P::start().to_text())).unwrap_err();
+        assert!(e.0.contains("POSITION | RESULT | SCORE"), "{e}");
         assert!(
             Sample::<P>::parse("no separator")
                 .unwrap_err()
@@ -475,6 +529,7 @@ mod tests {
             .map(|(i, position)| Sample {
                 position,
                 result: [0.0, 0.5, 1.0][i % 3],
+                score: None,
             })
             .collect();
         let w = P::current();
@@ -512,7 +567,11 @@ mod tests {
                 } else {
                     0.0
                 };
-                Sample { position, result }
+                Sample {
+                    position,
+                    result,
+                    score: None,
+                }
             })
             .collect();
         let names: Vec<String> = parameters::<Chess>(&truth)
@@ -571,7 +630,11 @@ mod tests {
             .into_iter()
             .map(|position| {
                 let result = expected(white_eval(&position, &w), 0.8);
-                Sample { position, result }
+                Sample {
+                    position,
+                    result,
+                    score: None,
+                }
             })
             .collect();
         let k = fit_k(&samples, &w, 2);

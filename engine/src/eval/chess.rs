@@ -609,6 +609,18 @@ impl EnginePosition for Chess {
         slot(m)
     }
 
+    fn nnue_pieces(&self) -> Option<crate::nnue::Pieces> {
+        let board = self.board();
+        let mut pieces = [[0; 6]; 2];
+        for (c, color) in [Color::White, Color::Black].into_iter().enumerate() {
+            let own = board.by_color(color);
+            for (r, role) in Role::ALL.into_iter().enumerate() {
+                pieces[c][r] = (own & board.by_role(role)).0;
+            }
+        }
+        Some(pieces)
+    }
+
     fn piece_to(&self, m: Move) -> usize {
         piece_to(self.board(), m)
     }
