@@ -12,8 +12,9 @@ use crate::index::{Claimed, DeadlineIndex};
 use crate::lua;
 use arbiter_core::clock::MAX_REMAINING_MS;
 use arbiter_kit::process_now;
-use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{BASICS, redis_now};
+use arbiter_redis_conn::slots::SlotGroups;
+use arbiter_redis_conn::{Connection, Subscriber};
 use redis::Script;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::Notify;
@@ -78,19 +79,20 @@ pub struct RedisNames {
 
 impl RedisNames {
     /// The Lua a store's scripts start with: the definitions the clock helpers need
-    /// ([`lua::header`]), [`BASICS`] and [`lua::CLOCKS`]. A script body follows.
-    pub fn prelude(self) -> String {
+    /// ([`lua::header`]; `grouped` for a store laid out by slot groups), [`BASICS`] and
+    /// [`lua::CLOCKS`]. A script body follows.
+    pub fn prelude(self, grouped: bool) -> String {
         format!(
             "{}{BASICS}{}",
-            lua::header(self.index, self.channel, MAX_REMAINING_MS),
+            lua::header(self.index, self.channel, MAX_REMAINING_MS, grouped),
             lua::CLOCKS
         )
     }
 
     /// The scripts of the index itself ([`lua::CLAIM`], [`lua::REINDEX`]), for a connection to
     /// load ahead of use.
-    pub fn scripts(self) -> [Script; 2] {
-        let prelude = self.prelude();
+    pub fn scripts(self, grouped: bool) -> [Script; 2] {
+        let prelude = self.prelude(grouped);
         [
             Script::new(&format!("{prelude}{}", lua::CLAIM)),
             Script::new(&format!("{prelude}{}", lua::REINDEX)),
@@ -99,13 +101,35 @@ impl RedisNames {
 }
 
 /// A deadline index in Redis (a sorted set), with Redis `TIME` as the time base: shared by every
-/// replica of a service.
+/// replica of a service. On a store laid out by slot groups (a cluster), one sorted set per group
+/// (`<index>:{<group tag>}`, in the slot of the group's games), read together.
 pub struct RedisDeadlines {
     conn: Arc<OnceLock<Connection>>,
     names: RedisNames,
+    /// The index keys: one, or one per slot group.
+    keys: Vec<String>,
+    groups: Option<Arc<SlotGroups>>,
     claim: Script,
     reindex: Script,
     changed: Arc<Notify>,
+    /// Each key's earliest deadline at the last [`Deadlines::next`], and when it was read, so
+    /// that a claim right after asks only the keys that may hold something due.
+    heads: Mutex<(Vec<Head>, Option<std::time::Instant>)>,
+}
+
+/// How long the heads a read found may steer a claim: the flag worker claims within
+/// [`crate::MAX_FLAG_SLEEP`] of its read (a new earlier deadline wakes it to read again).
+const HEADS_FRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What the last read of an index key's head found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Head {
+    /// Not read, or the read failed: the key may hold anything.
+    Unknown,
+    /// The key was empty.
+    Empty,
+    /// The key's earliest deadline (Unix ms).
+    At(u64),
 }
 
 impl std::fmt::Debug for RedisDeadlines {
@@ -118,12 +142,28 @@ impl std::fmt::Debug for RedisDeadlines {
 
 impl RedisDeadlines {
     /// The index at `names`, reached through the store's connection `conn` (set once the store
-    /// first connects; calls fail with [`Unavailable`] until then).
-    pub fn new(conn: Arc<OnceLock<Connection>>, names: RedisNames) -> RedisDeadlines {
-        let [claim, reindex] = names.scripts();
+    /// first connects; calls fail with [`Unavailable`] until then); one per group of `groups`
+    /// for a store laid out by slot groups.
+    pub fn new(
+        conn: Arc<OnceLock<Connection>>,
+        names: RedisNames,
+        groups: Option<Arc<SlotGroups>>,
+    ) -> RedisDeadlines {
+        let [claim, reindex] = names.scripts(groups.is_some());
+        let keys = match &groups {
+            None => vec![names.index.to_owned()],
+            Some(g) => g
+                .tags()
+                .map(|t| format!("{}:{{{t}}}", names.index))
+                .collect(),
+        };
+        let heads = Mutex::new((vec![Head::Unknown; keys.len()], None));
         RedisDeadlines {
             conn,
             names,
+            keys,
+            groups,
+            heads,
             claim,
             reindex,
             changed: Arc::new(Notify::new()),
@@ -133,6 +173,19 @@ impl RedisDeadlines {
     /// Where the index lives.
     pub fn names(&self) -> RedisNames {
         self.names
+    }
+
+    /// The index keys: one, or one per slot group.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    /// The index key game `id` is filed under.
+    pub fn key_of(&self, id: &str) -> &str {
+        match &self.groups {
+            None => &self.keys[0],
+            Some(g) => &self.keys[g.group_of(id)],
+        }
     }
 
     fn conn(&self) -> Result<Connection, Unavailable> {
@@ -146,25 +199,112 @@ impl RedisDeadlines {
     /// flag worker, until `shutdown` (see [`crate::listen_for_deadlines`]).
     pub fn listen(
         &self,
-        client: redis::Client,
+        subscriber: Subscriber,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         crate::listen_for_deadlines(
-            client,
+            subscriber,
             self.names.channel,
             Arc::clone(&self.changed),
             shutdown,
         )
     }
 
+    /// Claims from the index keys at once (up to `max` from each): of several keys, those whose
+    /// head at the [`Deadlines::next`] just before was due with the earliest (the flag worker
+    /// reads the heads before each claim, and a new earlier deadline anywhere wakes it to read
+    /// them again; what is left is claimed on its next turn), or every key when no read came
+    /// since the last claim. On several keys (several nodes, maybe) the earliest of their times is the
+    /// claim's `now`, so that no deadline is mapped early onto the caller's clock. A key that
+    /// cannot be reached (its node failing over) does not hold back what the others gave, which
+    /// is claimed already; only when none answers is the claim an error.
     async fn claim(&self, ahead: u64, lease: u64, max: usize) -> Result<Claimed, Unavailable> {
+        let conn = self.conn()?;
+        let wanted: Vec<&String> = {
+            // The heads serve one claim only, soon after their read: otherwise every key is
+            // asked.
+            let (heads, read) = std::mem::replace(
+                &mut *self.heads.lock().expect("not poisoned"),
+                (vec![Head::Unknown; self.keys.len()], None),
+            );
+            let heads = match read {
+                Some(at) if at.elapsed() <= HEADS_FRESH => heads,
+                _ => vec![Head::Unknown; self.keys.len()],
+            };
+            let due_by = heads.iter().filter_map(|h| match h {
+                Head::At(at) => Some(*at),
+                _ => None,
+            });
+            // The earliest head known: keys due within `ahead` of it are due now, as far as
+            // the last read can tell (the worker claims when the earliest is due).
+            let cutoff = due_by.min().map(|at| at.saturating_add(ahead));
+            self.keys
+                .iter()
+                .zip(heads.iter())
+                .filter(|(_, h)| {
+                    self.keys.len() == 1
+                        || match (h, cutoff) {
+                            (Head::Unknown, _) | (Head::At(_), None) => true,
+                            (Head::Empty, _) => false,
+                            (Head::At(at), Some(c)) => *at <= c,
+                        }
+                })
+                .map(|(k, _)| k)
+                .collect()
+        };
+        // Every key empty at the read: ask them all (new games may have come since).
+        let wanted = if wanted.is_empty() {
+            self.keys.iter().collect()
+        } else {
+            wanted
+        };
+        let claims = wanted.into_iter().map(|key| {
+            let mut conn = conn.clone();
+            async move { self.claim_one(&mut conn, key, ahead, lease, max).await }
+        });
+        let mut all: Option<Claimed> = None;
+        let mut failed = None;
+        for claimed in futures_util::future::join_all(claims).await {
+            match claimed {
+                Ok(c) => {
+                    let all = all.get_or_insert(Claimed {
+                        now: c.now,
+                        due: Vec::new(),
+                    });
+                    all.now = all.now.min(c.now);
+                    all.due.extend(c.due);
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        match (all, failed) {
+            (Some(mut all), failed) => {
+                if let Some(e) = failed {
+                    tracing::debug!(error = %e, "a deadline index could not be claimed from");
+                }
+                all.due.sort_by_key(|(_, at)| *at);
+                Ok(all)
+            }
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(Unavailable("no deadline index".into())),
+        }
+    }
+
+    async fn claim_one(
+        &self,
+        conn: &mut Connection,
+        key: &str,
+        ahead: u64,
+        lease: u64,
+        max: usize,
+    ) -> Result<Claimed, Unavailable> {
         let reply: Vec<String> = self
             .claim
-            .key(self.names.index)
+            .key(key)
             .arg(lease)
             .arg(max)
             .arg(ahead)
-            .invoke_async(&mut self.conn()?)
+            .invoke_async(conn)
             .await
             .map_err(unavailable)?;
         let malformed = || Unavailable("malformed claim reply".into());
@@ -213,16 +353,58 @@ impl Deadlines<'_> {
                 Ok((first, process_now()))
             }
             Deadlines::Redis(r) => {
-                let ((secs, micros), first): ((u64, u64), Vec<(String, f64)>) = redis::pipe()
-                    .cmd("TIME")
-                    .zrange_withscores(r.names.index, 0, 0)
-                    .query_async(&mut r.conn()?)
-                    .await
-                    .map_err(unavailable)?;
-                // Scores are whole milliseconds, exact in a double.
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let next = first.first().map(|(_, at)| *at as u64);
-                Ok((next, secs * 1000 + micros / 1000))
+                let conn = r.conn()?;
+                // Each key's head with its node's time (one round trip per key, all at once);
+                // the earliest time is the answer's, so the wait computed from it is never
+                // short on any node.
+                let heads = r.keys.iter().map(|key| {
+                    let mut conn = conn.clone();
+                    async move {
+                        let ((secs, micros), first): ((u64, u64), Vec<(String, f64)>) =
+                            redis::pipe()
+                                .cmd("TIME")
+                                .zrange_withscores(key, 0, 0)
+                                .query_async(&mut conn)
+                                .await?;
+                        // Scores are whole milliseconds, exact in a double.
+                        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                        let next = first.first().map(|(_, at)| *at as u64);
+                        Ok::<_, redis::RedisError>((next, secs * 1000 + micros / 1000))
+                    }
+                });
+                // A key that cannot be read (its node failing over) is left out: the worker
+                // reads again within MAX_FLAG_SLEEP whatever it waits for.
+                let mut answer: Option<(Option<u64>, u64)> = None;
+                let mut failed = None;
+                let read = futures_util::future::join_all(heads).await;
+                *r.heads.lock().expect("not poisoned") = (
+                    read.iter()
+                        .map(|head| match head {
+                            Ok((Some(at), _)) => Head::At(*at),
+                            Ok((None, _)) => Head::Empty,
+                            Err(_) => Head::Unknown,
+                        })
+                        .collect(),
+                    Some(std::time::Instant::now()),
+                );
+                for head in read {
+                    match head {
+                        Ok((next, now)) => {
+                            let (first, at) = answer.get_or_insert((None, now));
+                            *first = match (*first, next) {
+                                (Some(a), Some(b)) => Some(std::cmp::min(a, b)),
+                                (a, b) => a.or(b),
+                            };
+                            *at = (*at).min(now);
+                        }
+                        Err(e) => failed = Some(e),
+                    }
+                }
+                match (answer, failed) {
+                    (Some(answer), _) => Ok(answer),
+                    (None, Some(e)) => Err(unavailable(e)),
+                    (None, None) => Err(Unavailable("no deadline index".into())),
+                }
             }
         }
     }
@@ -231,16 +413,29 @@ impl Deadlines<'_> {
     pub async fn filed(self) -> Result<usize, Unavailable> {
         match self {
             Deadlines::Memory(m) => Ok(m.len()),
-            Deadlines::Redis(r) => redis::cmd("ZCARD")
-                .arg(r.names.index)
-                .query_async(&mut r.conn()?)
-                .await
-                .map_err(unavailable),
+            Deadlines::Redis(r) => {
+                let conn = r.conn()?;
+                let counts = r.keys.iter().map(|key| {
+                    let mut conn = conn.clone();
+                    async move {
+                        redis::cmd("ZCARD")
+                            .arg(key)
+                            .query_async::<usize>(&mut conn)
+                            .await
+                    }
+                });
+                let mut total = 0;
+                for n in futures_util::future::join_all(counts).await {
+                    total += n.map_err(unavailable)?;
+                }
+                Ok(total)
+            }
         }
     }
 
-    /// Claims up to `max` games due by the store's now + `ahead` ms, for `lease` ms past their
-    /// deadlines (see [`DeadlineIndex::claim`]): another replica takes a game over if this one
+    /// Claims up to `max` games (from each index key: one on one Redis, one per slot group on
+    /// a cluster, all read at once) due by the store's now + `ahead` ms, for `lease` ms past
+    /// their deadlines (see [`DeadlineIndex::claim`]): another replica takes a game over if this one
     /// dies before ending it, and a change of the game replaces the entry with its real
     /// deadline.
     pub async fn claim(self, ahead: u64, lease: u64, max: usize) -> Result<Claimed, Unavailable> {
@@ -264,7 +459,7 @@ impl Deadlines<'_> {
             Deadlines::Redis(r) => {
                 let _: i64 = r
                     .reindex
-                    .key(r.names.index)
+                    .key(r.key_of(id))
                     .arg(deadline.map_or(String::new(), |d| d.to_string()))
                     .arg(id)
                     .invoke_async(&mut r.conn()?)

@@ -43,19 +43,19 @@ pub use worker::{
 /// deadlines any replica files wake this process's flag worker ([`listen_for_deadlines`]). Both
 /// end when `shutdown` turns true.
 pub fn spawn_listeners(
-    client: &redis::Client,
+    client: &arbiter_redis_conn::StoreClient,
     changes: &'static str,
     watchers: &std::sync::Arc<watchers::Watchers>,
     deadlines: Deadlines<'_>,
     shutdown: &tokio::sync::watch::Receiver<bool>,
 ) {
     tokio::spawn(watchers::listen_for_changes(
-        client.clone(),
+        client.subscriber(),
         changes,
         std::sync::Arc::clone(watchers),
         shutdown.clone(),
     ));
     if let Deadlines::Redis(r) = deadlines {
-        tokio::spawn(r.listen(client.clone(), shutdown.clone()));
+        tokio::spawn(r.listen(client.subscriber(), shutdown.clone()));
     }
 }

@@ -27,13 +27,24 @@
 pub const CLOCKS: &str = include_str!("lua/clocks.lua");
 
 /// The definitions the helpers need: the index key, its channel and the remaining-time cap.
-pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64) -> String {
+/// With `grouped` (a store laid out by slot groups, on a cluster), `deadlines` names the index
+/// of each group, `<deadlines>:{<tag>}`, and `DEADLINES` is the one of the group of the
+/// script's first key (its hash tag), so that a script touches keys of one slot.
+pub fn header(deadlines: &str, channel: &str, max_remaining_ms: u64, grouped: bool) -> String {
     use arbiter_redis_conn::script::{Constant, constants};
-    constants(&[
-        ("DEADLINES", Constant::Text(deadlines)),
+    let mut out = constants(&[
         ("DEADLINE_CHANNEL", Constant::Text(channel)),
         ("MAX_REMAINING", Constant::Number(max_remaining_ms)),
-    ])
+    ]);
+    if grouped {
+        out.push_str(&constants(&[("DEADLINES_BASE", Constant::Text(deadlines))]));
+        out.push_str(
+            "local DEADLINES = DEADLINES_BASE .. ':{' .. (string.match(KEYS[1] or '', '{([^}]*)}') or '') .. '}'\n",
+        );
+    } else {
+        out.push_str(&constants(&[("DEADLINES", Constant::Text(deadlines))]));
+    }
+    out
 }
 
 /// Claims entries of the deadline index due by now + ahead, earliest first: `KEYS[1]` the index;

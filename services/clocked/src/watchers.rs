@@ -190,12 +190,12 @@ pub async fn until_down(flag: &mut tokio::sync::watch::Receiver<bool>) {
 /// Subscribes to `channel` on a connection of its own, unless `shutdown` turns true first
 /// (`None`).
 pub(crate) async fn subscribe(
-    client: &redis::Client,
+    subscriber: &arbiter_redis_conn::Subscriber,
     channel: &str,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Option<redis::RedisResult<redis::aio::PubSub>> {
     let subscribed = async {
-        let mut pubsub = client.get_async_pubsub().await?;
+        let mut pubsub = subscriber.pubsub().await?;
         pubsub.subscribe(channel).await?;
         Ok(pubsub)
     };
@@ -215,7 +215,7 @@ pub const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
 /// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription it wakes every
 /// watcher, who read again by sequence number whatever was announced before.
 pub async fn listen_for_changes(
-    client: redis::Client,
+    subscriber: arbiter_redis_conn::Subscriber,
     channel: &'static str,
     watchers: Arc<Watchers>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
@@ -228,7 +228,7 @@ pub async fn listen_for_changes(
             r = watched.wait_for(|w| *w) => if r.is_err() { return },
             () = until_down(&mut shutdown) => return,
         }
-        let Some(pubsub) = subscribe(&client, channel, &mut shutdown).await else {
+        let Some(pubsub) = subscribe(&subscriber, channel, &mut shutdown).await else {
             return;
         };
         match pubsub {

@@ -226,7 +226,7 @@ pub async fn run_flag_worker<T: Timed>(
 /// process's flag worker through `notify`, until `shutdown` turns true. On every
 /// (re)subscription it wakes the worker once, which reads the index again.
 pub async fn listen_for_deadlines(
-    client: redis::Client,
+    subscriber: arbiter_redis_conn::Subscriber,
     channel: &'static str,
     notify: Arc<tokio::sync::Notify>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
@@ -234,7 +234,7 @@ pub async fn listen_for_deadlines(
     use tokio_stream::StreamExt;
     let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
-        let Some(pubsub) = subscribe(&client, channel, &mut shutdown).await else {
+        let Some(pubsub) = subscribe(&subscriber, channel, &mut shutdown).await else {
             return;
         };
         match pubsub {

@@ -165,7 +165,7 @@ pub async fn mount<B: MatchBackend>(
         Some(redis) => {
             let store = store::redis::RedisStore::open(redis)?;
             let client = redis.client()?;
-            mount_on(host, store, Some(client), config, backend);
+            mount_on(host, store, Some(client.subscriber()), config, backend);
         }
     }
     Ok(())
@@ -174,7 +174,7 @@ pub async fn mount<B: MatchBackend>(
 fn mount_on<S: PoolStore, B: MatchBackend>(
     host: &mut Host,
     store: S,
-    events: Option<redis::Client>,
+    events: Option<arbiter_redis_conn::Subscriber>,
     config: MatchmakingConfig,
     backend: B,
 ) {

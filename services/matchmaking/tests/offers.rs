@@ -185,14 +185,48 @@ async fn start(redis: Option<RedisConfig>, tuning: Tuning, backend: FakeMatches)
     }
 }
 
-/// A real Redis (its matchmaking ACL user), or none: in process.
-async fn store(on_redis: bool) -> (Option<arbiter_testkit::Redis>, Option<RedisConfig>) {
-    if on_redis {
-        let redis = arbiter_testkit::redis().await;
-        let config = redis.secure("arbiter-matchmaking");
-        (Some(redis), Some(config))
-    } else {
-        (None, None)
+/// Where a test keeps matchmaking's state: in process, on one Redis, or on a Redis Cluster.
+#[derive(Clone, Copy)]
+enum Backing {
+    Memory,
+    Redis,
+    Cluster,
+}
+
+impl From<bool> for Backing {
+    fn from(on_redis: bool) -> Backing {
+        if on_redis {
+            Backing::Redis
+        } else {
+            Backing::Memory
+        }
+    }
+}
+
+/// What keeps a test's Redis running until the test ends.
+#[allow(dead_code)]
+enum Held {
+    Redis(Box<arbiter_testkit::Redis>),
+    Cluster(arbiter_testkit::cluster::RedisCluster),
+}
+
+/// A real Redis or cluster (as the matchmaking ACL user), or none: in process.
+async fn store(backing: impl Into<Backing>) -> (Option<Held>, Option<RedisConfig>) {
+    match backing.into() {
+        Backing::Memory => (None, None),
+        Backing::Redis => {
+            let redis = arbiter_testkit::redis().await;
+            let config = redis.secure("arbiter-matchmaking");
+            (Some(Held::Redis(Box::new(redis))), Some(config))
+        }
+        Backing::Cluster => {
+            let cluster =
+                tokio::task::spawn_blocking(arbiter_testkit::cluster::RedisCluster::start)
+                    .await
+                    .unwrap();
+            let config = RedisConfig::plain(&cluster.url_as("arbiter-matchmaking"));
+            (Some(Held::Cluster(cluster)), Some(config))
+        }
     }
 }
 
@@ -360,8 +394,8 @@ fn kind(e: &pb::WatchChallengesResponse) -> pb::ChallengeEventKind {
     pb::ChallengeEventKind::try_from(e.kind).unwrap()
 }
 
-async fn accepted_challenge_gives_both_players_one_match(on_redis: bool) {
-    let (_redis, config) = store(on_redis).await;
+async fn accepted_challenge_gives_both_players_one_match(backing: impl Into<Backing>) {
+    let (_redis, config) = store(backing).await;
     let mut s = start(config, Tuning::default(), FakeMatches::default()).await;
     let c = &mut s.client;
     let mut ann_watch = watch(c, "ann").await;
@@ -479,6 +513,12 @@ async fn accepted_challenge_gives_both_players_one_match_in_process() {
 #[tokio::test]
 async fn accepted_challenge_gives_both_players_one_match_on_redis() {
     accepted_challenge_gives_both_players_one_match(true).await;
+}
+
+/// On a Redis Cluster, where the store keeps every key in one slot (`mm:{mm}:…`).
+#[tokio::test]
+async fn accepted_challenge_gives_both_players_one_match_on_a_cluster() {
+    accepted_challenge_gives_both_players_one_match(Backing::Cluster).await;
 }
 
 async fn declines_cancels_and_refused_matches(on_redis: bool) {
@@ -714,8 +754,8 @@ async fn a_challenge_spammer_hits_the_bound_and_nothing_else_breaks_on_redis() {
     a_challenge_spammer_hits_the_bound_and_nothing_else_breaks(true).await;
 }
 
-async fn two_accepts_of_one_seek_make_one_match(on_redis: bool) {
-    let (_redis, config) = store(on_redis).await;
+async fn two_accepts_of_one_seek_make_one_match(backing: impl Into<Backing>) {
+    let (_redis, config) = store(backing).await;
     let backend = FakeMatches {
         slow_ms: 100,
         ..FakeMatches::default()
@@ -804,6 +844,11 @@ async fn two_accepts_of_one_seek_make_one_match_in_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_accepts_of_one_seek_make_one_match_on_redis() {
     two_accepts_of_one_seek_make_one_match(true).await;
+}
+
+#[tokio::test]
+async fn two_accepts_of_one_seek_make_one_match_on_a_cluster() {
+    two_accepts_of_one_seek_make_one_match(Backing::Cluster).await;
 }
 
 async fn the_lobby_its_bounds_pages_and_eligibility(on_redis: bool) {
@@ -1504,8 +1549,10 @@ async fn an_absurd_page_size_is_refused() {
 /// accept included (an offer living longer than an hour stays while open).
 #[tokio::test]
 async fn a_long_lived_offer_outlives_a_failed_accept_on_redis() {
-    let (redis, config) = store(true).await;
-    let redis = redis.unwrap();
+    let (held, config) = store(true).await;
+    let Some(Held::Redis(redis)) = held else {
+        unreachable!("store(true) is one Redis")
+    };
     let tuning = Tuning {
         challenge_lifetime_ms: 3 * 3_600_000,
         ..Tuning::default()

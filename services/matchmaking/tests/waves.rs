@@ -642,8 +642,8 @@ async fn redis_commits_a_wave_of_many_pairings() {
     assert_eq!(mm.store().making(&name).await.unwrap().len(), 1);
 }
 
-/// Runs each store-generic test above against the in-process store (`memory_<name>`) and a fresh
-/// Redis (`redis_<name>`).
+/// Runs each store-generic test above against the in-process store (`memory_<name>`), a fresh
+/// Redis (`redis_<name>`), and, all in one test, a Redis Cluster (`on_a_cluster`).
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -661,6 +661,19 @@ macro_rules! on_both_stores {
                     let redis = arbiter_testkit::redis().await;
                     super::$name(super::RedisStore::connect(redis.secure("arbiter-matchmaking")).await.unwrap()).await;
                 }
+            )*
+        }
+        /// Every test above, in turn, on one Redis Cluster (emptied between tests), as the
+        /// matchmaking user: the store keeps all its keys in one slot there.
+        #[tokio::test]
+        async fn on_a_cluster() {
+            let cluster = tokio::task::spawn_blocking(arbiter_testkit::cluster::RedisCluster::start)
+                .await
+                .unwrap();
+            let url = cluster.url_as("arbiter-matchmaking");
+            $(
+                cluster.flush_all();
+                $name(RedisStore::connect(url.as_str()).await.unwrap()).await;
             )*
         }
     };

@@ -5,17 +5,23 @@
 //! by every service ([`RedisArgs`], [`RedisTlsArgs`], flags and environment, resolved in `main`
 //! into a [`RedisConfig`]) and kept out of logs ([`redact_url`]), and a connection made in the background and retried until Redis
 //! answers ([`connect_in_background`], [`wait_connected`]), so that a service starts, and
-//! reports `NOT_SERVING`, before Redis is up. [`script`]: named arguments for Lua scripts; [`packed`]: the packed-list encoding every store uses.
+//! reports `NOT_SERVING`, before Redis is up. A URL of the form
+//! `redis+cluster://host:port,host:port` (or `rediss+cluster://` with TLS) names the seed nodes
+//! of a Redis Cluster instead ([`StoreClient`]; [`slots`] for how stores lay keys out on one).
+//! [`script`]: named arguments for Lua scripts; [`packed`]: the packed-list encoding every store
+//! uses.
 #![warn(missing_docs)]
 
 pub mod metered;
 pub mod packed;
 pub mod script;
+pub mod slots;
 
 pub use metered::Connection;
 
 use arbiter_kit::retry::{Backoff, RetryPolicy};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// `url` with the password of its user information replaced by `***` (for logs).
@@ -59,7 +65,8 @@ impl std::fmt::Debug for RedisTls {
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
     /// `redis://host:port/db` or `rediss://host:port/db` (TLS), maybe with a user (and password)
-    /// in it.
+    /// in it; or a cluster's seed nodes, `redis+cluster://host:port,host:port` (`rediss+cluster`
+    /// for TLS; no database number: a cluster has database 0 only).
     pub url: String,
     /// An ACL user name that replaces the URL's.
     pub user: Option<String>,
@@ -110,19 +117,52 @@ impl RedisConfig {
         }
     }
 
-    /// Whether the URL asks for TLS (`rediss://`).
+    /// Whether the URL asks for TLS (`rediss://` or `rediss+cluster://`).
     pub fn is_tls(&self) -> bool {
-        self.url.starts_with("rediss://")
+        self.url.starts_with("rediss://") || self.url.starts_with("rediss+cluster://")
     }
 
-    /// The client for this configuration (no connection yet). TLS uses the process's rustls
-    /// crypto provider, the one the gRPC servers and clients use
-    /// (`arbiter_kit::tls::install_crypto_provider`).
-    pub fn client(&self) -> Result<redis::Client, String> {
-        use redis::IntoConnectionInfo;
-        let mut info = self
+    /// Whether the URL names a cluster's seed nodes (`redis+cluster://`, `rediss+cluster://`).
+    pub fn is_cluster(&self) -> bool {
+        self.url.starts_with("redis+cluster://") || self.url.starts_with("rediss+cluster://")
+    }
+
+    /// The plain URL of each node the configuration names: the URL itself, or each seed node of
+    /// a cluster URL with the cluster URL's user information.
+    fn node_urls(&self) -> Result<Vec<String>, String> {
+        if !self.is_cluster() {
+            return Ok(vec![self.url.clone()]);
+        }
+        let bad = |why: &str| format!("bad Redis Cluster URL {}: {why}", redact_url(&self.url));
+        let (scheme, rest) = self
             .url
-            .as_str()
+            .split_once("+cluster://")
+            .ok_or_else(|| bad("no scheme"))?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if !matches!(path, "" | "/" | "/0") {
+            return Err(bad("a cluster has database 0 only"));
+        }
+        let (user_info, hosts) = match authority.rsplit_once('@') {
+            Some((u, h)) => (format!("{u}@"), h),
+            None => (String::new(), authority),
+        };
+        let nodes: Vec<String> = hosts
+            .split(',')
+            .map(|host| {
+                if host.is_empty() {
+                    Err(bad("an empty node"))
+                } else {
+                    Ok(format!("{scheme}://{user_info}{host}"))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(nodes)
+    }
+
+    /// The connection settings of one node's URL, with this configuration's user and password.
+    fn node_info(&self, url: &str) -> Result<redis::ConnectionInfo, String> {
+        use redis::IntoConnectionInfo;
+        let mut info = url
             .into_connection_info()
             .map_err(|e| format!("bad Redis URL {}: {e}", redact_url(&self.url)))?;
         if let Some(user) = &self.user {
@@ -131,6 +171,11 @@ impl RedisConfig {
         if let Some(password) = &self.password {
             info.redis.password = Some(password.clone());
         }
+        Ok(info)
+    }
+
+    /// The TLS files as the client takes them; an error if they are given without TLS.
+    fn certificates(&self) -> Result<Option<redis::TlsCertificates>, String> {
         let wants_tls = self.tls.ca_pem.is_some() || self.tls.client.is_some();
         if !self.is_tls() {
             if wants_tls {
@@ -139,9 +184,9 @@ impl RedisConfig {
                     redact_url(&self.url)
                 ));
             }
-            return redis::Client::open(info).map_err(|e| e.to_string());
+            return Ok(None);
         }
-        let certificates = redis::TlsCertificates {
+        Ok(Some(redis::TlsCertificates {
             client_tls: self
                 .tls
                 .client
@@ -151,9 +196,187 @@ impl RedisConfig {
                     client_key: key.clone(),
                 }),
             root_cert: self.tls.ca_pem.clone(),
-        };
-        redis::Client::build_with_tls(info, certificates)
-            .map_err(|e| format!("Redis TLS settings: {e}"))
+        }))
+    }
+
+    /// A client of one node.
+    fn node_client(
+        &self,
+        url: &str,
+        certificates: Option<&redis::TlsCertificates>,
+    ) -> Result<redis::Client, String> {
+        let info = self.node_info(url)?;
+        match certificates {
+            None => redis::Client::open(info).map_err(|e| e.to_string()),
+            Some(c) => redis::Client::build_with_tls(info, c.clone())
+                .map_err(|e| format!("Redis TLS settings: {e}")),
+        }
+    }
+
+    /// The client for this configuration (no connection yet): one server's, or a cluster's.
+    /// TLS uses the process's rustls crypto provider, the one the gRPC servers and clients use
+    /// (`arbiter_kit::tls::install_crypto_provider`).
+    pub fn client(&self) -> Result<StoreClient, String> {
+        let certificates = self.certificates()?;
+        let urls = self.node_urls()?;
+        let nodes: Vec<redis::Client> = urls
+            .iter()
+            .map(|url| self.node_client(url, certificates.as_ref()))
+            .collect::<Result<_, _>>()?;
+        if !self.is_cluster() {
+            return Ok(StoreClient {
+                cluster: None,
+                nodes: nodes.into(),
+            });
+        }
+        let infos: Vec<redis::ConnectionInfo> = urls
+            .iter()
+            .map(|url| self.node_info(url))
+            .collect::<Result<_, _>>()?;
+        let mut builder = redis::cluster::ClusterClientBuilder::new(infos)
+            .connection_timeout(Duration::from_secs(2))
+            .response_timeout(Duration::from_secs(2))
+            // A failover takes the cluster's node timeout and an election: keep retrying (with
+            // backoff, up to 1 s apart) for several seconds before a call fails.
+            .retries(CLUSTER_RETRIES)
+            .max_retry_wait(1_000)
+            .min_retry_wait(50);
+        if let Some(c) = certificates {
+            builder = builder.certs(c);
+        }
+        let cluster = builder
+            .build()
+            .map_err(|e| format!("Redis Cluster settings: {e}"))?;
+        Ok(StoreClient {
+            cluster: Some(cluster),
+            nodes: nodes.into(),
+        })
+    }
+}
+
+impl RedisConfig {
+    /// [`RedisConfig::client`] for a store that keeps its state on one Redis only: a cluster URL
+    /// is refused, naming `what` (a store whose keys are not laid out for a cluster's slots
+    /// would fail its first script that touches two slots).
+    pub fn single_client(&self, what: &str) -> Result<StoreClient, String> {
+        if self.is_cluster() {
+            return Err(format!(
+                "{what} keeps its state on one Redis (a primary, with replicas if wanted), not on \
+                 a Redis Cluster: give it a redis:// or rediss:// URL, not {}",
+                redact_url(&self.url)
+            ));
+        }
+        self.client()
+    }
+}
+
+/// How many times a cluster request is tried again (redirections, a failover under way, a lost
+/// connection) before it fails. Every store's changes are scripts guarded by what they expect
+/// to find, so a change tried again after its reply was lost is refused by its guard, never
+/// applied twice.
+pub const CLUSTER_RETRIES: u32 = 10;
+
+/// The client of a store's Redis: one server, or a cluster (with a client for each seed node,
+/// for subscriptions). Building it connects nothing.
+#[derive(Clone)]
+pub struct StoreClient {
+    cluster: Option<redis::cluster::ClusterClient>,
+    nodes: Arc<[redis::Client]>,
+}
+
+impl std::fmt::Debug for StoreClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreClient")
+            .field("cluster", &self.cluster.is_some())
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+impl StoreClient {
+    /// Whether this is a cluster's client.
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// The one server's client (`None` for a cluster): for what only one server offers.
+    pub fn single(&self) -> Option<&redis::Client> {
+        match self.cluster {
+            None => self.nodes.first(),
+            Some(_) => None,
+        }
+    }
+
+    /// A connection measured as `what` (see [`connect_in_background`] for the settings).
+    pub async fn connect(&self, what: &'static str) -> redis::RedisResult<Connection> {
+        match &self.cluster {
+            Some(cluster) => Ok(Connection::cluster(
+                cluster.get_async_connection().await?,
+                what,
+            )),
+            None => {
+                let manager = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Duration::from_secs(2))
+                    .set_response_timeout(Duration::from_secs(2))
+                    .set_number_of_retries(2)
+                    .set_max_delay(500);
+                let c = ConnectionManager::new_with_config(self.nodes[0].clone(), manager).await?;
+                Ok(Connection::new(c, what))
+            }
+        }
+    }
+
+    /// Where this store's subscriptions are made: the server, or the cluster's seed nodes in
+    /// turn (a message published on any node of a cluster reaches every node's subscribers).
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber {
+            nodes: Arc::clone(&self.nodes),
+            next: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        }
+    }
+}
+
+/// Makes pub/sub connections, trying each node of a cluster in turn from the last that
+/// answered, so that a subscription outlives the node it was made on.
+#[derive(Clone)]
+pub struct Subscriber {
+    nodes: Arc<[redis::Client]>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+impl Subscriber {
+    /// A subscriber on one server.
+    pub fn single(client: redis::Client) -> Subscriber {
+        Subscriber {
+            nodes: vec![client].into(),
+            next: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        }
+    }
+
+    /// A pub/sub connection to the first node that answers; the last node's error if none does.
+    pub async fn pubsub(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        use std::sync::atomic::Ordering;
+        let start = self.next.load(Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..self.nodes.len() {
+            let at = (start + i) % self.nodes.len();
+            match self.nodes[at].get_async_pubsub().await {
+                Ok(p) => {
+                    self.next.store(at, Ordering::Relaxed);
+                    return Ok(p);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("a subscriber has at least one node"))
     }
 }
 
@@ -252,35 +475,30 @@ impl RedisArgs {
 }
 
 /// A Redis connection that a background task establishes (retrying with backoff up to 5 s):
-/// empty until it has connected, then a [`ConnectionManager`] that reconnects by itself (its
-/// round trips measured under `what`: [`Connection`]), with
-/// 2 s connection and response timeouts. `scripts` are loaded up front, so that no change pays
-/// a `NOSCRIPT` round trip (and a lost reply is the change's own); after a Redis restart the
-/// client loads them again on `NOSCRIPT`. `what` names the store in the logs. Needs a Tokio
-/// runtime.
+/// empty until it has connected, then a [`ConnectionManager`] that reconnects by itself, or a
+/// cluster connection that follows the cluster's topology (its round trips measured under
+/// `what`: [`Connection`]), with 2 s connection and response timeouts. `scripts` are loaded up
+/// front (on every node of a cluster), so that no change pays a `NOSCRIPT` round trip (and a
+/// lost reply is the change's own); after a Redis restart or a failover the client loads them
+/// again on `NOSCRIPT`. `what` names the store in the logs. Needs a Tokio runtime.
 pub fn connect_in_background(
-    client: redis::Client,
+    client: StoreClient,
     what: &'static str,
     scripts: Vec<redis::Script>,
-) -> std::sync::Arc<std::sync::OnceLock<Connection>> {
-    let conn = std::sync::Arc::new(std::sync::OnceLock::new());
-    let slot = std::sync::Arc::clone(&conn);
+) -> Arc<std::sync::OnceLock<Connection>> {
+    let conn = Arc::new(std::sync::OnceLock::new());
+    let slot = Arc::clone(&conn);
     tokio::spawn(async move {
         let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
         loop {
-            let manager = ConnectionManagerConfig::new()
-                .set_connection_timeout(Duration::from_secs(2))
-                .set_response_timeout(Duration::from_secs(2))
-                .set_number_of_retries(2)
-                .set_max_delay(500);
-            match ConnectionManager::new_with_config(client.clone(), manager).await {
+            match client.connect(what).await {
                 Ok(mut c) => {
                     for s in &scripts {
                         if let Err(e) = s.prepare_invoke().load_async(&mut c).await {
                             tracing::warn!(error = %e, "{what}: cannot load a script yet");
                         }
                     }
-                    let _ = slot.set(Connection::new(c, what));
+                    let _ = slot.set(c);
                     tracing::info!("{what} connected to Redis");
                     return;
                 }
@@ -360,9 +578,69 @@ mod tests {
         let c = args(Some("arbiter-clock"), [None, None, None])
             .apply(RedisConfig::plain("redis://someone:pw@127.0.0.1:6379"))
             .unwrap();
-        let info = c.client().unwrap().get_connection_info().clone();
+        let info = c
+            .client()
+            .unwrap()
+            .single()
+            .unwrap()
+            .get_connection_info()
+            .clone();
         assert_eq!(info.redis.username.as_deref(), Some("arbiter-clock"));
         assert_eq!(info.redis.password.as_deref(), Some("pw"));
+    }
+
+    #[test]
+    fn a_cluster_url_names_its_seed_nodes_with_one_user() {
+        let c = RedisConfig::plain("redis+cluster://u:pw@10.0.0.1:7000,10.0.0.2:7001/");
+        assert!(c.is_cluster() && !c.is_tls());
+        assert_eq!(
+            c.node_urls().unwrap(),
+            ["redis://u:pw@10.0.0.1:7000", "redis://u:pw@10.0.0.2:7001"]
+        );
+        let client = c.client().unwrap();
+        assert!(client.is_cluster() && client.single().is_none());
+        let tls = RedisConfig::plain("rediss+cluster://h1:7000,h2:7000");
+        assert!(tls.is_cluster() && tls.is_tls());
+        assert_eq!(
+            tls.node_urls().unwrap(),
+            ["rediss://h1:7000", "rediss://h2:7000"]
+        );
+        assert!(tls.client().unwrap().is_cluster());
+        // One node is enough to find the rest; a database other than 0, an empty node or a
+        // TLS file without TLS are refused, with the password kept out of the message.
+        assert_eq!(
+            RedisConfig::plain("redis+cluster://h:1")
+                .node_urls()
+                .unwrap(),
+            ["redis://h:1"]
+        );
+        let e = RedisConfig::plain("redis+cluster://u:secret@h:1,h:2/3")
+            .client()
+            .unwrap_err();
+        assert!(e.contains("database 0") && !e.contains("secret"), "{e}");
+        let e = RedisConfig::plain("redis+cluster://h:1,,h:2")
+            .client()
+            .unwrap_err();
+        assert!(e.contains("empty node"), "{e}");
+        let e = RedisConfig {
+            tls: RedisTls {
+                ca_pem: Some(b"x".to_vec()),
+                client: None,
+            },
+            ..RedisConfig::plain("redis+cluster://h:1")
+        }
+        .client()
+        .unwrap_err();
+        assert!(e.contains("rediss://"), "{e}");
+        // The flags' user and password apply to every node.
+        let c = RedisConfig {
+            user: Some("arbiter-matches".into()),
+            password: Some("pw2".into()),
+            ..RedisConfig::plain("redis+cluster://h1:7000,h2:7001")
+        };
+        let info = c.node_info(&c.node_urls().unwrap()[1]).unwrap();
+        assert_eq!(info.redis.username.as_deref(), Some("arbiter-matches"));
+        assert_eq!(info.redis.password.as_deref(), Some("pw2"));
     }
 
     #[test]

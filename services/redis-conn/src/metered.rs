@@ -1,4 +1,4 @@
-//! A Redis connection that measures its round trips for Prometheus, per store:
+//! A Redis connection (one server or a cluster) that measures its round trips for Prometheus, per store:
 //! `arbiter_redis_round_trips_total{store,kind}`, `arbiter_redis_round_trip_duration_seconds
 //! {store,kind}` (kind: `command`, `script` for `EVALSHA`/`EVAL`, `pipeline`) and
 //! `arbiter_redis_errors_total{store,kind}` (kind: `connection`, `timeout`, `server`). The
@@ -7,6 +7,7 @@
 
 use arbiter_kit::metrics::Resolved;
 use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -79,11 +80,22 @@ struct Store {
     meter: Resolved<Meter>,
 }
 
-/// A [`ConnectionManager`] whose round trips are measured under its store's name. Cloning
-/// shares the connection and the meter, as a `ConnectionManager`'s clone does.
+/// A connection to one Redis or to a Redis Cluster.
+#[derive(Clone)]
+enum Inner {
+    /// One server (a primary), reconnected by the manager.
+    Single(ConnectionManager),
+    /// A cluster: each request goes to the primary of its key's slot, following `MOVED` and
+    /// `ASK` redirections and a failover's new topology.
+    Cluster(ClusterConnection),
+}
+
+/// A [`ConnectionManager`] or a cluster connection whose round trips are measured under its
+/// store's name. Cloning shares the connection and the meter, as a `ConnectionManager`'s clone
+/// does.
 #[derive(Clone)]
 pub struct Connection {
-    inner: ConnectionManager,
+    inner: Inner,
     store: Arc<Store>,
 }
 
@@ -96,6 +108,15 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// `inner`, measured as `store` (a fixed name: it is a label value).
     pub fn new(inner: ConnectionManager, store: &'static str) -> Connection {
+        Connection::with(Inner::Single(inner), store)
+    }
+
+    /// A cluster connection, measured as `store`.
+    pub fn cluster(inner: ClusterConnection, store: &'static str) -> Connection {
+        Connection::with(Inner::Cluster(inner), store)
+    }
+
+    fn with(inner: Inner, store: &'static str) -> Connection {
         Connection {
             inner,
             store: Arc::new(Store {
@@ -103,6 +124,11 @@ impl Connection {
                 meter: Resolved::new(),
             }),
         }
+    }
+
+    /// Whether this is a connection to a cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner, Inner::Cluster(_))
     }
 }
 
@@ -148,7 +174,10 @@ impl ConnectionLike for Connection {
         } else {
             Kind::Command
         };
-        let trip = self.inner.req_packed_command(cmd);
+        let trip = match &mut self.inner {
+            Inner::Single(c) => c.req_packed_command(cmd),
+            Inner::Cluster(c) => c.req_packed_command(cmd),
+        };
         Box::pin(measure(Arc::clone(&self.store), kind, trip))
     }
 
@@ -158,12 +187,18 @@ impl ConnectionLike for Connection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        let trip = self.inner.req_packed_commands(cmd, offset, count);
+        let trip = match &mut self.inner {
+            Inner::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Inner::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        };
         Box::pin(measure(Arc::clone(&self.store), Kind::Pipeline, trip))
     }
 
     fn get_db(&self) -> i64 {
-        self.inner.get_db()
+        match &self.inner {
+            Inner::Single(c) => c.get_db(),
+            Inner::Cluster(c) => c.get_db(),
+        }
     }
 }
 

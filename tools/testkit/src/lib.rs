@@ -1,6 +1,7 @@
 //! Test support shared by Arbiter's crates: a real Redis in a container, through
 //! testcontainers, that sets itself up; a TCP proxy that can lose a reply; and a gRPC server
-//! under test on port 0 ([`grpc::TestServer`]).
+//! under test on port 0 ([`grpc::TestServer`]); a Redis Cluster of local `redis-server` processes
+//! ([`cluster::RedisCluster`]).
 //!
 //! The tests use an image of their own, [`IMAGE`]:[`TAG`] (not the public `redis:7`, which a
 //! machine may hold built with other settings). When it is missing, the first test that needs
@@ -13,13 +14,14 @@
 //! protected mode off), so either image behaves the same; a stopped and restarted container
 //! keeps its data.
 //!
-//! [`redis`] also serves TLS with client certificates (a certificate authority made for the
+//! [`redis()`] also serves TLS with client certificates (a certificate authority made for the
 //! container with rcgen) and loads the services' minimal ACL (`deploy/redis/acl.conf`):
 //! [`Redis::secure`] is the [`RedisConfig`] of one service's ACL user over TLS, which the stores'
 //! tests use. The plaintext port's `default` user has every right, for tests that inspect or
 //! break the data behind a service's back.
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod grpc;
 pub mod metrics;
 
@@ -45,7 +47,7 @@ pub struct Redis {
     pub url: String,
     /// The host port.
     pub port: u16,
-    /// The TLS port and its client settings, where this Redis has them ([`redis`]).
+    /// The TLS port and its client settings, where this Redis has them ([`redis()`]).
     secure: Option<Secure>,
 }
 
@@ -75,7 +77,7 @@ pub fn acl_password(user: &str) -> String {
 
 /// The ACL template with the comments dropped and each user's test password added, plus a
 /// `default` user with every right and no password.
-fn render_acl() -> String {
+pub(crate) fn render_acl() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/redis/acl.conf");
     let template = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));

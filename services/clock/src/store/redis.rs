@@ -9,6 +9,7 @@ use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
+use arbiter_redis_conn::slots::SlotGroups;
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use std::sync::Arc;
@@ -63,29 +64,52 @@ static SET_ARGS: Schema = Schema::with_rest(
     "events",
 );
 
-/// A script of this store: the shared clock Lua, this store's prelude, the Lua that names the
+/// A script of this store: the shared clock Lua, the clock's id (from the first key, as the
+/// layout names it: `grouped` on a cluster), this store's prelude, the Lua that names the
 /// arguments of `schema` (if any), and `body`.
-fn script(schema: Option<&Schema>, body: &str) -> Script {
-    let defs = constants(&[
+fn script(grouped: bool, schema: Option<&Schema>, body: &str) -> Script {
+    let mut defs = constants(&[
         ("CHANGES", Constant::Text(CHANGES)),
         ("REMEMBERED", Constant::Number(REMEMBERED_REQUESTS)),
     ]);
+    defs.push_str(if grouped {
+        "local ID = string.match(KEYS[1], '^[^{]*{[^}]*}:(.*):[^:]*$')\n"
+    } else {
+        "local ID = string.match(KEYS[1], '{(.*)}')\n"
+    });
     Script::new(&format!(
         "{defs}{}{PRELUDE}{}{body}",
-        DEADLINES.prelude(),
+        DEADLINES.prelude(grouped),
         schema.map_or_else(String::new, Schema::prologue),
     ))
 }
+
+/// How many slot groups a store on a cluster spreads its clocks over. Part of the stored
+/// layout: every replica uses the same, for as long as the data lives.
+pub const CLUSTER_GROUPS: u16 = 32;
 
 fn unavailable(e: redis::RedisError) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-fn keys(id: &str) -> [String; 2] {
-    [
-        format!("clock:{{{id}}}:state"),
-        format!("clock:{{{id}}}:events"),
-    ]
+/// Where a clock's keys are: `clock:{<id>}:state` and `:events` on one Redis; on a cluster,
+/// spread over [`CLUSTER_GROUPS`] slot groups, `clock:{<group tag>}:<id>:state`, so that each
+/// group's deadline index (`arbiter:clocks:deadlines:{<group tag>}`) shares the slot of its
+/// clocks.
+fn keys(groups: Option<&SlotGroups>, id: &str) -> [String; 2] {
+    match groups {
+        None => [
+            format!("clock:{{{id}}}:state"),
+            format!("clock:{{{id}}}:events"),
+        ],
+        Some(g) => {
+            let tag = g.tag_of(id);
+            [
+                format!("clock:{{{tag}}}:{id}:state"),
+                format!("clock:{{{tag}}}:{id}:events"),
+            ]
+        }
+    }
 }
 
 /// Standalone clocks in Redis.
@@ -97,6 +121,8 @@ pub struct RedisStore {
     press: Script,
     set: Script,
     deadlines: RedisDeadlines,
+    /// The slot groups, on a cluster.
+    groups: Option<Arc<SlotGroups>>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -112,15 +138,20 @@ impl RedisStore {
     /// keeping each clock `ttl` after its last change. Needs a Tokio runtime.
     pub fn open(config: &RedisConfig, ttl: Duration) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let create = script(Some(&CREATE_ARGS), CREATE);
-        let load = script(None, LOAD);
-        let press = script(Some(&PRESS_ARGS), PRESS);
-        let set = script(Some(&SET_ARGS), SET);
+        let groups = client
+            .is_cluster()
+            .then(|| Arc::new(SlotGroups::new("c", CLUSTER_GROUPS)));
+        let g = groups.is_some();
+        let create = script(g, Some(&CREATE_ARGS), CREATE);
+        let load = script(g, None, LOAD);
+        let press = script(g, Some(&PRESS_ARGS), PRESS);
+        let set = script(g, Some(&SET_ARGS), SET);
         let mut scripts = vec![create.clone(), load.clone(), press.clone(), set.clone()];
-        scripts.extend(DEADLINES.scripts());
+        scripts.extend(DEADLINES.scripts(g));
         let conn = connect_in_background(client, "clock store", scripts);
         Ok(RedisStore {
-            deadlines: RedisDeadlines::new(Arc::clone(&conn), DEADLINES),
+            deadlines: RedisDeadlines::new(Arc::clone(&conn), DEADLINES, groups.clone()),
+            groups,
             conn,
             ttl,
             create,
@@ -164,7 +195,7 @@ impl RedisStore {
         script: &Script,
         args: Option<Args>,
     ) -> Result<(String, Option<Arc<ClockRecord>>), StoreError> {
-        let [state, events] = keys(id);
+        let [state, events] = keys(self.groups.as_deref(), id);
         let mut inv = script.key(state);
         inv.key(events);
         if let Some(args) = args {
@@ -288,7 +319,7 @@ impl ClockStore for RedisStore {
         after: u64,
         max: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
-        let [_, events] = keys(id);
+        let [_, events] = keys(self.groups.as_deref(), id);
         let start = isize::try_from(after).unwrap_or(isize::MAX);
         let end = start
             .saturating_add(isize::try_from(max).unwrap_or(isize::MAX))

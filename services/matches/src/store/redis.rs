@@ -29,6 +29,7 @@ use arbiter_core::Color;
 use arbiter_core::clock::PressPlan;
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
+use arbiter_redis_conn::slots::SlotGroups;
 use arbiter_redis_conn::{connect_in_background, wait_connected};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
@@ -223,19 +224,147 @@ fn delays_arg(delays: &[u64]) -> String {
 }
 
 /// A script of this store: the shared clock Lua, this store's prelude, the Lua that names the
-/// arguments of `schema` (if any), and `body`.
-fn script(schema: Option<&Schema>, body: &str) -> Script {
-    let defs = constants(&[
+/// arguments of `schema` (if any), and `body`. `grouped`: for the slot-group layout (see
+/// [`Layout`]), where the match's id, its group's finished stream and player indexes come from
+/// the first key.
+fn script(grouped: bool, schema: Option<&Schema>, body: &str) -> Script {
+    let mut defs = constants(&[
         ("MUTABLE", Constant::List(&MUTABLE_FIELDS)),
         ("WINDOW", Constant::Number(REQUEST_WINDOW as u64)),
-        ("FINISHED", Constant::Text(FINISHED)),
         ("FINISHED_MAX", Constant::Number(FINISHED_MAX)),
     ]);
+    if grouped {
+        defs.push_str(&format!(
+            "local TAG = string.match(KEYS[1] or '', '{{([^}}]*)}}') or ''\n\
+             local ID = string.match(KEYS[1] or '', '^[^{{]*{{[^}}]*}}:(.*):[^:]*$')\n\
+             local FINISHED = '{FINISHED}:{{' .. TAG .. '}}'\n\
+             local PLAYER_INDEX = '{PLAYER_INDEX}{{' .. TAG .. '}}:'\n"
+        ));
+    } else {
+        defs.push_str("local ID = string.match(KEYS[1] or '', '{(.*)}')\n");
+        defs.push_str(&constants(&[
+            ("FINISHED", Constant::Text(FINISHED)),
+            ("PLAYER_INDEX", Constant::Text(PLAYER_INDEX)),
+        ]));
+    }
     Script::new(&format!(
         "{defs}{}{PRELUDE}{}{body}",
-        DEADLINES.prelude(),
+        DEADLINES.prelude(grouped),
         schema.map_or_else(String::new, Schema::prologue),
     ))
+}
+
+/// How many slot groups a store on a cluster spreads its matches over (see [`Layout`]). Part of
+/// the stored layout: every replica uses the same, for as long as the data lives.
+pub const CLUSTER_GROUPS: u16 = 32;
+
+/// The prefix of each player's index of matches (a sorted set of match ids by creation time).
+pub const PLAYER_INDEX: &str = "arbiter:matches:player:";
+
+/// Where a match's keys are. On one Redis, each match's keys carry the match's id as their hash
+/// tag (`game:{<id>}:state`), and one deadline index, finished stream and player index serve
+/// every match. On a cluster, a script may only touch keys of one slot, so the matches are
+/// spread over [`CLUSTER_GROUPS`] slot groups ([`SlotGroups`]): a match's keys carry its group's
+/// tag (`game:{<tag>}:<id>:state`), and each group has its own deadline index
+/// (`arbiter:matches:deadlines:{<tag>}`), finished stream (`arbiter:matches:finished:{<tag>}`)
+/// and player indexes (`arbiter:matches:player:{<tag>}:<player>`), in the group's slot.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    groups: Option<Arc<SlotGroups>>,
+}
+
+impl Layout {
+    /// One Redis's layout.
+    pub fn single() -> Layout {
+        Layout { groups: None }
+    }
+
+    /// A cluster's layout.
+    pub fn grouped() -> Layout {
+        Layout {
+            groups: Some(Arc::new(SlotGroups::new("m", CLUSTER_GROUPS))),
+        }
+    }
+
+    /// Whether matches are spread over slot groups.
+    pub fn is_grouped(&self) -> bool {
+        self.groups.is_some()
+    }
+
+    /// The slot groups, if any.
+    pub fn groups(&self) -> Option<&Arc<SlotGroups>> {
+        self.groups.as_ref()
+    }
+
+    /// `<kind>:{<id>}:<what>`, or `<kind>:{<tag>}:<id>:<what>` with the match's group's tag.
+    fn key(&self, kind: &str, id: &str, what: &str) -> String {
+        match &self.groups {
+            None => format!("{kind}:{{{id}}}:{what}"),
+            Some(g) => format!("{kind}:{{{}}}:{id}:{what}", g.tag_of(id)),
+        }
+    }
+
+    /// The six keys a script gets: the bughouse state, events and done, then the single
+    /// board's.
+    pub fn keys(&self, id: &str) -> [String; 6] {
+        [
+            self.key("bug", id, "state"),
+            self.key("bug", id, "events"),
+            self.key("bug", id, "done"),
+            self.key("game", id, "state"),
+            self.key("game", id, "events"),
+            self.key("game", id, "done"),
+        ]
+    }
+
+    /// The chat keys of match `id`: its list and its hash (limits, request ids).
+    pub fn chat_keys(&self, id: &str) -> [String; 2] {
+        [self.key("chat", id, "log"), self.key("chat", id, "meta")]
+    }
+
+    /// The finished streams: one, or one per group.
+    pub fn finished_streams(&self) -> Vec<String> {
+        match &self.groups {
+            None => vec![FINISHED.to_owned()],
+            Some(g) => g.tags().map(|t| format!("{FINISHED}:{{{t}}}")).collect(),
+        }
+    }
+
+    /// A player's indexes of matches: one, or one per group.
+    fn player_indexes(&self, player: &str) -> Vec<String> {
+        match &self.groups {
+            None => vec![format!("{PLAYER_INDEX}{player}")],
+            Some(g) => g
+                .tags()
+                .map(|t| format!("{PLAYER_INDEX}{{{t}}}:{player}"))
+                .collect(),
+        }
+    }
+
+    /// A script invocation with the eight keys of match `id`: the six of [`Layout::keys`], then
+    /// the two of [`Layout::chat_keys`] (every script that sets the match's lifetime sets the
+    /// chat's too).
+    fn invoke<'a>(&self, script: &'a Script, id: &str) -> redis::ScriptInvocation<'a> {
+        let [k1, k2, k3, k4, k5, k6] = self.keys(id);
+        let [k7, k8] = self.chat_keys(id);
+        let mut inv = script.key(k1);
+        inv.key(k2).key(k3).key(k4).key(k5).key(k6).key(k7).key(k8);
+        inv
+    }
+
+    /// [`Layout::invoke`] with named arguments, laid out by their schema.
+    fn invoke_named<'a>(
+        &self,
+        script: &'a Script,
+        id: &str,
+        args: Args,
+    ) -> Result<redis::ScriptInvocation<'a>, StoreError> {
+        let mut inv = self.invoke(script, id);
+        for a in args.slots().map_err(StoreError::Corrupt)? {
+            inv.arg(a);
+        }
+        Ok(inv)
+    }
 }
 
 /// The Redis Stream every finished match is appended to, in the step that ends it, for the
@@ -269,6 +398,7 @@ pub struct RedisStore {
     chat_delete: Script,
     clock: Script,
     deadlines: RedisDeadlines,
+    layout: Layout,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -282,46 +412,6 @@ impl std::fmt::Debug for RedisStore {
 
 fn unavailable(e: redis::RedisError) -> StoreError {
     StoreError::Unavailable(e.to_string())
-}
-
-/// The six keys a script gets: the bughouse state, events and done, then the single board's.
-fn keys(id: &str) -> [String; 6] {
-    [
-        format!("bug:{{{id}}}:state"),
-        format!("bug:{{{id}}}:events"),
-        format!("bug:{{{id}}}:done"),
-        format!("game:{{{id}}}:state"),
-        format!("game:{{{id}}}:events"),
-        format!("game:{{{id}}}:done"),
-    ]
-}
-
-/// [`invoke`] with named arguments, laid out by their schema.
-fn invoke_named<'a>(
-    script: &'a Script,
-    id: &str,
-    args: Args,
-) -> Result<redis::ScriptInvocation<'a>, StoreError> {
-    let mut inv = invoke(script, id);
-    for a in args.slots().map_err(StoreError::Corrupt)? {
-        inv.arg(a);
-    }
-    Ok(inv)
-}
-
-/// The chat keys of match `id`: its list and its hash (limits, request ids).
-fn chat_keys(id: &str) -> [String; 2] {
-    [format!("chat:{{{id}}}:log"), format!("chat:{{{id}}}:meta")]
-}
-
-/// A script invocation with the eight keys of match `id`: the six of [`keys`], then the two of
-/// [`chat_keys`] (every script that sets the match's lifetime sets the chat's too).
-fn invoke<'a>(script: &'a Script, id: &str) -> redis::ScriptInvocation<'a> {
-    let [k1, k2, k3, k4, k5, k6] = keys(id);
-    let [k7, k8] = chat_keys(id);
-    let mut inv = script.key(k1);
-    inv.key(k2).key(k3).key(k4).key(k5).key(k6).key(k7).key(k8);
-    inv
 }
 
 /// A chat script's reply as a [`ChatResult`].
@@ -403,16 +493,22 @@ impl RedisStore {
         cache_capacity: usize,
     ) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let create = script(Some(&CREATE_ARGS), CREATE);
-        let load = script(None, LOAD);
-        let play = script(Some(&MOVE_ARGS), MOVE);
-        let end = script(Some(&END_ARGS), END);
-        let offer = script(Some(&OFFER_ARGS), OFFER);
-        let decline = script(Some(&DECLINE_ARGS), DECLINE);
-        let takeback = script(Some(&TAKEBACK_ARGS), TAKEBACK);
-        let chat_post = script(Some(&CHAT_POST_ARGS), CHAT_POST);
-        let chat_delete = script(Some(&CHAT_DELETE_ARGS), CHAT_DELETE);
-        let clock = script(Some(&CLOCK_ARGS), CLOCK);
+        let layout = if client.is_cluster() {
+            Layout::grouped()
+        } else {
+            Layout::single()
+        };
+        let g = layout.is_grouped();
+        let create = script(g, Some(&CREATE_ARGS), CREATE);
+        let load = script(g, None, LOAD);
+        let play = script(g, Some(&MOVE_ARGS), MOVE);
+        let end = script(g, Some(&END_ARGS), END);
+        let offer = script(g, Some(&OFFER_ARGS), OFFER);
+        let decline = script(g, Some(&DECLINE_ARGS), DECLINE);
+        let takeback = script(g, Some(&TAKEBACK_ARGS), TAKEBACK);
+        let chat_post = script(g, Some(&CHAT_POST_ARGS), CHAT_POST);
+        let chat_delete = script(g, Some(&CHAT_DELETE_ARGS), CHAT_DELETE);
+        let clock = script(g, Some(&CLOCK_ARGS), CLOCK);
         let mut scripts = vec![
             create.clone(),
             load.clone(),
@@ -425,10 +521,11 @@ impl RedisStore {
             chat_delete.clone(),
             clock.clone(),
         ];
-        scripts.extend(DEADLINES.scripts());
+        scripts.extend(DEADLINES.scripts(g));
         let conn = connect_in_background(client, "match store", scripts);
         Ok(RedisStore {
-            deadlines: RedisDeadlines::new(Arc::clone(&conn), DEADLINES),
+            deadlines: RedisDeadlines::new(Arc::clone(&conn), DEADLINES, layout.groups().cloned()),
+            layout,
             conn,
             retention,
             cache: Mutex::new(HashMap::new()),
@@ -594,7 +691,7 @@ impl MatchStore for RedisStore {
             .set("index_max", MAX_PLAYER_MATCHES)
             .set("players", pack(&record.players))
             .rest(fields.into_iter().flat_map(|(k, v)| [k, v]));
-        let mut inv = invoke_named(&self.create, &record.id, args)?;
+        let mut inv = self.layout.invoke_named(&self.create, &record.id, args)?;
         let (status, stored) = with_record(self.run(&record.id, &mut inv, None).await?)?;
         match status.as_str() {
             "created" => Ok(CreateResult::Created(stored)),
@@ -604,7 +701,7 @@ impl MatchStore for RedisStore {
     }
 
     async fn load(&self, id: &str) -> Result<Option<Arc<Record>>, StoreError> {
-        let mut inv = invoke(&self.load, id);
+        let mut inv = self.layout.invoke(&self.load, id);
         let reply = self.run(id, &mut inv, None).await?;
         match reply.status.as_str() {
             "missing" => Ok(None),
@@ -679,7 +776,7 @@ impl MatchStore for RedisStore {
                 )
                 .set("delays", delays_arg(&p.delays));
         }
-        let mut inv = invoke_named(&self.play, id, args)?;
+        let mut inv = self.layout.invoke_named(&self.play, id, args)?;
         let reply = self.run(id, &mut inv, base.as_deref()).await?;
         if reply.status == "missing" {
             return Ok(MoveResult::Missing);
@@ -711,7 +808,7 @@ impl MatchStore for RedisStore {
             .set("grace", millis(self.retention.grace))
             .set("request", request_arg(c.request.as_ref()))
             .set("delays", delays_arg(&c.delays));
-        let mut inv = invoke_named(&self.end, id, args)?;
+        let mut inv = self.layout.invoke_named(&self.end, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -726,7 +823,7 @@ impl MatchStore for RedisStore {
             .set("grace", millis(self.retention.grace))
             .set("request", request_arg(c.request.as_ref()))
             .set("delays", delays_arg(&c.delays));
-        let mut inv = invoke_named(&self.offer, id, args)?;
+        let mut inv = self.layout.invoke_named(&self.offer, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -744,7 +841,7 @@ impl MatchStore for RedisStore {
             )
             .set("ttl", millis(self.retention.ttl))
             .set("request", request_arg(c.request.as_ref()));
-        let mut inv = invoke_named(&self.decline, id, args)?;
+        let mut inv = self.layout.invoke_named(&self.decline, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -798,7 +895,7 @@ impl MatchStore for RedisStore {
             .set("history", history)
             .set("clocks", clocks)
             .rest(&events);
-        let mut inv = invoke_named(&self.takeback, id, args)?;
+        let mut inv = self.layout.invoke_named(&self.takeback, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -818,7 +915,7 @@ impl MatchStore for RedisStore {
             .set("max_per_seat", MAX_CHAT_PER_SEAT)
             .set("burst", CHAT_BURST)
             .set("window", CHAT_WINDOW_MS);
-        let inv = invoke_named(&self.chat_post, id, args)?;
+        let inv = self.layout.invoke_named(&self.chat_post, id, args)?;
         let reply: Vec<redis::Value> = inv
             .invoke_async(&mut self.conn()?)
             .await
@@ -829,7 +926,7 @@ impl MatchStore for RedisStore {
     async fn delete_chat(&self, id: &str, message: u64) -> Result<ChatResult, StoreError> {
         let mut args = CHAT_DELETE_ARGS.args();
         args.set("message", message);
-        let inv = invoke_named(&self.chat_delete, id, args)?;
+        let inv = self.layout.invoke_named(&self.chat_delete, id, args)?;
         let reply: Vec<redis::Value> = inv
             .invoke_async(&mut self.conn()?)
             .await
@@ -843,23 +940,32 @@ impl MatchStore for RedisStore {
         before: Option<&IndexPlace>,
         max: usize,
     ) -> Result<Vec<IndexPlace>, StoreError> {
-        let key = format!("arbiter:matches:player:{player}");
-        let mut conn = self.conn()?;
+        let conn = self.conn()?;
         let max = max.min(MAX_PLAYER_MATCHES);
         // Matches created in the same millisecond as `before` come first at that score: read a
-        // few more and keep those strictly older.
+        // few more and keep those strictly older. On a cluster, each group's index is read
+        // (all at once) and the newest of them all kept.
         let top = before.map_or_else(|| "+inf".to_owned(), |(at, _)| at.to_string());
-        let raw: Vec<(String, f64)> = redis::cmd("ZREVRANGEBYSCORE")
-            .arg(&key)
-            .arg(top)
-            .arg("-inf")
-            .arg("WITHSCORES")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(max + 64)
-            .query_async(&mut conn)
-            .await
-            .map_err(unavailable)?;
+        let reads = self.layout.player_indexes(player).into_iter().map(|key| {
+            let mut conn = conn.clone();
+            let top = top.clone();
+            async move {
+                redis::cmd("ZREVRANGEBYSCORE")
+                    .arg(&key)
+                    .arg(top)
+                    .arg("-inf")
+                    .arg("WITHSCORES")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(max + 64)
+                    .query_async::<Vec<(String, f64)>>(&mut conn)
+                    .await
+            }
+        });
+        let mut raw = Vec::new();
+        for read in futures_util::future::join_all(reads).await {
+            raw.extend(read.map_err(unavailable)?);
+        }
         let mut places: Vec<IndexPlace> = raw
             .into_iter()
             .map(|(id, score)| (score as u64, id))
@@ -876,7 +982,7 @@ impl MatchStore for RedisStore {
         after: u64,
         max: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
-        let [list, _] = chat_keys(id);
+        let [list, _] = self.layout.chat_keys(id);
         let mut conn = self.conn()?;
         let start = isize::try_from(after).unwrap_or(isize::MAX);
         let end = start
@@ -896,7 +1002,7 @@ impl MatchStore for RedisStore {
         after: u64,
         max: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
-        let [bug_state, bug_events, _, _, game_events, _] = keys(id);
+        let [bug_state, bug_events, _, _, game_events, _] = self.layout.keys(id);
         let mut conn = self.conn()?;
         // The match's kind is in this process's snapshot, else one EXISTS tells.
         let cached = self
@@ -926,22 +1032,28 @@ impl MatchStore for RedisStore {
     /// evict would drop matches under memory pressure.
     async fn probe(&self) -> Result<(), String> {
         let mut conn = self.conn().map_err(|e| e.to_string())?;
-        let info: String = redis::cmd("INFO")
+        // One server answers with its text; a cluster with each node's (every node is asked).
+        let info: redis::Value = redis::cmd("INFO")
             .arg("memory")
             .query_async(&mut conn)
             .await
             .map_err(|e| format!("Redis is unreachable: {e}"))?;
-        let policy = info
-            .lines()
-            .find_map(|l| l.strip_prefix("maxmemory_policy:"))
-            .map(str::trim)
-            .unwrap_or("unknown");
-        if policy == "noeviction" {
-            Ok(())
-        } else {
-            Err(format!(
-                "Redis maxmemory-policy is '{policy}': it may evict matches; set it to noeviction"
-            ))
+        let mut texts = Vec::new();
+        collect_text(&info, &mut texts);
+        let policies: Vec<&str> = texts
+            .iter()
+            .filter_map(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("maxmemory_policy:"))
+                    .map(str::trim)
+            })
+            .collect();
+        match policies.iter().find(|p| **p != "noeviction") {
+            None if !policies.is_empty() => Ok(()),
+            other => Err(format!(
+                "Redis maxmemory-policy is '{}': it may evict matches; set it to noeviction",
+                other.copied().unwrap_or("unknown")
+            )),
         }
     }
 
@@ -972,7 +1084,7 @@ impl MatchStore for RedisStore {
                 ),
             )
             .rest(&c.events);
-        let mut inv = invoke_named(&self.clock, id, args)?;
+        let mut inv = self.layout.invoke_named(&self.clock, id, args)?;
         change_result(self.run(id, &mut inv, None).await?)
     }
 
@@ -981,7 +1093,7 @@ impl MatchStore for RedisStore {
     }
 
     async fn done(&self, id: &str, field: &str) -> Result<Option<Remembered>, StoreError> {
-        let [_, _, bug_done, _, _, game_done] = keys(id);
+        let [_, _, bug_done, _, _, game_done] = self.layout.keys(id);
         let mut conn = self.conn()?;
         let (bug, game): (Option<String>, Option<String>) = redis::pipe()
             .hget(&bug_done, field)
@@ -996,7 +1108,7 @@ impl MatchStore for RedisStore {
     }
 
     async fn remembered(&self, id: &str) -> Result<usize, StoreError> {
-        let [_, _, bug_done, _, _, game_done] = keys(id);
+        let [_, _, bug_done, _, _, game_done] = self.layout.keys(id);
         let mut conn = self.conn()?;
         let (bug, game): (Vec<String>, Vec<String>) = redis::pipe()
             .hkeys(&bug_done)
@@ -1012,6 +1124,27 @@ impl MatchStore for RedisStore {
     }
 }
 
+/// Every text in a reply (an `INFO` answer is one text, or a map of each node's on a cluster).
+fn collect_text(v: &redis::Value, out: &mut Vec<String>) {
+    match v {
+        redis::Value::BulkString(b) => out.push(String::from_utf8_lossy(b).into_owned()),
+        redis::Value::SimpleString(s) | redis::Value::VerbatimString { text: s, .. } => {
+            out.push(s.clone());
+        }
+        redis::Value::Array(items) | redis::Value::Set(items) => {
+            for i in items {
+                collect_text(i, out);
+            }
+        }
+        redis::Value::Map(pairs) => {
+            for (_, v) in pairs {
+                collect_text(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Runs the scripts' press arithmetic on Redis for `plan` at `now` (for the test that checks
 /// it against [`PressPlan::apply`]): `None` when late, else remaining, quota, charged,
 /// compensation, bonus and the next deadline.
@@ -1020,7 +1153,7 @@ pub async fn press_on_redis(
     plan: &PressPlan,
     now: u64,
 ) -> Result<Option<[u64; 6]>, StoreError> {
-    let check = script(Some(&PRESS_CHECK_ARGS), PRESS_CHECK);
+    let check = script(false, Some(&PRESS_CHECK_ARGS), PRESS_CHECK);
     let mut args = PRESS_CHECK_ARGS.args();
     args.set_group("plan", lua::plan_args(plan)).set("now", now);
     let mut inv = check.prepare_invoke();

@@ -627,10 +627,20 @@ async fn redis_matches(redis: arbiter_testkit::RedisConfig) -> Arc<Matches<Redis
 #[tokio::test]
 async fn two_replicas_end_each_game_on_time_exactly_once() {
     let redis = arbiter_testkit::redis().await;
-    let (a, b) = (
-        redis_matches(redis.secure("arbiter-matches")).await,
-        redis_matches(redis.secure("arbiter-matches")).await,
-    );
+    flags_fall_once(
+        redis.secure("arbiter-matches"),
+        redis.secure("arbiter-matches"),
+    )
+    .await;
+}
+
+/// [`two_replicas_end_each_game_on_time_exactly_once`] for two replicas with these
+/// configurations of one store (one Redis, or a cluster).
+pub(crate) async fn flags_fall_once(
+    a: arbiter_testkit::RedisConfig,
+    b: arbiter_testkit::RedisConfig,
+) {
+    let (a, b) = (redis_matches(a).await, redis_matches(b).await);
     let (tx, rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::new();
     for m in [&a, &b] {

@@ -7,6 +7,7 @@
 mod support;
 
 mod clocks;
+mod cluster;
 mod grpc;
 mod hardening;
 mod requests;

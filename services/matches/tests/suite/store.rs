@@ -20,11 +20,11 @@ use arbiter_matches::{MatchError, MatchLimits, Matches};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn key() -> SeatKey {
+pub(crate) fn key() -> SeatKey {
     SeatKey::from_material(b"a test key of at least thirty-two bytes").unwrap()
 }
 
-fn creation(variant: Variant, tag: &str) -> Creation {
+pub(crate) fn creation(variant: Variant, tag: &str) -> Creation {
     let seats: &[&str] = if variant == Variant::Bughouse {
         &["wa", "ba", "wb", "bb"]
     } else {
@@ -39,8 +39,8 @@ fn creation(variant: Variant, tag: &str) -> Creation {
 }
 
 /// A created match with its tokens.
-struct Table {
-    id: String,
+pub(crate) struct Table {
+    pub(crate) id: String,
     tokens: Vec<(BoardId, Color, String)>,
 }
 
@@ -54,7 +54,7 @@ impl Table {
     }
 }
 
-async fn create<S: MatchStore>(m: &Matches<S>, c: Creation) -> Table {
+pub(crate) async fn create<S: MatchStore>(m: &Matches<S>, c: Creation) -> Table {
     let created = m.create(c).await.unwrap();
     Table {
         id: created.record.id.clone(),
@@ -73,7 +73,7 @@ fn seat(board: BoardId, color: Color) -> SeatRef {
     }
 }
 
-async fn mv<S: MatchStore>(
+pub(crate) async fn mv<S: MatchStore>(
     m: &Matches<S>,
     t: &Table,
     board: BoardId,
@@ -97,7 +97,7 @@ async fn mv<S: MatchStore>(
 }
 
 /// Units on both boards and in all reserves (64 in every match from the start).
-fn units(r: &Record) -> usize {
+pub(crate) fn units(r: &Record) -> usize {
     r.boards
         .iter()
         .map(|b| {
@@ -397,9 +397,23 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
                             assert!(!a.duplicate);
                             played += 1;
                             if rng.is_multiple_of(4) {
-                                let again = mv(&m, &t, board, color, &uci, b.ply).await.unwrap();
-                                assert!(again.duplicate);
-                                assert_eq!(units(&again.record), 64);
+                                // A retry without a request id is known by being the board's
+                                // last move; once the opponent has answered it is stale.
+                                match mv(&m, &t, board, color, &uci, b.ply).await {
+                                    Ok(again) => {
+                                        assert!(again.duplicate);
+                                        assert_eq!(units(&again.record), 64);
+                                    }
+                                    Err(e) if e.reason() == Some("STALE_PLY") => {
+                                        let now = m.get(&t.id).await.unwrap();
+                                        assert!(
+                                            now.boards[board.index()].ply > b.ply + 1,
+                                            "a stale retry with the move still the last: {e}"
+                                        );
+                                    }
+                                    Err(e) if e.reason() == Some("MATCH_OVER") => break,
+                                    Err(e) => panic!("{} retry of {uci}: {e}", t.id),
+                                }
                             }
                         }
                         Err(e) if e.reason() == Some("MATCH_OVER") => break,
@@ -587,12 +601,12 @@ async fn ttl_expiry<S: MatchStore>(m: &Matches<S>) {
 /// The match service's Redis ACL user (deploy/redis/acl.conf), over TLS in the store tests.
 const USER: &str = "arbiter-matches";
 
-const SHORT: Retention = Retention {
+pub(crate) const SHORT: Retention = Retention {
     ttl: Duration::from_millis(700),
     grace: Duration::from_millis(700),
 };
 
-async fn suite<S: MatchStore>(m: Arc<Matches<S>>, short: Matches<S>) {
+pub(crate) async fn suite<S: MatchStore>(m: Arc<Matches<S>>, short: Matches<S>) {
     bughouse_lifecycle(&m).await;
     single_board_lifecycle(&m).await;
     retries_and_refusals(&m).await;
@@ -616,7 +630,7 @@ async fn memory_store_suite() {
 
 /// The match domain on Redis: `redis` is a URL or, for the store suites, the match service's
 /// ACL user over TLS.
-async fn redis_matches(
+pub(crate) async fn redis_matches(
     redis: impl Into<arbiter_testkit::RedisConfig>,
     retention: Retention,
 ) -> Matches<RedisStore> {

@@ -23,6 +23,12 @@
 //!   accepting, whatever the deadline).
 //!
 //! Every replica hears [`EVENTS`]: `p<player>` (news for a player) and `w<pool>` (a wave ran).
+//!
+//! On a Redis Cluster every key above starts with `mm:{mm}:` instead of `mm:` (`mm:{mm}:who`,
+//! `mm:{mm}:q:{P}:e`): the first hash tag, `{mm}`, puts the whole store in one slot, since its
+//! scripts change several pools' and players' keys at once (a player's place in `who` with the
+//! pool's entries, both players of a pairing, an offer with both players' states). The store
+//! then lives on one primary of the cluster (see docs/operations.md for what that means).
 
 use super::{
     Applied, Found, IMPORT_MEMORY_MS, ImportWrite, Imported, Joined, OFFER_MEMORY_MS, OfferStore,
@@ -36,7 +42,7 @@ use crate::offer::{
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
 use arbiter_kit::retry::{Backoff, RetryPolicy};
 use arbiter_redis_conn::Connection;
-use arbiter_redis_conn::script::{Args, BASICS, Schema};
+use arbiter_redis_conn::script::{Args, BASICS, Constant, Schema, constants};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use std::sync::{Arc, OnceLock};
@@ -234,16 +240,28 @@ struct Scripts {
     import: Script,
 }
 
-/// A script of this store: the shared basics, this store's prelude, the Lua that names the
-/// arguments of `schema`, and `body`.
-fn script(schema: &Schema, body: &str) -> Script {
-    Script::new(&format!("{BASICS}{PRELUDE}{}{body}", schema.prologue()))
+/// The prefix of every key of the store on one Redis.
+const PREFIX: &str = "mm:";
+/// The prefix of every key of the store on a Redis Cluster: the hash tag `{mm}` puts every key
+/// in one slot, as scripts that touch several pools' and players' keys at once need.
+const CLUSTER_PREFIX: &str = "mm:{mm}:";
+
+/// A script of this store: the key prefix (`MM`), the shared basics, this store's prelude, the
+/// Lua that names the arguments of `schema`, and `body`.
+fn script(prefix: &str, schema: &Schema, body: &str) -> Script {
+    let defs = constants(&[("MM", Constant::Text(prefix))]);
+    Script::new(&format!(
+        "{defs}{BASICS}{PRELUDE}{}{body}",
+        schema.prologue()
+    ))
 }
 
-/// An offer script: the basics, the prelude, the offer helpers, the argument names, `body`.
-fn offer_script(schema: &Schema, body: &str) -> Script {
+/// An offer script: the prefix, the basics, the prelude, the offer helpers, the argument names,
+/// `body`.
+fn offer_script(prefix: &str, schema: &Schema, body: &str) -> Script {
+    let defs = constants(&[("MM", Constant::Text(prefix))]);
     Script::new(&format!(
-        "{BASICS}{PRELUDE}{OFFERS}{}{body}",
+        "{defs}{BASICS}{PRELUDE}{OFFERS}{}{body}",
         schema.prologue()
     ))
 }
@@ -341,6 +359,8 @@ fn waiting_of(
 pub struct RedisStore {
     conn: Arc<OnceLock<Connection>>,
     scripts: Arc<Scripts>,
+    /// [`PREFIX`], or [`CLUSTER_PREFIX`] on a cluster.
+    prefix: &'static str,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -357,6 +377,13 @@ impl RedisStore {
     /// A bad Redis URL.
     pub fn open(config: &RedisConfig) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
+        let prefix = if client.is_cluster() {
+            CLUSTER_PREFIX
+        } else {
+            PREFIX
+        };
+        let offer_script = |schema, body| offer_script(prefix, schema, body);
+        let script = |schema, body| script(prefix, schema, body);
         let scripts = Scripts {
             offer_create: offer_script(&OFFER_CREATE_ARGS, OFFER_CREATE),
             offer_accept: offer_script(&OFFER_ACCEPT_ARGS, OFFER_ACCEPT),
@@ -400,6 +427,7 @@ impl RedisStore {
         Ok(RedisStore {
             conn: connect_in_background(client, "matchmaking store", all),
             scripts: Arc::new(scripts),
+            prefix,
         })
     }
 
@@ -417,6 +445,11 @@ impl RedisStore {
         }
     }
 
+    /// The store's key `name` (`mm:<name>`; on a cluster `mm:{mm}:<name>`).
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
     fn conn(&self) -> Result<Connection, StoreError> {
         self.conn
             .get()
@@ -431,7 +464,9 @@ impl RedisStore {
         args: Args,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn()?;
-        let mut invocation = script.prepare_invoke();
+        // The scripts name their keys from their arguments; this key (never written) routes
+        // each to the store's slot on a cluster.
+        let mut invocation = script.key(self.key("route"));
         for a in args.slots().map_err(StoreError::Corrupt)? {
             invocation.arg(a);
         }
@@ -445,7 +480,7 @@ impl RedisStore {
 /// Follows [`EVENTS`] until `shutdown`, handing each to `on_event`; resubscribes after a lost
 /// connection (streams renew on their own timer meanwhile, so nothing is lost, only later).
 pub async fn listen<F>(
-    client: redis::Client,
+    subscriber: arbiter_redis_conn::Subscriber,
     on_event: F,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) where
@@ -455,7 +490,7 @@ pub async fn listen<F>(
     let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
         let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
+            let mut pubsub = subscriber.pubsub().await?;
             pubsub.subscribe(EVENTS).await?;
             Ok::<_, redis::RedisError>(pubsub)
         };
@@ -595,7 +630,7 @@ impl PoolStore for RedisStore {
     async fn pools(&self) -> Result<Vec<String>, StoreError> {
         let mut conn = self.conn()?;
         let mut pools: Vec<String> = redis::cmd("SMEMBERS")
-            .arg("mm:pools")
+            .arg(self.key("pools"))
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -652,7 +687,7 @@ impl PoolStore for RedisStore {
     async fn making(&self, pool: &str) -> Result<Vec<Making>, StoreError> {
         let mut conn = self.conn()?;
         let all: Vec<(String, String)> = redis::cmd("HGETALL")
-            .arg(format!("mm:q:{{{pool}}}:k"))
+            .arg(self.key(&format!("q:{{{pool}}}:k")))
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -713,7 +748,7 @@ impl PoolStore for RedisStore {
     async fn found(&self, player: &str) -> Result<Vec<Found>, StoreError> {
         let mut conn = self.conn()?;
         let all: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
-            .arg(format!("mm:found:{player}"))
+            .arg(self.key(&format!("found:{player}")))
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -734,7 +769,7 @@ impl PoolStore for RedisStore {
     async fn acknowledge(&self, player: &str, match_id: &str) -> Result<bool, StoreError> {
         let mut conn = self.conn()?;
         let n: i64 = redis::cmd("HDEL")
-            .arg(format!("mm:found:{player}"))
+            .arg(self.key(&format!("found:{player}")))
             .arg(match_id)
             .query_async(&mut conn)
             .await
@@ -745,7 +780,7 @@ impl PoolStore for RedisStore {
     async fn history(&self, player: &str) -> Result<History, StoreError> {
         let mut conn = self.conn()?;
         let h: Option<String> = redis::cmd("HGET")
-            .arg("mm:h")
+            .arg(self.key("h"))
             .arg(player)
             .query_async(&mut conn)
             .await
@@ -760,7 +795,7 @@ impl PoolStore for RedisStore {
     async fn ratings(&self, player: &str) -> Result<Vec<(String, String)>, StoreError> {
         let mut conn = self.conn()?;
         let mut all: Vec<(String, String)> = redis::cmd("HGETALL")
-            .arg(format!("mm:r:{player}"))
+            .arg(self.key(&format!("r:{player}")))
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
@@ -782,11 +817,11 @@ impl PoolStore for RedisStore {
                     let mut conn = self.conn()?;
                     redis::pipe()
                         .cmd("ZREM")
-                        .arg("mm:follow")
+                        .arg(self.key("follow"))
                         .arg(&c[0])
                         .ignore()
                         .cmd("HDEL")
-                        .arg("mm:follow:d")
+                        .arg(self.key("follow:d"))
                         .arg(&c[0])
                         .ignore()
                         .query_async::<()>(&mut conn)
@@ -881,7 +916,7 @@ impl PoolStore for RedisStore {
     ) -> Result<Vec<(u64, String)>, StoreError> {
         let mut conn = self.conn()?;
         let items: Vec<String> = redis::cmd("LRANGE")
-            .arg(format!("mm:rh:{key}:{player}"))
+            .arg(self.key(&format!("rh:{key}:{player}")))
             .arg(0)
             .arg(-1)
             .query_async(&mut conn)
@@ -937,7 +972,7 @@ impl RedisStore {
         let mut conn = self.conn()?;
         let mut pipe = redis::pipe();
         for id in ids {
-            pipe.cmd("HGETALL").arg(format!("mm:of:{id}"));
+            pipe.cmd("HGETALL").arg(self.key(&format!("of:{id}")));
         }
         let all: Vec<Vec<String>> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
         ids.iter()
@@ -1055,7 +1090,7 @@ impl OfferStore for RedisStore {
         let now = self.now().await?;
         let mut conn = self.conn()?;
         redis::cmd("ZRANGEBYSCORE")
-            .arg("mm:ofa")
+            .arg(self.key("ofa"))
             .arg("-inf")
             .arg(now.saturating_sub(stale_ms))
             .query_async(&mut conn)
@@ -1102,7 +1137,7 @@ impl OfferStore for RedisStore {
     async fn challenges_of(&self, player: &str) -> Result<Vec<Offer>, StoreError> {
         let mut conn = self.conn()?;
         let ids: Vec<String> = redis::cmd("ZRANGE")
-            .arg(format!("mm:ofr:{player}"))
+            .arg(self.key(&format!("ofr:{player}")))
             .arg(0)
             .arg(-1)
             .query_async(&mut conn)
@@ -1117,8 +1152,8 @@ impl OfferStore for RedisStore {
     ) -> Result<Vec<Offer>, StoreError> {
         let now = self.now().await?;
         let key = match variant {
-            Some(v) => format!("mm:seeks:{}", v.name()),
-            None => "mm:seeks".to_owned(),
+            Some(v) => self.key(&format!("seeks:{}", v.name())),
+            None => self.key("seeks"),
         };
         let mut conn = self.conn()?;
         let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")

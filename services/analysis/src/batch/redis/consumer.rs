@@ -74,7 +74,11 @@ pub async fn run_workers(
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let ctx = Arc::new(Ctx {
-        client: redis.client()?,
+        client: redis
+            .single_client("the batch analysis queue")?
+            .single()
+            .cloned()
+            .ok_or("the batch analysis queue needs one Redis")?,
         config,
         scripts: Scripts::new(),
         time,

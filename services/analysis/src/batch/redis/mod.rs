@@ -335,7 +335,8 @@ impl RedisJobs {
     /// # Errors
     /// A malformed Redis URL.
     pub fn open(redis: &RedisConfig, config: BatchConfig) -> Result<RedisJobs, String> {
-        let conn = connect_in_background(redis.client()?, "analysis jobs", Scripts::all());
+        let client = redis.single_client("the batch analysis queue")?;
+        let conn = connect_in_background(client, "analysis jobs", Scripts::all());
         Ok(RedisJobs {
             conn,
             scripts: Scripts::new(),

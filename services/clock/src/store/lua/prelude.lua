@@ -1,7 +1,7 @@
 -- PRELUDE (services/clock/src/store/redis.rs)
 -- KEYS: 1 the clock's state hash, 2 its events list (`keys(id)`).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
-local ID = string.match(KEYS[1], '{(.*)}')
+-- ID, the clock's id, comes before (from the first key, as the store's layout names it).
 local function state(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
 end

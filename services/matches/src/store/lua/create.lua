@@ -2,7 +2,7 @@
 -- KEYS: the match's six keys (`keys(id)`): 1–3 a bughouse match's state hash, events list and done hash; 4–6 a single board's (the script uses whichever exists).
 --
 -- A: kind (`bug` or `game`), ttl (ms), index_ttl (ms) and index_max (each player's index of
--- matches: `arbiter:matches:player:<player id>`, a sorted set of match ids by creation time,
+-- matches: PLAYER_INDEX .. <player id>, a sorted set of match ids by creation time,
 -- the newest index_max kept), players (packed player ids), fields (the record's fields: field,
 -- value, …).
 local S, E, D = pick()
@@ -14,7 +14,7 @@ redis.call('PEXPIRE', S, A.ttl)
 index(S, ID)
 local now = tnow()
 for _, player in ipairs(unpk(A.players)) do
-  local P = 'arbiter:matches:player:' .. player
+  local P = PLAYER_INDEX .. player
   redis.call('ZADD', P, now, ID)
   redis.call('ZREMRANGEBYRANK', P, 0, -(tonumber(A.index_max) + 1))
   redis.call('PEXPIRE', P, A.index_ttl)

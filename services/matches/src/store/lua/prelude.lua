@@ -7,8 +7,9 @@
 -- match to the finished stream), `state` (a reply with the record: the status, the event
 -- count, and the hash as a flat array, which costs Redis far less than packing it in Lua).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
--- ID: the match id, from the first key (none for a script without keys).
-local ID = string.match(KEYS[1] or '', '{(.*)}')
+-- ID (the match id, from the first key; none for a script without keys), FINISHED (the
+-- finished stream) and PLAYER_INDEX (the prefix of the players' indexes) come before, from the
+-- store's layout (`script` in redis.rs).
 local function pick()
   if redis.call('EXISTS', KEYS[1]) == 1 then return KEYS[1], KEYS[2], KEYS[3] end
   if redis.call('EXISTS', KEYS[4]) == 1 then return KEYS[4], KEYS[5], KEYS[6] end
@@ -53,7 +54,7 @@ local function archive(S, E)
     'moves_uci', table.concat(uci, ' '), 'moves_san', table.concat(san, ' '))
 end
 local function announce()
-  redis.call('PUBLISH', 'arbiter:matches:changes', string.match(KEYS[1], '{(.*)}'))
+  redis.call('PUBLISH', 'arbiter:matches:changes', ID)
 end
 local function state(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}

@@ -1,5 +1,6 @@
 -- COMMIT (services/matchmaking/src/store/redis.rs; arguments by name: `COMMIT_ARGS`)
--- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: pool (its name), fence (the wave's fencing number), pairings (packed: each pairing, itself
 -- packed: its id, then its members in seat order), unpaired (packed: the players who wait on).
 --
@@ -28,7 +29,7 @@ for i, packed in ipairs(unpk(A.pairings)) do
       rec[#rec + 1] = redis.call('HGET', pk(P, 'w'), player) or '0'
       rec[#rec + 1] = redis.call('ZSCORE', pk(P, 'l'), player) or '0'
       drop(P, player)
-      redis.call('HSET', 'mm:who', player, 'm' .. F .. P)
+      redis.call('HSET', MM .. 'who', player, 'm' .. F .. P)
     end
     redis.call('HSET', pk(P, 'k'), id, pack(rec))
     done[i] = 1

@@ -1,5 +1,6 @@
 -- IMPORT (services/matchmaking/src/store/redis.rs; arguments by name: `IMPORT_ARGS`)
--- KEYS: none: the keys are named from the arguments (`mm:imp:<request>`, `mm:r:<player>`,
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (`mm:imp:<request>`, `mm:r:<player>`,
 -- `mm:rh:<key>:<player>`).
 -- A: request (the import's request id), fingerprint (of its content), outcomes (one letter per
 -- entry), ttl (ms the request id is remembered), limit (rating changes kept per player and
@@ -7,7 +8,7 @@
 -- record (empty: skipped), the change for the rating history).
 -- Answers {'replayed', fingerprint, outcomes} for a request id seen before (nothing changes),
 -- {'conflict'} when a record is no longer as read, else {'done'}.
-local rk = 'mm:imp:' .. A.request
+local rk = MM .. 'imp:' .. A.request
 local seen = redis.call('HGETALL', rk)
 if #seen > 0 then
   local h = {}
@@ -17,13 +18,13 @@ end
 local writes = {}
 for i, packed in ipairs(A.writes) do writes[i] = unpk(packed) end
 for _, w in ipairs(writes) do
-  local cur = redis.call('HGET', 'mm:r:' .. w[1], w[2]) or ''
+  local cur = redis.call('HGET', MM .. 'r:' .. w[1], w[2]) or ''
   if cur ~= w[3] then return {'conflict'} end
 end
 local limit = tonumber(A.limit)
 for _, w in ipairs(writes) do
   if w[4] ~= '' then
-    redis.call('HSET', 'mm:r:' .. w[1], w[2], w[4])
+    redis.call('HSET', MM .. 'r:' .. w[1], w[2], w[4])
     record_change(w[1], w[2], w[5], limit)
   end
 end

@@ -1,5 +1,6 @@
 -- MATCHED (services/matchmaking/src/store/redis.rs; arguments by name: `MATCHED_ARGS`)
--- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: pool (its name), pairing (its id), match_id (the created match), follow (the match's
 -- follow record), found_ttl (ms a match found is kept), found (packed: player, match id,
 -- stored match found, for each player), histories (packed: player, history record, for each
@@ -18,19 +19,19 @@ local mean = tonumber(redis.call('HGET', M, 'mean') or '0')
 for i = 2, #r, 5 do
   local wait = math.max(0, now - tonumber(r[i + 2]))
   if mean == 0 then mean = wait else mean = mean - math.floor(mean / 8) + math.floor(wait / 8) end
-  local who = redis.call('HGET', 'mm:who', r[i])
-  if who == 'm' .. F .. P or who == 'm' .. F .. P .. F .. 'gone' then redis.call('HDEL', 'mm:who', r[i]) end
+  local who = redis.call('HGET', MM .. 'who', r[i])
+  if who == 'm' .. F .. P or who == 'm' .. F .. P .. F .. 'gone' then redis.call('HDEL', MM .. 'who', r[i]) end
 end
 redis.call('HSET', M, 'mean', fmt(mean))
 local found = unpk(A.found)
 for i = 1, #found, 3 do
-  redis.call('HSET', 'mm:found:' .. found[i], found[i + 1], found[i + 2])
-  redis.call('PEXPIRE', 'mm:found:' .. found[i], A.found_ttl)
+  redis.call('HSET', MM .. 'found:' .. found[i], found[i + 1], found[i + 2])
+  redis.call('PEXPIRE', MM .. 'found:' .. found[i], A.found_ttl)
 end
 local histories = unpk(A.histories)
 for i = 1, #histories, 2 do
-  redis.call('HSET', 'mm:h', histories[i], histories[i + 1])
+  redis.call('HSET', MM .. 'h', histories[i], histories[i + 1])
 end
-redis.call('ZADD', 'mm:follow', fmt(now), A.match_id)
-redis.call('HSET', 'mm:follow:d', A.match_id, A.follow)
+redis.call('ZADD', MM .. 'follow', fmt(now), A.match_id)
+redis.call('HSET', MM .. 'follow:d', A.match_id, A.follow)
 return 1

@@ -1,5 +1,6 @@
 -- OFFER_ACCEPT (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_ACCEPT_ARGS`)
--- KEYS: none: the keys are named from the arguments (see OFFERS).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: id, acceptor, request (the accept's request id; both empty: only resume a stale accept),
 -- stale (ms without a heartbeat after which an accept under way is presumed lost and is
 -- resumed), memory (ms the offer is kept past the later of its expiry and now).
@@ -12,7 +13,7 @@
 -- Returns `started`, `again`, `resumed`, `notopen`, `busy` or `missing`, then the offer's
 -- fields.
 if redis.call('EXISTS', ofkey(A.id)) == 0 then
-  redis.call('ZREM', 'mm:ofa', A.id)
+  redis.call('ZREM', MM .. 'ofa', A.id)
   return {'missing'}
 end
 local now = tnow()
@@ -37,6 +38,6 @@ unlist(A.id)
 claim(owner, A.id, deadline)
 claim(A.acceptor, A.id, deadline)
 redis.call('HSET', ofkey(A.id), 's', 'accepting', 'a', A.acceptor, 'q', A.request, 'u', fmt(now))
-redis.call('ZADD', 'mm:ofa', fmt(now), A.id)
+redis.call('ZADD', MM .. 'ofa', fmt(now), A.id)
 keep(A.id, now, A.memory)
 return reply('started', A.id)

@@ -1,5 +1,6 @@
 -- OFFER_CREATE (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_CREATE_ARGS`)
--- KEYS: none: the keys are named from the arguments (see OFFERS).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: kind (`ch` or `sk`), id (a fresh id), owner, target (challenges: the challenged player),
 -- variant (its name), terms (the stored terms), rating, request (the creation's request id),
 -- fingerprint, lifetime (ms open), memory (ms remembered after), max_owner, max_target,
@@ -8,26 +9,26 @@
 -- Returns `new`, `existing`, `conflict`, `created` (the owner created `max_created` this
 -- window), `owner`, `target` or `lobby`, then the offer's fields.
 local now = tnow()
-local qk = 'mm:ofq:' .. pack({A.owner, A.kind, A.request})
+local qk = MM .. 'ofq:' .. pack({A.owner, A.kind, A.request})
 local prior = redis.call('HGET', qk, 'f')
 if prior then
   local id = redis.call('HGET', qk, 'i')
   if prior ~= A.fingerprint or redis.call('EXISTS', ofkey(id)) == 0 then return {'conflict'} end
   return reply('existing', id)
 end
-local nk = 'mm:ofn:' .. A.kind .. ':' .. A.owner
+local nk = MM .. 'ofn:' .. A.kind .. ':' .. A.owner
 if tonumber(redis.call('HGET', nk, 'n') or '0') >= tonumber(A.max_created) then return {'created'} end
-local ok = 'mm:ofo:' .. A.kind .. ':' .. A.owner
+local ok = MM .. 'ofo:' .. A.kind .. ':' .. A.owner
 prune(ok, now)
 if redis.call('ZCARD', ok) >= tonumber(A.max_owner) then return {'owner'} end
 if A.kind == 'ch' then
-  local ik = 'mm:ofi:' .. A.target
+  local ik = MM .. 'ofi:' .. A.target
   prune(ik, now)
   if redis.call('ZCARD', ik) >= tonumber(A.max_target) then return {'target'} end
 else
-  prune('mm:seeks', now)
-  prune('mm:seeks:' .. A.variant, now)
-  if redis.call('ZCARD', 'mm:seeks') >= tonumber(A.max_total) then return {'lobby'} end
+  prune(MM .. 'seeks', now)
+  prune(MM .. 'seeks:' .. A.variant, now)
+  if redis.call('ZCARD', MM .. 'seeks') >= tonumber(A.max_total) then return {'lobby'} end
 end
 if redis.call('HINCRBY', nk, 'n', 1) == 1 then redis.call('PEXPIRE', nk, A.window) end
 local x = now + tonumber(A.lifetime)
@@ -41,7 +42,7 @@ redis.call('PEXPIRE', qk, fmt(ttl))
 relist(A.id)
 if A.kind == 'ch' then
   for _, p in ipairs({A.owner, A.target}) do
-    local rk = 'mm:ofr:' .. p
+    local rk = MM .. 'ofr:' .. p
     redis.call('ZADD', rk, fmt(now), A.id)
     local n = redis.call('ZCARD', rk)
     if n > tonumber(A.recent) then

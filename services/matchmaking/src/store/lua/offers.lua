@@ -1,5 +1,6 @@
 -- OFFERS (services/matchmaking/src/store/redis.rs)
--- KEYS: none: the keys are named from the arguments. Helpers of the challenge and seek scripts
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster). Helpers of the challenge and seek scripts
 -- (prepended after PRELUDE, before the Lua that names the script's arguments; no arguments of
 -- their own).
 --
@@ -14,29 +15,29 @@
 -- `u`). An accept under way marks both players in `mm:who` as `o` <offer id> <deadline>: being
 -- matched by that offer while it is accepting (whatever the deadline: an accept is finished,
 -- resumed or released, never lapses), or, once it is not, until the deadline.
-local function ofkey(id) return 'mm:of:' .. id end
+local function ofkey(id) return MM .. 'of:' .. id end
 local function oget(id, f) return redis.call('HGET', ofkey(id), f) end
 -- Takes an offer out of the open sets and the lobby.
 local function unlist(id)
   local k, o = oget(id, 'k'), oget(id, 'o')
   if not k then return end
-  redis.call('ZREM', 'mm:ofo:' .. k .. ':' .. o, id)
+  redis.call('ZREM', MM .. 'ofo:' .. k .. ':' .. o, id)
   if k == 'ch' then
-    redis.call('ZREM', 'mm:ofi:' .. oget(id, 't'), id)
+    redis.call('ZREM', MM .. 'ofi:' .. oget(id, 't'), id)
   else
-    redis.call('ZREM', 'mm:seeks', id)
-    redis.call('ZREM', 'mm:seeks:' .. oget(id, 'v'), id)
+    redis.call('ZREM', MM .. 'seeks', id)
+    redis.call('ZREM', MM .. 'seeks:' .. oget(id, 'v'), id)
   end
 end
 -- Puts an open offer (back) into the open sets and the lobby.
 local function relist(id)
   local k, o, x = oget(id, 'k'), oget(id, 'o'), oget(id, 'x')
-  redis.call('ZADD', 'mm:ofo:' .. k .. ':' .. o, x, id)
+  redis.call('ZADD', MM .. 'ofo:' .. k .. ':' .. o, x, id)
   if k == 'ch' then
-    redis.call('ZADD', 'mm:ofi:' .. oget(id, 't'), x, id)
+    redis.call('ZADD', MM .. 'ofi:' .. oget(id, 't'), x, id)
   else
-    redis.call('ZADD', 'mm:seeks', x, id)
-    redis.call('ZADD', 'mm:seeks:' .. oget(id, 'v'), x, id)
+    redis.call('ZADD', MM .. 'seeks', x, id)
+    redis.call('ZADD', MM .. 'seeks:' .. oget(id, 'v'), x, id)
   end
 end
 -- Drops the offers of sorted set `z` that expired by `now` (from every set they are in).
@@ -72,20 +73,20 @@ end
 -- renews its players' marks (those still its own) to `deadline`.
 local function beat(id, now, deadline)
   redis.call('HSET', ofkey(id), 'u', fmt(now))
-  redis.call('ZADD', 'mm:ofa', fmt(now), id)
+  redis.call('ZADD', MM .. 'ofa', fmt(now), id)
   for _, f in ipairs({'o', 'a'}) do
     local p = oget(id, f)
-    local who = p and redis.call('HGET', 'mm:who', p)
+    local who = p and redis.call('HGET', MM .. 'who', p)
     if who and split(who, F)[1] == 'o' and split(who, F)[2] == id then
-      redis.call('HSET', 'mm:who', p, 'o' .. F .. id .. F .. fmt(deadline))
+      redis.call('HSET', MM .. 'who', p, 'o' .. F .. id .. F .. fmt(deadline))
     end
   end
 end
 -- Whether `player` may not take part in an accept of offer `id`: they hold an unacknowledged
 -- match found, a pool pairing is being made for them, or another offer's accept is under way.
 local function busy(player, id, now)
-  if redis.call('HLEN', 'mm:found:' .. player) > 0 then return true end
-  local who = redis.call('HGET', 'mm:who', player)
+  if redis.call('HLEN', MM .. 'found:' .. player) > 0 then return true end
+  local who = redis.call('HGET', MM .. 'who', player)
   if not who then return false end
   local w = split(who, F)
   if w[1] == 'm' then return true end
@@ -95,18 +96,18 @@ end
 -- Takes `player` out of any pool they wait in and marks them matched by offer `id` until
 -- `deadline`.
 local function claim(player, id, deadline)
-  local who = redis.call('HGET', 'mm:who', player)
+  local who = redis.call('HGET', MM .. 'who', player)
   if who then
     local w = split(who, F)
     if w[1] == 'w' then drop(w[2], player) end
   end
-  redis.call('HSET', 'mm:who', player, 'o' .. F .. id .. F .. fmt(deadline))
+  redis.call('HSET', MM .. 'who', player, 'o' .. F .. id .. F .. fmt(deadline))
 end
 -- Clears `player`'s mark if offer `id`'s accept set it.
 local function unclaim(player, id)
   if not player or player == '' then return end
-  local who = redis.call('HGET', 'mm:who', player)
+  local who = redis.call('HGET', MM .. 'who', player)
   if who and split(who, F)[1] == 'o' and split(who, F)[2] == id then
-    redis.call('HDEL', 'mm:who', player)
+    redis.call('HDEL', MM .. 'who', player)
   end
 end

@@ -1,13 +1,14 @@
 -- PLACE (services/matchmaking/src/store/redis.rs; arguments by name: `PLACE_ARGS`)
--- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: pool (its name), player, session (the stream's place), lease_ms (the renewed lease).
 local P, player = A.pool, A.player
-local who = redis.call('HGET', 'mm:who', player)
+local who = redis.call('HGET', MM .. 'who', player)
 if not who then return {'gone'} end
 local w = split(who, F)
 -- An offer's accept took the player out of the pool: their stream waits for its outcome.
 if w[1] == 'o' then
-  if redis.call('HGET', 'mm:of:' .. w[2], 's') == 'accepting' or tonumber(w[3] or '0') > tnow() then
+  if redis.call('HGET', MM .. 'of:' .. w[2], 's') == 'accepting' or tonumber(w[3] or '0') > tnow() then
     return {'matching'}
   end
   return {'gone'}

@@ -1,11 +1,12 @@
 -- PRELUDE (services/matchmaking/src/store/redis.rs)
--- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 --
 -- Follows `arbiter_redis_conn::script::BASICS` (`pack`, `unpk`, `fmt`, `tnow`).
 -- Helpers every script of this store starts with (the module prepends them, before the Lua that
 -- names the script's arguments, `A`); no arguments of its own.
 local F = '\31'
-local function pk(P, s) return 'mm:q:{' .. P .. '}:' .. s end
+local function pk(P, s) return MM .. 'q:{' .. P .. '}:' .. s end
 local function split(s, sep)
   local t, i = {}, 1
   while true do
@@ -25,7 +26,7 @@ end
 -- rating key `key` (`mm:rh:<key>:<player>`, oldest first, each item packed as sequence number
 -- and change), keeping the latest `limit`.
 local function record_change(player, key, change, limit)
-  local hk = 'mm:rh:' .. key .. ':' .. player
+  local hk = MM .. 'rh:' .. key .. ':' .. player
   local last = redis.call('LINDEX', hk, -1)
   local seq = 1
   if last then seq = (tonumber(unpk(last)[1]) or 0) + 1 end

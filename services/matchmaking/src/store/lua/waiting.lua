@@ -1,5 +1,6 @@
 -- WAITING (services/matchmaking/src/store/redis.rs; arguments by name: `WAITING_ARGS`)
--- KEYS: none: the keys are named from the arguments (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: pool (its name).
 --
 -- Drops expired places; returns player, joined, record, missed, lease end for each place.
@@ -7,14 +8,14 @@ local P = A.pool
 local now = tnow()
 for _, player in ipairs(redis.call('ZRANGEBYSCORE', pk(P, 'l'), '-inf', fmt(now))) do
   drop(P, player)
-  local who = redis.call('HGET', 'mm:who', player)
+  local who = redis.call('HGET', MM .. 'who', player)
   if who then
     local w = split(who, F)
-    if w[1] == 'w' and w[2] == P then redis.call('HDEL', 'mm:who', player) end
+    if w[1] == 'w' and w[2] == P then redis.call('HDEL', MM .. 'who', player) end
   end
 end
 if redis.call('HLEN', pk(P, 'e')) == 0 and redis.call('HLEN', pk(P, 'k')) == 0 then
-  redis.call('SREM', 'mm:pools', P)
+  redis.call('SREM', MM .. 'pools', P)
 end
 local out = {}
 local js = redis.call('ZRANGE', pk(P, 'j'), 0, -1, 'WITHSCORES')
