@@ -114,7 +114,14 @@ pub struct RedisDeadlines {
     changed: Arc<Notify>,
     /// Each key's earliest deadline at the last [`Deadlines::next`], and when it was read, so
     /// that a claim right after asks only the keys that may hold something due.
-    heads: Mutex<(Vec<Head>, Option<std::time::Instant>)>,
+    heads: Mutex<(Vec<Head>, Option<HeadsRead>)>,
+}
+
+/// When the heads were read: this process's instant, and the store's time then (Unix ms).
+#[derive(Clone, Copy, Debug)]
+struct HeadsRead {
+    at: std::time::Instant,
+    store_now: u64,
 }
 
 /// How long the heads a read found may steer a claim: the flag worker claims within
@@ -211,9 +218,9 @@ impl RedisDeadlines {
     }
 
     /// Claims from the index keys at once (up to `max` from each): of several keys, those whose
-    /// head at the [`Deadlines::next`] just before was due with the earliest (the flag worker
-    /// reads the heads before each claim, and a new earlier deadline anywhere wakes it to read
-    /// them again; what is left is claimed on its next turn), or every key when no read came
+    /// head at the [`Deadlines::next`] just before is due now (by the store's time then plus
+    /// what has passed since; the flag worker reads the heads before each claim, and a new
+    /// earlier deadline anywhere wakes it to read them again), or every key when no read came
     /// since the last claim. On several keys (several nodes, maybe) the earliest of their times is the
     /// claim's `now`, so that no deadline is mapped early onto the caller's clock. A key that
     /// cannot be reached (its node failing over) does not hold back what the others gave, which
@@ -227,17 +234,26 @@ impl RedisDeadlines {
                 &mut *self.heads.lock().expect("not poisoned"),
                 (vec![Head::Unknown; self.keys.len()], None),
             );
-            let heads = match read {
-                Some(at) if at.elapsed() <= HEADS_FRESH => heads,
-                _ => vec![Head::Unknown; self.keys.len()],
+            let (heads, read) = match read {
+                Some(r) if r.at.elapsed() <= HEADS_FRESH => (heads, Some(r)),
+                _ => (vec![Head::Unknown; self.keys.len()], None),
             };
-            let due_by = heads.iter().filter_map(|h| match h {
-                Head::At(at) => Some(*at),
-                _ => None,
+            let earliest = heads
+                .iter()
+                .filter_map(|h| match h {
+                    Head::At(at) => Some(*at),
+                    _ => None,
+                })
+                .min();
+            // Due now, as far as the read can tell: the store's time then plus what has passed
+            // since (or the earliest head, when the worker woke for it a little early), and
+            // `ahead` of that, as the claim script counts.
+            let cutoff = earliest.zip(read).map(|(first, r)| {
+                let since = u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX);
+                first
+                    .max(r.store_now.saturating_add(since))
+                    .saturating_add(ahead)
             });
-            // The earliest head known: keys due within `ahead` of it are due now, as far as
-            // the last read can tell (the worker claims when the earliest is due).
-            let cutoff = due_by.min().map(|at| at.saturating_add(ahead));
             self.keys
                 .iter()
                 .zip(heads.iter())
@@ -377,6 +393,10 @@ impl Deadlines<'_> {
                 let mut answer: Option<(Option<u64>, u64)> = None;
                 let mut failed = None;
                 let read = futures_util::future::join_all(heads).await;
+                let store_now = read
+                    .iter()
+                    .filter_map(|h| h.as_ref().ok().map(|(_, now)| *now))
+                    .min();
                 *r.heads.lock().expect("not poisoned") = (
                     read.iter()
                         .map(|head| match head {
@@ -385,7 +405,10 @@ impl Deadlines<'_> {
                             Err(_) => Head::Unknown,
                         })
                         .collect(),
-                    Some(std::time::Instant::now()),
+                    store_now.map(|store_now| HeadsRead {
+                        at: std::time::Instant::now(),
+                        store_now,
+                    }),
                 );
                 for head in read {
                     match head {

@@ -361,19 +361,30 @@ impl Subscriber {
         }
     }
 
-    /// A pub/sub connection to the first node that answers; the last node's error if none does.
+    /// A pub/sub connection to the first node that answers (within 2 s each); the last node's
+    /// error if none does.
     pub async fn pubsub(&self) -> redis::RedisResult<redis::aio::PubSub> {
         use std::sync::atomic::Ordering;
         let start = self.next.load(Ordering::Relaxed);
         let mut last = None;
         for i in 0..self.nodes.len() {
             let at = (start + i) % self.nodes.len();
-            match self.nodes[at].get_async_pubsub().await {
-                Ok(p) => {
+            // A node that drops packets must not hold the move to the next one for the
+            // system's TCP timeout.
+            let attempt =
+                tokio::time::timeout(Duration::from_secs(2), self.nodes[at].get_async_pubsub());
+            match attempt.await {
+                Ok(Ok(p)) => {
                     self.next.store(at, Ordering::Relaxed);
                     return Ok(p);
                 }
-                Err(e) => last = Some(e),
+                Ok(Err(e)) => last = Some(e),
+                Err(_) => {
+                    last = Some(redis::RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no answer within 2 s",
+                    )));
+                }
             }
         }
         Err(last.expect("a subscriber has at least one node"))

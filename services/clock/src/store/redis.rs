@@ -197,7 +197,10 @@ impl RedisStore {
     ) -> Result<(String, Option<Arc<ClockRecord>>), StoreError> {
         let [state, events] = keys(self.groups.as_deref(), id);
         let mut inv = script.key(state);
-        inv.key(events);
+        // The deadline index the script files the clock in is declared too: while a cluster
+        // migrates the slot, Redis then runs the script only where all three keys are (else
+        // TRYAGAIN, which the client retries), never with the index already moved away.
+        inv.key(events).key(self.deadlines.key_of(id));
         if let Some(args) = args {
             for a in args.slots().map_err(StoreError::Corrupt)? {
                 inv.arg(a);

@@ -208,7 +208,7 @@ static PRESS_CHECK_ARGS: Schema = Schema::new(&[("plan", 13), ("now", 1)]);
 
 /// The deadline index of running matches (a sorted set by earliest deadline, Unix ms) and the
 /// channel a new earliest deadline is announced on (its message: the deadline). One key for all
-/// matches: the index assumes a single Redis (or one primary), not a cluster.
+/// matches on one Redis; on a cluster, one per slot group (`<index>:{<group tag>}`: [`Layout`]).
 pub const DEADLINES: RedisNames = RedisNames {
     index: "arbiter:matches:deadlines",
     channel: "arbiter:matches:deadline",
@@ -268,6 +268,11 @@ pub const PLAYER_INDEX: &str = "arbiter:matches:player:";
 /// tag (`game:{<tag>}:<id>:state`), and each group has its own deadline index
 /// (`arbiter:matches:deadlines:{<tag>}`), finished stream (`arbiter:matches:finished:{<tag>}`)
 /// and player indexes (`arbiter:matches:player:{<tag>}:<player>`), in the group's slot.
+///
+/// Every script declares the match's eight keys, of which one kind (bughouse or single board)
+/// never exists: while a cluster migrates the slot, Redis therefore answers TRYAGAIN (the client
+/// retries) until the slot has moved, and never runs a script on half-moved keys (the group's
+/// index, stream and player indexes, which the scripts touch without declaring, included).
 #[derive(Clone, Debug)]
 pub struct Layout {
     groups: Option<Arc<SlotGroups>>,
@@ -1032,7 +1037,7 @@ impl MatchStore for RedisStore {
     /// evict would drop matches under memory pressure.
     async fn probe(&self) -> Result<(), String> {
         let mut conn = self.conn().map_err(|e| e.to_string())?;
-        // One server answers with its text; a cluster with each node's (every node is asked).
+        // One server answers with its text; a cluster with each primary's.
         let info: redis::Value = redis::cmd("INFO")
             .arg("memory")
             .query_async(&mut conn)

@@ -237,10 +237,26 @@ async fn check_matches(
 ) -> u32 {
     let mut moves = 0;
     for t in tables {
-        let r = m.get(&t.id).await.unwrap();
+        // Right after a kill the client may still be learning the new map: a read that fails
+        // as unavailable is tried again (for up to 10 s).
+        let mut tries = 0;
+        let (r, events) = loop {
+            let read = async {
+                Ok::<_, MatchError>((m.get(&t.id).await?, m.events(&t.id, 0, usize::MAX).await?))
+            };
+            match read.await {
+                Ok(read) => break read,
+                Err(MatchError::Store(StoreError::Unavailable(e))) if tries < 100 => {
+                    tries += 1;
+                    eprintln!("{}: {e}; reading again", t.id);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("{}: {e}", t.id),
+            }
+        };
         assert_eq!(units(&r), 64, "{}", t.id);
         let mut plies = [Vec::new(), Vec::new()];
-        for (_, e) in m.events(&t.id, 0, usize::MAX).await.unwrap() {
+        for (_, e) in events {
             if let StoredEvent::Move { board, ply, .. } = e {
                 plies[board.index()].push(ply);
             }

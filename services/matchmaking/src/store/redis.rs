@@ -464,9 +464,12 @@ impl RedisStore {
         args: Args,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn()?;
-        // The scripts name their keys from their arguments; this key (never written) routes
-        // each to the store's slot on a cluster.
+        // The scripts name their keys from their arguments; these two keys (never written)
+        // route each to the store's slot on a cluster. Two, and never there: while the slot
+        // migrates, Redis answers TRYAGAIN (which the client retries) instead of running a
+        // script on half-moved keys.
         let mut invocation = script.key(self.key("route"));
+        invocation.key(self.key("route:2"));
         for a in args.slots().map_err(StoreError::Corrupt)? {
             invocation.arg(a);
         }

@@ -1,5 +1,6 @@
 -- PRELUDE (services/clock/src/store/redis.rs)
--- KEYS: 1 the clock's state hash, 2 its events list (`keys(id)`).
+-- KEYS: 1 the clock's state hash, 2 its events list (`keys(id)`), 3 the deadline index it is filed
+-- in (DEADLINES; declared so that a cluster never runs the script without it).
 -- Helpers every script of this store starts with (the module prepends them); no ARGV of its own.
 -- ID, the clock's id, comes before (from the first key, as the store's layout names it).
 local function state(S, E, status)

@@ -1,5 +1,5 @@
 -- APPLY (services/matchmaking/src/store/redis.rs; arguments by name: `APPLY_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: match_id (the rated match), ttl (ms its id is remembered as rated), limit (rating changes
 -- kept per player and key), writes (one argument per rating write, packed: player, key, old

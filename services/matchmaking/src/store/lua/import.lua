@@ -1,5 +1,5 @@
 -- IMPORT (services/matchmaking/src/store/redis.rs; arguments by name: `IMPORT_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (`mm:imp:<request>`, `mm:r:<player>`,
 -- `mm:rh:<key>:<player>`).
 -- A: request (the import's request id), fingerprint (of its content), outcomes (one letter per

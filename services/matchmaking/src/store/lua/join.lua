@@ -1,5 +1,5 @@
 -- JOIN (services/matchmaking/src/store/redis.rs; arguments by name: `JOIN_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: pool (its name), player, session (the new place's), record (the entry record), lease_ms
 -- (the place's lease), max_waiting (players one pool holds), max_pools (pools with players).

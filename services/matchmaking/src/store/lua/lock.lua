@@ -1,5 +1,5 @@
 -- LOCK (services/matchmaking/src/store/redis.rs; arguments by name: `LOCK_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
 -- A: pool (its name), lease_ms (how long the lock holds).
 --

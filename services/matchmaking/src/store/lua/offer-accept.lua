@@ -1,5 +1,5 @@
 -- OFFER_ACCEPT (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_ACCEPT_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: id, acceptor, request (the accept's request id; both empty: only resume a stale accept),
 -- stale (ms without a heartbeat after which an accept under way is presumed lost and is

@@ -1,5 +1,5 @@
 -- OFFER_CREATE (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_CREATE_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: kind (`ch` or `sk`), id (a fresh id), owner, target (challenges: the challenged player),
 -- variant (its name), terms (the stored terms), rating, request (the creation's request id),

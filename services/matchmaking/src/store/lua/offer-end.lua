@@ -1,5 +1,5 @@
 -- OFFER_END (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_END_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: id, player, by (`o`: the owner ends it; `t`: the challenged player), state (`declined` or
 -- `cancelled`), reason (a decline's code), memory (ms the offer is kept past the later of its expiry and now).

@@ -1,5 +1,5 @@
 -- OFFER_FINISH (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_FINISH_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: id, request (the accept's request id), match_id (the created match), follow (the match's
 -- follow record), found_ttl (ms a match found is kept), found (packed: player, match id,

@@ -1,5 +1,5 @@
 -- OFFER_RELEASE (services/matchmaking/src/store/redis.rs; arguments by name: `OFFER_RELEASE_ARGS`)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (see OFFERS).
 -- A: id, request (the accept's request id), memory (ms the offer is kept past its expiry and
 -- now). The players' `o` marks are cleared (they are not put back into any pool). An accept whose match could not be created: the

@@ -1,5 +1,5 @@
 -- OFFERS (services/matchmaking/src/store/redis.rs)
--- KEYS: only a routing key, never read (it names the store's slot on a cluster): the keys are
+-- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
 -- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster). Helpers of the challenge and seek scripts
 -- (prepended after PRELUDE, before the Lua that names the script's arguments; no arguments of
 -- their own).
