@@ -301,30 +301,39 @@ impl Layout {
         self.groups.as_ref()
     }
 
-    /// `<kind>:{<id>}:<what>`, or `<kind>:{<tag>}:<id>:<what>` with the match's group's tag.
-    fn key(&self, kind: &str, id: &str, what: &str) -> String {
+    /// What names match `id` inside its keys: `{<id>}`, or `{<tag>}:<id>` with its group's tag
+    /// (the id hashed once for all of its keys).
+    fn name(&self, id: &str) -> String {
         match &self.groups {
-            None => format!("{kind}:{{{id}}}:{what}"),
-            Some(g) => format!("{kind}:{{{}}}:{id}:{what}", g.tag_of(id)),
+            None => format!("{{{id}}}"),
+            Some(g) => format!("{{{}}}:{id}", g.tag_of(id)),
         }
     }
 
     /// The six keys a script gets: the bughouse state, events and done, then the single
-    /// board's.
+    /// board's (`<kind>:{<id>}:<what>`, or `<kind>:{<tag>}:<id>:<what>`).
     pub fn keys(&self, id: &str) -> [String; 6] {
+        Self::keys_named(&self.name(id))
+    }
+
+    fn keys_named(n: &str) -> [String; 6] {
         [
-            self.key("bug", id, "state"),
-            self.key("bug", id, "events"),
-            self.key("bug", id, "done"),
-            self.key("game", id, "state"),
-            self.key("game", id, "events"),
-            self.key("game", id, "done"),
+            format!("bug:{n}:state"),
+            format!("bug:{n}:events"),
+            format!("bug:{n}:done"),
+            format!("game:{n}:state"),
+            format!("game:{n}:events"),
+            format!("game:{n}:done"),
         ]
     }
 
     /// The chat keys of match `id`: its list and its hash (limits, request ids).
     pub fn chat_keys(&self, id: &str) -> [String; 2] {
-        [self.key("chat", id, "log"), self.key("chat", id, "meta")]
+        Self::chat_keys_named(&self.name(id))
+    }
+
+    fn chat_keys_named(n: &str) -> [String; 2] {
+        [format!("chat:{n}:log"), format!("chat:{n}:meta")]
     }
 
     /// The finished streams: one, or one per group.
@@ -350,8 +359,9 @@ impl Layout {
     /// the two of [`Layout::chat_keys`] (every script that sets the match's lifetime sets the
     /// chat's too).
     fn invoke<'a>(&self, script: &'a Script, id: &str) -> redis::ScriptInvocation<'a> {
-        let [k1, k2, k3, k4, k5, k6] = self.keys(id);
-        let [k7, k8] = self.chat_keys(id);
+        let n = self.name(id);
+        let [k1, k2, k3, k4, k5, k6] = Self::keys_named(&n);
+        let [k7, k8] = Self::chat_keys_named(&n);
         let mut inv = script.key(k1);
         inv.key(k2).key(k3).key(k4).key(k5).key(k6).key(k7).key(k8);
         inv

@@ -370,7 +370,7 @@ fn limits(first_move_ms: u64) -> MatchLimits {
     }
 }
 
-fn chess(tag: &str, time_control: &str) -> Creation {
+pub(crate) fn chess(tag: &str, time_control: &str) -> Creation {
     Creation {
         variant: Some(Variant::Chess),
         players: vec![format!("{tag}-w"), format!("{tag}-b")],
@@ -386,7 +386,7 @@ fn seat(color: Color) -> SeatRef {
     }
 }
 
-async fn play<S: MatchStore>(
+pub(crate) async fn play<S: MatchStore>(
     m: &Matches<S>,
     id: &str,
     tokens: &[(arbiter_core::bughouse::Seat, String)],
@@ -412,6 +412,40 @@ async fn play<S: MatchStore>(
     )
     .await
     .map(|_| ())
+}
+
+/// The clock snapshots of a game's first moves on `m`'s store: nobody's clock runs while each
+/// side's untimed first move is awaited, then White's; each says what the record's clock says.
+async fn first_moves_run_no_clock<S: MatchStore>(m: &Matches<S>) {
+    let g = m.create(chess("open", "3+0")).await.unwrap();
+    let id = g.record.id.clone();
+    play(m, &id, &g.seats, Color::White, "e4", 0).await.unwrap();
+    play(m, &id, &g.seats, Color::Black, "e5", 1).await.unwrap();
+    let running: Vec<Option<Color>> = m
+        .events(&id, 0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            StoredEvent::Clock { running, .. } => Some(running),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(running, [None, Some(Color::White)]);
+    let r = m.get(&id).await.unwrap();
+    crate::store::check_clock_events(&r, &m.events(&id, 0, 100).await.unwrap());
+}
+
+#[tokio::test]
+async fn first_moves_run_no_clock_on_both_stores() {
+    let memory = Matches::new(
+        MemoryStore::new(Retention::default(), 100),
+        key(),
+        limits(30_000),
+    );
+    first_moves_run_no_clock(&memory).await;
+    let redis = arbiter_testkit::redis().await;
+    first_moves_run_no_clock(&*redis_matches(redis.secure("arbiter-matches")).await).await;
 }
 
 /// A side that never makes its first move gets the game aborted, with no result.
@@ -448,7 +482,7 @@ async fn a_no_show_is_aborted() {
     worker.await.unwrap();
 }
 
-async fn wait_over<S: MatchStore>(
+pub(crate) async fn wait_over<S: MatchStore>(
     m: &Matches<S>,
     id: &str,
 ) -> Arc<arbiter_matches::record::Record> {
@@ -542,12 +576,7 @@ async fn the_scripts_press_like_the_core() {
     let client = redis::Client::open(redis.url.as_str()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let mut next = |n: u64| crate::store::xorshift(&mut rng) % n;
     let controls = [
         "1+0",
         "3+2",
@@ -611,7 +640,7 @@ async fn the_scripts_press_like_the_core() {
     assert!(checked > 1000);
 }
 
-async fn redis_matches(redis: arbiter_testkit::RedisConfig) -> Arc<Matches<RedisStore>> {
+pub(crate) async fn redis_matches(redis: arbiter_testkit::RedisConfig) -> Arc<Matches<RedisStore>> {
     Arc::new(Matches::new(
         RedisStore::connect(redis, Retention::default(), 1000)
             .await

@@ -6,9 +6,12 @@
 //! move is one event, and (but for the kill, where Redis's asynchronous replication may lose the
 //! last writes) every move a client was told was applied is there.
 
-use crate::store::{SHORT, Table, create, creation, mv, redis_matches, suite, units};
+use crate::store::{
+    SEATS, SHORT, Table, check_clock_events, create, creation, mv, random_move, redis_matches,
+    suite, units,
+};
 use arbiter_core::bughouse::BoardId::{self, A, B};
-use arbiter_core::{AnyPosition, Color, Position, Variant};
+use arbiter_core::{Color, Variant};
 use arbiter_matches::record::StoredEvent;
 use arbiter_matches::store::redis::{CLUSTER_GROUPS, Layout, RedisStore};
 use arbiter_matches::store::{Retention, StoreError};
@@ -169,6 +172,140 @@ async fn flags_fall_exactly_once_on_a_cluster() {
     .await;
 }
 
+/// Flags that fall while their group's slot moves to another primary key by key, with two
+/// replicas' flag workers running through the move: 8 short games of the moving group and 24 of
+/// other groups each end on time exactly once, flagged at the deadline their clock set after the
+/// last move (to the millisecond, whenever the worker got to it), with their clock events adding
+/// up. The moving group's games are played last and the move starts before their first deadline;
+/// it takes a key's pause per key (about 33 keys at 200 ms), longer than the games' 3 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flags_fall_at_their_deadlines_while_their_slot_moves() {
+    use crate::clocks::{chess, play, redis_matches};
+    let c = cluster().await;
+    let url = c.url_as(USER);
+    let (a, b) = (
+        redis_matches(url.as_str().into()).await,
+        redis_matches(url.as_str().into()).await,
+    );
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let workers: Vec<_> = [&a, &b]
+        .into_iter()
+        .map(|m| {
+            let (m, stopped) = (Arc::clone(m), stopped.clone());
+            tokio::spawn(async move { m.run_flag_worker(stopped).await })
+        })
+        .collect();
+
+    // Games are created until 8 are in the group of the first (one in 32 is); the games of
+    // the other groups created on the way (up to 24) are played too, the rest never start.
+    let layout = Layout::grouped();
+    let slot_of = |id: &str| slot(layout.keys(id)[0].as_bytes());
+    let (mut moving, mut others) = (Vec::new(), Vec::new());
+    let mut moving_slot = None;
+    for i in 0.. {
+        let g = a.create(chess(&format!("f{i}"), "3s+0")).await.unwrap();
+        let s = slot_of(&g.record.id);
+        if *moving_slot.get_or_insert(s) == s {
+            moving.push(g);
+            if moving.len() == 8 {
+                break;
+            }
+        } else if others.len() < 24 {
+            others.push(g);
+        }
+    }
+    let moving_slot = moving_slot.unwrap();
+    let mut deadlines = HashMap::new();
+    for g in others.iter().chain(&moving) {
+        let id = &g.record.id;
+        play(&*a, id, &g.seats, Color::White, "e4", 0)
+            .await
+            .unwrap();
+        play(&*b, id, &g.seats, Color::Black, "e5", 1)
+            .await
+            .unwrap();
+        let r = a.get(id).await.unwrap();
+        let d = r.boards[0].clock.as_ref().unwrap().deadline().unwrap();
+        assert_eq!(d.color, Color::White);
+        deadlines.insert(id.clone(), d.at);
+    }
+    let first_due = moving
+        .iter()
+        .map(|g| deadlines[&g.record.id])
+        .min()
+        .unwrap();
+
+    let to = c
+        .primaries()
+        .into_iter()
+        .find(|&p| p != c.owner(moving_slot))
+        .unwrap();
+    let started = a.now().await.unwrap();
+    assert!(
+        started < first_due,
+        "the first flag was due before the slot began to move"
+    );
+    let c = tokio::task::spawn_blocking(move || {
+        let keys = c.migrate_slot(moving_slot, to, 1, Duration::from_millis(200));
+        (c, keys)
+    });
+    let (c, keys) = c.await.unwrap();
+    assert_eq!(c.owner(moving_slot), to);
+    // The flags of the moving group were due while it moved.
+    let moved_at = a.now().await.unwrap();
+    assert!(
+        moved_at > first_due,
+        "the slot moved before the first flag was due"
+    );
+
+    // A flag whose script ran out of tries during the move waits for its claim's lease (5 s)
+    // to lapse before the next claim: 20 s is ample.
+    let over = |id: String| {
+        let b = Arc::clone(&b);
+        async move {
+            loop {
+                let r = b.get(&id).await.unwrap();
+                if r.outcome.is_some() {
+                    return r;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+    };
+    let waited = tokio::time::Instant::now();
+    for g in moving.iter().chain(&others) {
+        let id = &g.record.id;
+        let left = Duration::from_secs(20).saturating_sub(waited.elapsed());
+        let r = tokio::time::timeout(left, over(id.clone()))
+            .await
+            .unwrap_or_else(|_| panic!("{id} did not end"));
+        let outcome = r.outcome.unwrap();
+        assert_eq!(outcome.reason, arbiter_core::EndReason::Timeout, "{id}");
+        assert_eq!(outcome.score, arbiter_core::Score::BLACK_WINS, "{id}");
+        match r.boards[0].clock.as_ref().unwrap().phase() {
+            arbiter_core::clock::Phase::Flagged { color, at } => {
+                assert_eq!((color, at), (Color::White, deadlines[id]), "{id}");
+            }
+            other => panic!("{id}: {other:?}"),
+        }
+        let events = a.events(id, 0, usize::MAX).await.unwrap();
+        let ends = events
+            .iter()
+            .filter(|(_, e)| matches!(e, StoredEvent::End(_)))
+            .count();
+        assert_eq!(ends, 1, "{id} ended exactly once");
+        check_clock_events(&r, &events);
+    }
+    stop.send(true).unwrap();
+    for w in workers {
+        w.await.unwrap();
+    }
+    eprintln!(
+        "{keys} keys moved in {} ms of store time after the first flag of their group was due",
+        moved_at - first_due
+    );
+}
+
 /// One seat's client: plays random legal moves, and records each move it was told was applied.
 async fn player(
     m: Arc<Matches<RedisStore>>,
@@ -195,16 +332,10 @@ async fn player(
             break;
         }
         let b = &r.boards[board.index()];
-        let pos = AnyPosition::from_text(Variant::Bughouse, &b.full_position(true)).unwrap();
-        let moves = pos.legal_moves();
-        if pos.turn() != color || moves.is_empty() {
+        let Some(uci) = random_move(&mut rng, &r, board, color) else {
             tokio::time::sleep(Duration::from_millis(3)).await;
             continue;
-        }
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let uci = moves[(rng % moves.len() as u64) as usize].to_string();
+        };
         match mv(&m, &t, board, color, &uci, b.ply).await {
             Ok(a) => {
                 assert_eq!(units(&a.record), 64);
@@ -227,8 +358,9 @@ async fn player(
 }
 
 /// What a fault run checks at the end of each match: 64 units; every applied move is one
-/// event with the next ply of its board (none twice); and, with `all_acknowledged`, every move
-/// a client was told was applied is there.
+/// event with the next ply of its board (none twice); every clock charged exactly the time
+/// between its moves ([`check_clock_events`]); and, with `all_acknowledged`, every move a client
+/// was told was applied is there.
 async fn check_matches(
     m: &Matches<RedisStore>,
     tables: &[Arc<Table>],
@@ -255,6 +387,7 @@ async fn check_matches(
             }
         };
         assert_eq!(units(&r), 64, "{}", t.id);
+        check_clock_events(&r, &events);
         let mut plies = [Vec::new(), Vec::new()];
         for (_, e) in events {
             if let StoredEvent::Move { board, ply, .. } = e {
@@ -319,15 +452,7 @@ async fn moves_go_on_through_a_slot_migration_a_failover_and_a_killed_primary() 
         let stop = Arc::new(AtomicBool::new(false));
         let mut clients = Vec::new();
         for (i, t) in tables.iter().enumerate() {
-            for (s, (board, color)) in [
-                (A, Color::White),
-                (A, Color::Black),
-                (B, Color::White),
-                (B, Color::Black),
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (s, (board, color)) in SEATS.into_iter().enumerate() {
                 let rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((i * 4 + s) as u64 + 1) ^ phase.len() as u64;
                 let task = tokio::spawn(player(
                     Arc::clone(&m),

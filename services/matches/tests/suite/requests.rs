@@ -710,12 +710,7 @@ async fn waiting_for_piece_agrees_with_an_independent_judge(s: &mut Served) {
     let name = s.name();
     let mut c = s.client();
     let mut rng = 0x5DEE_CE66_D1A4_F87Bu64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = move || crate::store::xorshift(&mut rng);
     let (mut plies, mut waits, mut matches) = (0, 0, 0);
     let lone_king = "rnbqkbnr/pppppppp/8/8/8/8/8/4K3[] w kq - 0 1 | \
                      4k3/pppppppp/8/8/8/8/PPPPPPPP/4K3[] w - - 0 1";

@@ -120,6 +120,115 @@ fn bfen(r: &Record) -> String {
 use BoardId::{A, B};
 use Color::{Black, White};
 
+/// The four seats of a bughouse match.
+pub(crate) const SEATS: [(BoardId, Color); 4] = [(A, White), (A, Black), (B, White), (B, Black)];
+
+/// The next number of a xorshift generator (the tests' seeded randomness).
+pub(crate) fn xorshift(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
+/// A random legal move (drawn with `rng`) for the seat `board`/`color` of bughouse match `r`,
+/// or `None` when it is not that seat's turn or it has no move (it waits for a piece).
+pub(crate) fn random_move(
+    rng: &mut u64,
+    r: &Record,
+    board: BoardId,
+    color: Color,
+) -> Option<String> {
+    let b = &r.boards[board.index()];
+    let pos = AnyPosition::from_text(Variant::Bughouse, &b.full_position(true)).unwrap();
+    if pos.turn() != color {
+        return None;
+    }
+    let moves = pos.legal_moves();
+    if moves.is_empty() {
+        return None;
+    }
+    Some(moves[(xorshift(rng) % moves.len() as u64) as usize].to_string())
+}
+
+/// Every board's clock is what its events say: its first snapshot leaves the side whose clock
+/// runs next, which has not moved yet, with the control's whole time, and no side with more;
+/// between two snapshots of a board, the side whose clock ran lost exactly
+/// the store time between them (to 0 at most: a flag), and the other kept its time, so no move
+/// was charged twice or from a stale clock; the record's clock reads as the last snapshot
+/// (charged to its stop where the match ended on the other board). For one-stage controls
+/// without increment or delay, moves without reported lag, and no pause, added time or
+/// takeback (what these tests play).
+pub(crate) fn check_clock_events(r: &Record, events: &[(u64, StoredEvent)]) {
+    /// A board's last clock snapshot: remaining times, whose clock runs, when.
+    type Snapshot = ([u64; 2], Option<Color>, u64);
+    let mut last: [Option<Snapshot>; 2] = [None, None];
+    for (seq, e) in events {
+        let StoredEvent::Clock {
+            board,
+            remaining_ms,
+            running,
+            at,
+        } = e
+        else {
+            continue;
+        };
+        if last[board.index()].is_none()
+            && let Some(clock) = &r.boards[board.index()].clock
+        {
+            let initial = clock.control().initial_ms();
+            for side in [Color::White, Color::Black] {
+                let left = remaining_ms[side.index()];
+                let fresh = *running == Some(side);
+                assert!(
+                    if fresh {
+                        left == initial
+                    } else {
+                        left <= initial
+                    },
+                    "{} board {board:?} event {seq}: {side:?} has {left} of {initial} ms",
+                    r.id
+                );
+            }
+        }
+        if let Some((before, ran, since)) = last[board.index()] {
+            assert!(*at >= since, "{} event {seq}: time went back", r.id);
+            let mut want = before;
+            if let Some(c) = ran {
+                want[c.index()] = before[c.index()].saturating_sub(at - since);
+            }
+            assert_eq!(
+                *remaining_ms, want,
+                "{} board {board:?} event {seq}: {before:?} at {since} ({ran:?} running), then {remaining_ms:?} at {at}",
+                r.id
+            );
+        }
+        last[board.index()] = Some((*remaining_ms, *running, *at));
+    }
+    for (b, last) in r.boards.iter().zip(last) {
+        let (Some(clock), Some((remaining, running, at))) = (&b.clock, last) else {
+            continue;
+        };
+        // A board stopped because the match ended on the other board has no snapshot of its
+        // stop: its running side is charged from its last snapshot to the stop.
+        let t = match clock.phase() {
+            arbiter_core::clock::Phase::Stopped { at: stop } => stop.max(at),
+            _ => at,
+        };
+        let mut want = remaining;
+        if let Some(c) = running {
+            want[c.index()] = want[c.index()].saturating_sub(t - at);
+        }
+        assert_eq!(
+            clock.snapshot(t).remaining_ms,
+            want,
+            "{}: the record's clock {clock:?}, the last snapshot at {at}; events {:?}",
+            r.id,
+            &events[events.len().saturating_sub(6)..]
+        );
+    }
+}
+
 async fn bughouse_lifecycle<S: MatchStore>(m: &Matches<S>) {
     let t = create(m, creation(Variant::Bughouse, "life")).await;
     let r = m.get(&t.id).await.unwrap();
@@ -359,10 +468,7 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
     }
     let mut tasks = Vec::new();
     for (i, t) in tables.iter().enumerate() {
-        for (s, (board, color)) in [(A, White), (A, Black), (B, White), (B, Black)]
-            .into_iter()
-            .enumerate()
-        {
+        for (s, (board, color)) in SEATS.into_iter().enumerate() {
             let (m, t) = (Arc::clone(&m), Arc::clone(t));
             let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((i * 4 + s) as u64 + 1);
             tasks.push(tokio::spawn(async move {
@@ -376,21 +482,11 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
                         break;
                     }
                     let b = &r.boards[board.index()];
-                    let pos =
-                        AnyPosition::from_text(Variant::Bughouse, &b.full_position(true)).unwrap();
-                    if pos.turn() != color {
+                    // Not this seat's turn, or it waits for a piece from its partner.
+                    let Some(uci) = random_move(&mut rng, &r, board, color) else {
                         tokio::time::sleep(Duration::from_millis(2)).await;
                         continue;
-                    }
-                    let moves = pos.legal_moves();
-                    if moves.is_empty() {
-                        tokio::time::sleep(Duration::from_millis(2)).await;
-                        continue; // waiting for a piece from the partner
-                    }
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    let uci = moves[(rng % moves.len() as u64) as usize].to_string();
+                    };
                     match mv(&m, &t, board, color, &uci, b.ply).await {
                         Ok(a) => {
                             assert_eq!(units(&a.record), 64, "{}", bfen(&a.record));
@@ -434,15 +530,15 @@ async fn hammer<S: MatchStore>(m: Arc<Matches<S>>) {
     for t in tables {
         let r = m.get(&t.id).await.unwrap();
         assert_eq!(units(&r), 64);
-        // Every applied move is one event with the next ply of its board.
-        let moves = m
-            .events(&t.id, 0, usize::MAX)
-            .await
-            .unwrap()
-            .into_iter()
+        // Every applied move is one event with the next ply of its board, and the clocks
+        // were charged exactly the time between the moves.
+        let events = m.events(&t.id, 0, usize::MAX).await.unwrap();
+        let moves = events
+            .iter()
             .filter(|(_, e)| matches!(e, StoredEvent::Move { .. }))
             .count();
         assert_eq!(moves as u32, r.boards[0].ply + r.boards[1].ply);
+        check_clock_events(&r, &events);
     }
 }
 
@@ -464,10 +560,7 @@ async fn contention<S: MatchStore>(m: Arc<Matches<S>>) {
     }
     let mut tasks = Vec::new();
     for (i, t) in tables.iter().enumerate() {
-        for (s, (board, color)) in [(A, White), (A, Black), (B, White), (B, Black)]
-            .into_iter()
-            .enumerate()
-        {
+        for (s, (board, color)) in SEATS.into_iter().enumerate() {
             for client in 0..3 {
                 let (m, t, applied) = (Arc::clone(&m), Arc::clone(t), Arc::clone(&applied));
                 let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ ((i * 12 + s * 3 + client) as u64 + 1);
@@ -478,21 +571,10 @@ async fn contention<S: MatchStore>(m: Arc<Matches<S>>) {
                             break;
                         }
                         let b = &r.boards[board.index()];
-                        let pos = AnyPosition::from_text(Variant::Bughouse, &b.full_position(true))
-                            .unwrap();
-                        if pos.turn() != color {
+                        let Some(uci) = random_move(&mut rng, &r, board, color) else {
                             tokio::time::sleep(Duration::from_millis(1)).await;
                             continue;
-                        }
-                        let moves = pos.legal_moves();
-                        if moves.is_empty() {
-                            tokio::time::sleep(Duration::from_millis(1)).await;
-                            continue;
-                        }
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        let uci = moves[(rng % moves.len() as u64) as usize].to_string();
+                        };
                         let request = format!("c{client}-{n}");
                         // Let the other clients of this seat read the same ply: they race.
                         tokio::task::yield_now().await;

@@ -118,7 +118,10 @@ if clock then
   if mover == 'b' then opp = 'w' end
   local rem = {w = fmt(clock[1]), b = fmt(clock[1])}
   rem[opp] = unpk(clock.other)[1]
+  -- Whose clock runs from now: nobody's while the opponent's first move is awaited (it is
+  -- untimed), as the core's snapshot says.
   local running = opp
+  if A.opening_window ~= '' then running = '-' end
   if A.end_outcome ~= '' then
     local delays = unpk(A.delays)
     stop_board(S, 'A', now, delays)

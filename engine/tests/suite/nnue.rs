@@ -2,22 +2,13 @@
 //! equals the one computed from scratch, the evaluation is the same from either colour's side,
 //! and the search with a network plays legal, reproducible moves and still finds mates.
 
+use crate::search_with;
 use arbiter_core::{Chess, Position};
 use arbiter_engine::nnue::{Accumulator, INPUTS, Network, Pieces};
-use arbiter_engine::{Control, Engine, EnginePosition, Limits, SearchOptions, TimeSource};
+use arbiter_engine::{Engine, EnginePosition, Limits};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 struct Rng(u64);
-
-/// A clock that never moves (the results compared include the time).
-struct Frozen;
-
-impl TimeSource for Frozen {
-    fn now_ms(&self) -> u64 {
-        0
-    }
-}
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -126,25 +117,6 @@ fn updated_accumulators_equal_fresh_ones_and_colours_are_symmetric() {
     assert!(checked > 1000, "{checked}");
 }
 
-fn search(
-    engine: &mut Engine<Chess>,
-    pos: &Chess,
-    limits: Limits,
-) -> arbiter_engine::SearchResult<arbiter_core::chess::Move> {
-    let stop = AtomicBool::new(false);
-    engine.search(
-        pos,
-        &[],
-        &limits,
-        &SearchOptions::default(),
-        Control {
-            stop: &stop,
-            time: &Frozen,
-        },
-        &mut |_| {},
-    )
-}
-
 #[test]
 fn the_search_with_a_network_is_legal_reproducible_and_finds_mates() {
     let net = Arc::new(network(32, 21));
@@ -162,13 +134,13 @@ fn the_search_with_a_network_is_legal_reproducible_and_finds_mates() {
     for pos in &positions {
         let mut a = Engine::<Chess>::new(4);
         a.set_network(Some(net.clone()));
-        let ra = search(&mut a, pos, Limits::nodes(3000));
+        let ra = search_with(&mut a, pos, Limits::nodes(3000), 1);
         reused.clear();
-        let rb = search(&mut reused, pos, Limits::nodes(3000));
+        let rb = search_with(&mut reused, pos, Limits::nodes(3000), 1);
         assert_eq!(ra, rb, "{}", pos.to_text());
         assert!(pos.legal_moves().contains(&ra.best.unwrap()));
         hce.clear();
-        let rh = search(&mut hce, pos, Limits::nodes(3000));
+        let rh = search_with(&mut hce, pos, Limits::nodes(3000), 1);
         differs += usize::from(rh.score != ra.score);
     }
     assert!(differs * 2 > positions.len(), "the network was not used");
@@ -176,6 +148,6 @@ fn the_search_with_a_network_is_legal_reproducible_and_finds_mates() {
     let pos = Chess::from_fen("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1").unwrap();
     let mut e = Engine::<Chess>::new(4);
     e.set_network(Some(net));
-    let r = search(&mut e, &pos, Limits::depth(3));
+    let r = search_with(&mut e, &pos, Limits::depth(3), 1);
     assert_eq!(pos.move_to_uci(r.best.unwrap()), "a1a8");
 }

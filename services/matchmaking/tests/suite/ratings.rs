@@ -4,10 +4,8 @@
 //! the field named; rated matches are in the history once each, newest first, with their
 //! before and after ratings, a page at a time; the history keeps the latest N changes.
 
-use arbiter_kit::ServeConfig;
-use arbiter_kit::access::AccessPolicy;
+use arbiter_matchmaking::Tuning;
 use arbiter_matchmaking::backend::{BackendError, CreatedMatch, MatchBackend, MatchEnd, NewMatch};
-use arbiter_matchmaking::{MatchmakingConfig, Tuning};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::matchmaking::v1 as pb;
 use arbiter_proto::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
@@ -58,47 +56,7 @@ async fn start(
     redis: Option<RedisConfig>,
     tuning: Tuning,
 ) -> (TestServer<arbiter_kit::ServeError>, Client) {
-    let config = MatchmakingConfig {
-        redis,
-        tuning: Tuning {
-            wave_interval_ms: 3_600_000,
-            ..tuning
-        },
-        health_interval: Duration::from_millis(500),
-    };
-    let on_redis = config.redis.is_some();
-    let server = TestServer::start(move |listener, shutdown| {
-        arbiter_matchmaking::serve(
-            listener,
-            ServeConfig::default(),
-            config,
-            AccessPolicy::development(),
-            FakeMatches::default(),
-            shutdown,
-        )
-    })
-    .await;
-    if on_redis {
-        use tonic_health::pb::health_check_response::ServingStatus;
-        use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
-        let mut health = HealthClient::new(server.channel());
-        tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let status = health
-                    .check(HealthCheckRequest {
-                        service: arbiter_matchmaking::SERVICE_NAME.to_owned(),
-                    })
-                    .await
-                    .map(|r| r.into_inner().status);
-                if matches!(status, Ok(s) if s == ServingStatus::Serving as i32) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await
-        .expect("matchmaking serves once Redis is reached");
-    }
+    let server = crate::serve(redis, tuning, FakeMatches::default()).await;
     let client = MatchmakingServiceClient::new(server.channel());
     (server, client)
 }

@@ -7,10 +7,8 @@
 //! a retry answered from the store); creations bounded per hour; watch streams bounded; an
 //! offer's Redis expiry never shortened.
 
-use arbiter_kit::ServeConfig;
-use arbiter_kit::access::AccessPolicy;
+use arbiter_matchmaking::Tuning;
 use arbiter_matchmaking::backend::{BackendError, CreatedMatch, MatchBackend, MatchEnd, NewMatch};
-use arbiter_matchmaking::{MatchmakingConfig, Tuning};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::matchmaking::v1 as pb;
 use arbiter_proto::matchmaking::v1::matchmaking_service_client::MatchmakingServiceClient;
@@ -133,50 +131,7 @@ struct Setup {
 }
 
 async fn start(redis: Option<RedisConfig>, tuning: Tuning, backend: FakeMatches) -> Setup {
-    let config = MatchmakingConfig {
-        redis,
-        tuning: Tuning {
-            wave_interval_ms: 3_600_000,
-            ..tuning
-        },
-        health_interval: Duration::from_millis(500),
-    };
-    let b = backend.clone();
-    let on_redis = config.redis.is_some();
-    let server = TestServer::start(move |listener, shutdown| {
-        arbiter_matchmaking::serve(
-            listener,
-            ServeConfig::default(),
-            config,
-            AccessPolicy::development(),
-            b,
-            shutdown,
-        )
-    })
-    .await;
-    if on_redis {
-        // Serving once Redis is reached (a health call failing meanwhile, on a machine busy
-        // starting containers, is asked again).
-        use tonic_health::pb::health_check_response::ServingStatus;
-        use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
-        let mut health = HealthClient::new(server.channel());
-        tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let status = health
-                    .check(HealthCheckRequest {
-                        service: arbiter_matchmaking::SERVICE_NAME.to_owned(),
-                    })
-                    .await
-                    .map(|r| r.into_inner().status);
-                if matches!(status, Ok(s) if s == ServingStatus::Serving as i32) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await
-        .expect("matchmaking serves once Redis is reached");
-    }
+    let server = crate::serve(redis, tuning, backend.clone()).await;
     let client = MatchmakingServiceClient::new(server.channel());
     Setup {
         server,

@@ -2,6 +2,7 @@
 //! core's rules), simple tactics, legality over random positions, every kind of limit, the stop
 //! check interval, reproducibility and MultiPV.
 
+use crate::{Frozen, search_with};
 use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant};
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{Byzantine, Chess, Color, Crazyhouse, Glinski, Position};
@@ -24,33 +25,8 @@ impl TimeSource for Ticking {
     }
 }
 
-/// A clock that never moves.
-struct Frozen;
-
-impl TimeSource for Frozen {
-    fn now_ms(&self) -> u64 {
-        0
-    }
-}
-
 fn search<P: EnginePosition>(pos: &P, limits: Limits, multipv: usize) -> SearchResult<P::Move> {
-    let mut engine = Engine::<P>::new(8);
-    let stop = AtomicBool::new(false);
-    let options = SearchOptions {
-        multipv,
-        move_overhead_ms: 0,
-    };
-    engine.search(
-        pos,
-        &[],
-        &limits,
-        &options,
-        Control {
-            stop: &stop,
-            time: &Frozen,
-        },
-        &mut |_| {},
-    )
+    search_with(&mut Engine::<P>::new(8), pos, limits, multipv)
 }
 
 /// Small deterministic generator (xorshift64*).
