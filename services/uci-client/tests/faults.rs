@@ -39,9 +39,25 @@ done
 
 const ANSWER: &str = r#"echo "info depth 1 seldepth 2 multipv 1 score cp 17 nodes 30 nps 3000 hashfull 0 time 10 pv e2e4 e7e5"; echo "bestmove e2e4 ponder e7e5""#;
 
+/// A pool of the fake engine at `path`. A script this process has just written can be "busy"
+/// for an instant (`ETXTBSY`, os error 26): another test's thread that forks a child between our
+/// write and its close leaves the child holding the write descriptor until it execs. That start
+/// is tried again (the tests run on threads of one process; an engine on a real machine is not
+/// being written while it is started).
 fn start(path: &Path, extra: &str) -> Result<EnginePool, UciError> {
-    let spec = format!("fake={}{extra}", path.display());
-    EnginePool::start(EngineSpec::parse(&spec).expect("spec"))
+    let spec = EngineSpec::parse(&format!("fake={}{extra}", path.display())).expect("spec");
+    let mut tries = 0;
+    loop {
+        match EnginePool::start(spec.clone()) {
+            Err(UciError::Spawn { message, .. })
+                if message.contains("os error 26") && tries < 50 =>
+            {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
 }
 
 fn chess() -> AnyPosition {

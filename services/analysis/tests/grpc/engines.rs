@@ -242,7 +242,6 @@ async fn a_default_engine_serves_its_variant_and_fairy_stockfish_plays_crazyhous
 
 /// A shell script in `dir` speaking just enough UCI, doing `on_go` when asked to search.
 fn fake_engine(dir: &std::path::Path, name: &str, on_go: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     let script = format!(
         "#!/bin/sh\n\
@@ -255,8 +254,21 @@ fn fake_engine(dir: &std::path::Path, name: &str, on_go: &str) -> String {
            esac\n\
          done\n"
     );
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Written by a child process: a write descriptor of this one, inherited by a child that
+    // another test's thread forks at that instant, would keep the script busy (ETXTBSY) when
+    // the service starts it.
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut writer.stdin.take().unwrap(), script.as_bytes()).unwrap();
+    assert!(
+        writer.wait().unwrap().success(),
+        "writing {}",
+        path.display()
+    );
     path.display().to_string()
 }
 
