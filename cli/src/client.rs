@@ -127,10 +127,11 @@ enum ClientCommand {
         #[arg(long)]
         time_control: Option<String>,
         /// Play a seat of this existing match (with --token); the other seat moves elsewhere.
-        #[arg(long, requires = "token")]
+        // Ids and tokens may begin with '-' (a platform's own ids; tokens are base64url).
+        #[arg(long, requires = "token", allow_hyphen_values = true)]
         r#match: Option<String>,
         /// The seat token of --match (its --color seat).
-        #[arg(long, requires = "match")]
+        #[arg(long, requires = "match", allow_hyphen_values = true)]
         token: Option<String>,
         /// The board of the --match seat in a bughouse match (a or b; default a).
         #[arg(long, value_enum, requires = "match")]
@@ -140,6 +141,7 @@ enum ClientCommand {
     /// match: both boards side by side with their reserves, each move labelled A or B).
     Watch {
         /// The match id.
+        #[arg(allow_hyphen_values = true)]
         match_id: String,
     },
     /// Join a matchmaking pool (variant/time control/rated or casual, e.g. chess/3+2/casual)
@@ -148,7 +150,7 @@ enum ClientCommand {
         /// The pool, `variant/time-control/rated|casual`.
         pool: String,
         /// The player joining.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         player: String,
     },
     /// Submit a PGN file as a batch analysis job, show its progress on stderr, print each
@@ -974,4 +976,59 @@ async fn analyze_batch(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        client: ClientArgs,
+    }
+
+    fn parse(args: &[&str]) -> ClientCommand {
+        let argv = std::iter::once("client").chain(args.iter().copied());
+        Cli::try_parse_from(argv)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .client
+            .command
+    }
+
+    /// Seat tokens are base64url, so one in 64 begins with '-'; a platform's match ids and
+    /// player ids may too. Each is taken as the value it follows, not as an option.
+    #[test]
+    fn values_beginning_with_a_hyphen_are_values() {
+        let play = parse(&[
+            "play", "--match", "-m1", "--token", "-mAbC_9", "--color", "black",
+        ]);
+        let ClientCommand::Play {
+            r#match,
+            token,
+            color,
+            ..
+        } = play
+        else {
+            panic!("{play:?}")
+        };
+        assert_eq!(r#match.as_deref(), Some("-m1"));
+        assert_eq!(token.as_deref(), Some("-mAbC_9"));
+        assert_eq!(color, Color::Black);
+
+        let ClientCommand::Watch { match_id } = parse(&["watch", "-x-"]) else {
+            panic!()
+        };
+        assert_eq!(match_id, "-x-");
+        let ClientCommand::Join { pool, player } =
+            parse(&["join", "chess/3+2/casual", "--player", "-ann"])
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (pool.as_str(), player.as_str()),
+            ("chess/3+2/casual", "-ann")
+        );
+    }
 }
