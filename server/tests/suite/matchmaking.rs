@@ -101,11 +101,30 @@ async fn players_join_are_matched_and_play_with_their_tokens_in_redis() {
     acceptance(config).await;
 }
 
+/// The same with every stateful service (matches, clock, matchmaking, analysis) on a Redis
+/// Cluster of three primaries and three replicas, as the `arbiter` ACL user: `arbiter serve`
+/// whole on a cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_join_are_matched_and_play_with_their_tokens_on_a_cluster() {
+    let cluster = tokio::task::spawn_blocking(arbiter_testkit::cluster::RedisCluster::start)
+        .await
+        .unwrap();
+    let redis = arbiter_analysis::RedisConfig::plain(&cluster.url_as("arbiter"));
+    let mut config = config();
+    config.matches.store = StoreConfig::Redis(redis.clone());
+    config.clock.redis = Some(redis.clone());
+    config.analysis.redis = Some(redis.clone());
+    config.matchmaking.redis = Some(redis);
+    acceptance(config).await;
+}
+
 async fn acceptance(config: ServerConfig) {
     let server = TestServer::start(|listener, shutdown| serve(listener, config, shutdown)).await;
     for service in [
         "arbiter.matches.v1.MatchService",
         "arbiter.matchmaking.v1.MatchmakingService",
+        "arbiter.clock.v1.ClockService",
+        "arbiter.analysis.v1.AnalysisService",
     ] {
         server.health_becomes(service, ServingStatus::Serving).await;
     }

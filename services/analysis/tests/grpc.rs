@@ -2,6 +2,8 @@
 //! limits, cancellation, the bounded and fair queue, errors, and shutdown; batch jobs in
 //! process here, on Redis in `redis_jobs`.
 
+#[path = "grpc/cluster.rs"]
+mod cluster;
 #[path = "grpc/engines.rs"]
 mod engines;
 #[path = "grpc/redis_jobs.rs"]

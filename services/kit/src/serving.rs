@@ -624,7 +624,8 @@ async fn bind_or(
 
 /// Keeps service `S`'s health in step with `probe` (its store or dependency) until `shutdown`
 /// turns true: `SERVING` while the probe succeeds, `NOT_SERVING` while it fails, checked every
-/// `interval`; each change is logged with its reason (`what` names the dependency).
+/// `interval`; each change is logged with its reason (`what` names the dependency). `S` is
+/// `NOT_SERVING` from the start, until the first probe succeeds (not unknown to health checks).
 pub async fn follow_health<S, P, Fut>(
     health: HealthReporter,
     probe: P,
@@ -636,6 +637,7 @@ pub async fn follow_health<S, P, Fut>(
     P: Fn() -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
+    health.set_not_serving::<S>().await;
     let mut serving: Option<bool> = None;
     loop {
         if *shutdown.borrow() {

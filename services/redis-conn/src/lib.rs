@@ -254,22 +254,6 @@ impl RedisConfig {
     }
 }
 
-impl RedisConfig {
-    /// [`RedisConfig::client`] for a store that keeps its state on one Redis only: a cluster URL
-    /// is refused, naming `what` (a store whose keys are not laid out for a cluster's slots
-    /// would fail its first script that touches two slots).
-    pub fn single_client(&self, what: &str) -> Result<StoreClient, String> {
-        if self.is_cluster() {
-            return Err(format!(
-                "{what} keeps its state on one Redis (a primary, with replicas if wanted), not on \
-                 a Redis Cluster: give it a redis:// or rediss:// URL, not {}",
-                redact_url(&self.url)
-            ));
-        }
-        self.client()
-    }
-}
-
 /// How many times a cluster request is tried again (redirections, a failover under way, a lost
 /// connection) before it fails. Every store's changes are scripts guarded by what they expect
 /// to find, so a change tried again after its reply was lost is refused by its guard, never

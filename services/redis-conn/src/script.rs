@@ -145,7 +145,7 @@ impl Schema {
 }
 
 /// Values for a script's arguments, set by name (see [`Schema`]).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Args {
     schema: &'static Schema,
     values: Vec<Option<Vec<String>>>,

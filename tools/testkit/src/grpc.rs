@@ -65,16 +65,20 @@ impl<E: std::fmt::Debug + Send + 'static> TestServer<E> {
         self.channel.clone()
     }
 
-    /// The standard health service's status for `service` ("" for the whole server).
+    /// The standard health service's status for `service` ("" for the whole server):
+    /// `ServiceUnknown` while the server has not registered it yet (`NOT_FOUND`, which a server
+    /// still starting its services answers).
     pub async fn health(&self, service: &str) -> ServingStatus {
-        let status = HealthClient::new(self.channel())
+        let checked = HealthClient::new(self.channel())
             .check(HealthCheckRequest {
                 service: service.to_owned(),
             })
-            .await
-            .expect("health check")
-            .into_inner()
-            .status;
+            .await;
+        let status = match checked {
+            Ok(r) => r.into_inner().status,
+            Err(e) if e.code() == tonic::Code::NotFound => return ServingStatus::ServiceUnknown,
+            Err(e) => panic!("health check: {e:?}"),
+        };
         ServingStatus::try_from(status).expect("a known serving status")
     }
 

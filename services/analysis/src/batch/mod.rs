@@ -1017,9 +1017,11 @@ impl JobQueue {
             if now >= until {
                 return Ok(None);
             }
-            // In process a look is a lock; on Redis, three round trips.
+            // In process a look is a lock; on Redis, three round trips; on a cluster, two for
+            // each of its slot groups.
             let poll = match self {
                 JobQueue::Memory(_) => Duration::from_millis(25),
+                JobQueue::Redis(jobs) if jobs.is_cluster() => Duration::from_millis(500),
                 JobQueue::Redis(_) => Duration::from_millis(100),
             };
             tokio::time::sleep((until - now).min(poll)).await;

@@ -25,7 +25,7 @@ fn redis_config(url: &str) -> RedisConfig {
 }
 
 /// The service on Redis with calls checked by `access`, once its health says it reaches Redis.
-async fn start_on_redis_with(
+pub(crate) async fn start_on_redis_with(
     config: AnalysisConfig,
     access: arbiter_kit::access::AccessPolicy,
 ) -> super::Server {
@@ -109,7 +109,7 @@ async fn pending(c: &mut redis::aio::MultiplexedConnection) -> Vec<(String, Stri
 }
 
 /// `n` chess games of `plies` moves, the same every run.
-fn games(n: usize, plies: usize) -> Vec<Vec<String>> {
+pub(crate) fn games(n: usize, plies: usize) -> Vec<Vec<String>> {
     (0..n)
         .map(|g| {
             let mut pos = AnyPosition::start(CoreVariant::Chess).unwrap();
@@ -128,7 +128,7 @@ fn games(n: usize, plies: usize) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn move_lists(id: &str, list: &[Vec<String>], nodes: u64) -> pb::SubmitJobRequest {
+pub(crate) fn move_lists(id: &str, list: &[Vec<String>], nodes: u64) -> pb::SubmitJobRequest {
     pb::SubmitJobRequest {
         request_id: id.to_owned(),
         games: Some(pb::submit_job_request::Games::MoveLists(pb::GameList {

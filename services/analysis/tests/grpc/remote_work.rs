@@ -402,14 +402,7 @@ async fn on_redis(redis: &arbiter_testkit::Redis, lease_ms: u64, access: AccessP
     let mut config = remote_only(lease_ms);
     config.batch.watch_poll = Duration::from_millis(50);
     config.redis = Some(redis.secure("arbiter-analysis"));
-    let s = start_with(config, access).await;
-    s.server
-        .health_becomes(
-            arbiter_analysis::SERVICE_NAME,
-            tonic_health::pb::health_check_response::ServingStatus::Serving,
-        )
-        .await;
-    s
+    super::redis_jobs::start_on_redis_with(config, access).await
 }
 
 #[tokio::test]

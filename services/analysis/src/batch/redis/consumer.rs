@@ -4,19 +4,19 @@
 //! protocol).
 
 use super::super::{Game, GameResult, JobSpec, analyse_game, record};
-use super::{BLOCK_MS, DEAD, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts, WORK};
+use super::layout::Layout;
+use super::{BLOCK_MS, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts};
 use crate::engines::EngineRegistry;
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::cpu::RaiseOnDrop;
 use arbiter_kit::retry::{Backoff, RetryPolicy};
-use arbiter_redis_conn::Connection;
-use arbiter_redis_conn::RedisConfig;
+use arbiter_redis_conn::{Connection, RedisConfig, StoreClient};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{
     StreamAutoClaimReply, StreamId, StreamInfoGroupsReply, StreamPendingCountReply, StreamReadReply,
 };
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument;
@@ -52,7 +52,10 @@ impl WorkerConfig {
 
 /// What a worker shares with its siblings.
 struct Ctx {
-    client: redis::Client,
+    client: StoreClient,
+    layout: Layout,
+    /// The group each worker's next read starts at (each read the next one).
+    next_group: AtomicUsize,
     config: WorkerConfig,
     scripts: Scripts,
     time: Arc<dyn TimeSource>,
@@ -73,12 +76,11 @@ pub async fn run_workers(
     engines: Arc<EngineRegistry>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), String> {
+    let client = redis.client()?;
     let ctx = Arc::new(Ctx {
-        client: redis
-            .single_client("the batch analysis queue")?
-            .single()
-            .cloned()
-            .ok_or("the batch analysis queue needs one Redis")?,
+        layout: Layout::for_cluster(client.is_cluster()),
+        client,
+        next_group: AtomicUsize::new(0),
         config,
         scripts: Scripts::new(),
         time,
@@ -128,27 +130,11 @@ async fn sample_stream(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
     let mut conn: Option<Connection> = None;
     loop {
         if conn.is_none() {
-            conn = connect(&ctx.client).await.ok();
+            conn = connect(&ctx).await.ok();
         }
         if let Some(c) = conn.as_mut() {
-            let sampled: redis::RedisResult<(StreamInfoGroupsReply, usize, usize)> = redis::pipe()
-                .cmd("XINFO")
-                .arg("GROUPS")
-                .arg(WORK)
-                .cmd("XLEN")
-                .arg(DEAD)
-                .cmd("ZCOUNT")
-                .arg("an:jobs")
-                .arg(arbiter_kit::process_now())
-                .arg("+inf")
-                .query_async(c)
-                .await;
-            match sampled {
-                Ok((groups, dead, jobs)) => {
-                    if let Some(g) = groups.groups.iter().find(|g| g.name == GROUP) {
-                        crate::metrics::stream(g.lag, g.pending, dead, jobs);
-                    }
-                }
+            match sample(&ctx, c).await {
+                Ok((lag, pending, dead, jobs)) => crate::metrics::stream(lag, pending, dead, jobs),
                 Err(e) => {
                     tracing::debug!(error = %e, "analysis worker: sampling the stream failed")
                 }
@@ -161,6 +147,44 @@ async fn sample_stream(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
+/// The work streams' lag and pending entries, the dead letters and the jobs stored, summed
+/// over the groups (the jobs: on a cluster, the ledger's). A group without its consumer group
+/// yet counts nothing.
+async fn sample(
+    ctx: &Ctx,
+    c: &mut Connection,
+) -> redis::RedisResult<(Option<usize>, usize, usize, usize)> {
+    // The lag is unknown when any group's is (Redis cannot tell it after some deletions).
+    let (mut lag, mut pending, mut dead) = (Some(0), 0, 0);
+    for g in 0..ctx.layout.count() {
+        let (groups, d): (StreamInfoGroupsReply, usize) = redis::pipe()
+            .cmd("XINFO")
+            .arg("GROUPS")
+            .arg(ctx.layout.work(g))
+            .cmd("XLEN")
+            .arg(ctx.layout.dead(g))
+            .query_async(c)
+            .await?;
+        if let Some(info) = groups.groups.iter().find(|i| i.name == GROUP) {
+            lag = lag.zip(info.lag).map(|(a, b)| a + b);
+            pending += info.pending;
+        }
+        dead += d;
+    }
+    let jobs_key = if ctx.layout.is_cluster() {
+        Layout::ledger_keys()[0].clone()
+    } else {
+        format!("{}jobs", ctx.layout.prefix(0))
+    };
+    let jobs: usize = redis::cmd("ZCOUNT")
+        .arg(jobs_key)
+        .arg(arbiter_kit::process_now())
+        .arg("+inf")
+        .query_async(c)
+        .await?;
+    Ok((lag, pending, dead, jobs))
+}
+
 /// Sleeps for `d`, or less if shutdown begins.
 async fn pause(d: Duration, shutdown: &mut watch::Receiver<bool>) {
     tokio::select! {
@@ -170,25 +194,34 @@ async fn pause(d: Duration, shutdown: &mut watch::Receiver<bool>) {
 }
 
 /// A worker's own connection, measured as the `analysis worker` store (its blocking reads
-/// included: their round trips last up to the block time).
-async fn connect(client: &redis::Client) -> redis::RedisResult<Connection> {
-    // Reads block up to BLOCK_MS: the response timeout must outlast them.
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Duration::from_secs(2))
-        .set_response_timeout(Duration::from_millis(BLOCK_MS + 2_000))
-        .set_number_of_retries(2)
-        .set_max_delay(500);
-    let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
-    let mut c = Connection::new(manager, "analysis worker");
-    ensure_group(&mut c).await?;
+/// included: their round trips last up to the block time), with every group's stream and
+/// consumer group made.
+async fn connect(ctx: &Ctx) -> redis::RedisResult<Connection> {
+    let mut c = match ctx.client.single() {
+        Some(client) => {
+            // Reads block up to BLOCK_MS: the response timeout must outlast them.
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Duration::from_secs(2))
+                .set_response_timeout(Duration::from_millis(BLOCK_MS + 2_000))
+                .set_number_of_retries(2)
+                .set_max_delay(500);
+            let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
+            Connection::new(manager, "analysis worker")
+        }
+        // A cluster's reads do not block (they go to every group in turn).
+        None => ctx.client.connect("analysis worker").await?,
+    };
+    for g in 0..ctx.layout.count() {
+        ensure_group(&mut c, &ctx.layout.work(g)).await?;
+    }
     Ok(c)
 }
 
-/// Creates the stream and its group unless they exist.
-pub(super) async fn ensure_group(c: &mut Connection) -> redis::RedisResult<()> {
+/// Creates the stream `work` and its group unless they exist.
+pub(super) async fn ensure_group(c: &mut Connection, work: &str) -> redis::RedisResult<()> {
     let made: redis::RedisResult<()> = redis::cmd("XGROUP")
         .arg("CREATE")
-        .arg(WORK)
+        .arg(work)
         .arg(GROUP)
         .arg("0")
         .arg("MKSTREAM")
@@ -204,13 +237,16 @@ pub(super) async fn ensure_group(c: &mut Connection) -> redis::RedisResult<()> {
 async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<bool>) {
     let mut conn: Option<Connection> = None;
     let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
+    // A cluster's reads do not wait for work: between empty rounds a worker waits, from 50 ms
+    // up to BLOCK_MS as the queue stays empty.
+    let mut idle = Duration::from_millis(50);
     loop {
         if *shutdown.borrow() {
             return;
         }
         let mut c = match &conn {
             Some(c) => c.clone(),
-            None => match connect(&ctx.client).await {
+            None => match connect(&ctx).await {
                 Ok(c) => {
                     tracing::info!(consumer, "analysis worker connected to Redis");
                     backoff.reset();
@@ -228,12 +264,21 @@ async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<boo
             },
         };
         match take(&ctx, &mut c, &consumer).await {
-            Ok(Some(taken)) => work(&ctx, &mut c, &consumer, taken, &shutdown).await,
+            Ok(Some(taken)) => {
+                idle = Duration::from_millis(50);
+                work(&ctx, &mut c, &consumer, taken, &shutdown).await;
+            }
+            Ok(None) if ctx.layout.is_cluster() => {
+                pause(idle, &mut shutdown).await;
+                idle = (idle * 2).min(Duration::from_millis(BLOCK_MS));
+            }
             Ok(None) => {}
             Err(e) => {
                 if e.code() == Some("NOGROUP") {
-                    // The stream was deleted (Redis flushed or replaced): make it again.
-                    let _ = ensure_group(&mut c).await;
+                    // A stream was deleted (Redis flushed or replaced): make them again.
+                    for g in 0..ctx.layout.count() {
+                        let _ = ensure_group(&mut c, &ctx.layout.work(g)).await;
+                    }
                 } else {
                     tracing::warn!(error = %e, "analysis worker: reading the queue failed");
                     pause(Duration::from_secs(1), &mut shutdown).await;
@@ -245,6 +290,8 @@ async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<boo
 
 /// An item taken, with the number of times it was delivered (this time included).
 struct Taken {
+    /// The slot group of its stream.
+    g: usize,
     entry: StreamId,
     deliveries: usize,
 }
@@ -259,11 +306,30 @@ impl Taken {
     }
 }
 
-/// An item abandoned for the claim timeout, else a new one (waiting up to [`BLOCK_MS`]).
+/// An item abandoned for the claim timeout, else a new one, from the groups in turn (starting
+/// at the next group each time); on one Redis the read waits up to [`BLOCK_MS`] for one.
 async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResult<Option<Taken>> {
+    let groups = ctx.layout.count();
+    let start = ctx.next_group.fetch_add(1, Ordering::Relaxed) % groups;
+    for g in (0..groups).map(|i| (start + i) % groups) {
+        if let Some(taken) = take_from(ctx, c, consumer, g).await? {
+            return Ok(Some(taken));
+        }
+    }
+    Ok(None)
+}
+
+/// [`take`] from group `g`'s stream.
+async fn take_from(
+    ctx: &Ctx,
+    c: &mut Connection,
+    consumer: &str,
+    g: usize,
+) -> redis::RedisResult<Option<Taken>> {
+    let work = ctx.layout.work(g);
     let idle = u64::try_from(ctx.config.claim_idle.as_millis()).unwrap_or(u64::MAX);
     let claimed: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
-        .arg(WORK)
+        .arg(&work)
         .arg(GROUP)
         .arg(consumer)
         .arg(idle)
@@ -275,7 +341,7 @@ async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResu
     if let Some(entry) = claimed.claimed.into_iter().next() {
         crate::metrics::claimed();
         let pending: StreamPendingCountReply = redis::cmd("XPENDING")
-            .arg(WORK)
+            .arg(&work)
             .arg(GROUP)
             .arg(&entry.id)
             .arg(&entry.id)
@@ -283,18 +349,24 @@ async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResu
             .query_async(c)
             .await?;
         let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered) + tries(&entry);
-        return Ok(Some(Taken { entry, deliveries }));
+        return Ok(Some(Taken {
+            g,
+            entry,
+            deliveries,
+        }));
     }
-    let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
-        .arg("GROUP")
+    let mut read = redis::cmd("XREADGROUP");
+    read.arg("GROUP")
         .arg(GROUP)
         .arg(consumer)
         .arg("COUNT")
-        .arg(1)
-        .arg("BLOCK")
-        .arg(BLOCK_MS)
+        .arg(1);
+    if !ctx.layout.is_cluster() {
+        read.arg("BLOCK").arg(BLOCK_MS);
+    }
+    let read: Option<StreamReadReply> = read
         .arg("STREAMS")
-        .arg(WORK)
+        .arg(&work)
         .arg(">")
         .query_async(c)
         .await?;
@@ -302,6 +374,7 @@ async fn take(ctx: &Ctx, c: &mut Connection, consumer: &str) -> redis::RedisResu
         .and_then(|r| r.keys.into_iter().next())
         .and_then(|k| k.ids.into_iter().next())
         .map(|entry| Taken {
+            g,
             deliveries: 1 + tries(&entry),
             entry,
         }))
@@ -323,13 +396,10 @@ async fn sweep_leases(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
     let mut conn: Option<Connection> = None;
     loop {
         if conn.is_none() {
-            conn = connect(&ctx.client).await.ok();
+            conn = connect(&ctx).await.ok();
         }
         if let Some(c) = conn.as_mut() {
-            let mut args = ctx.scripts.lease_expire.args();
-            args.set("limit", 100);
-            let ended: redis::RedisResult<u64> = ctx.scripts.lease_expire.call(c, args).await;
-            match ended {
+            match super::sweep_leases(&ctx.scripts, &ctx.layout, c).await {
                 Ok(n) if n > 0 => crate::metrics::leases_ended("expired", n),
                 Ok(_) => {}
                 Err(e) => tracing::debug!(error = %e, "analysis worker: sweeping leases failed"),
@@ -355,11 +425,15 @@ enum Halt {
 
 /// Records that the item's analysis failed (for its dead-letter entry), leaving it pending: it
 /// is claimed again after the claim timeout.
-async fn failed(c: &mut Connection, taken: &Taken, error: &str) {
+async fn failed(ctx: &Ctx, c: &mut Connection, taken: &Taken, error: &str) {
     tracing::warn!(item = %taken.entry.id, error, "analysis worker: an item failed");
     crate::metrics::game("failed");
     let _: redis::RedisResult<()> = redis::cmd("SET")
-        .arg(format!("an:err:{}", taken.entry.id))
+        .arg(format!(
+            "{}err:{}",
+            ctx.layout.prefix(taken.g),
+            taken.entry.id
+        ))
         .arg(error)
         .arg("PX")
         .arg(ERROR_TTL_MS)
@@ -376,11 +450,12 @@ fn failed_result(game: &str, error: &str) -> String {
 }
 
 /// Finishes an item with nothing to record (its job was cancelled or expired).
-async fn drop_item(ctx: &Ctx, c: &mut Connection, item: &str) {
+async fn drop_item(ctx: &Ctx, c: &mut Connection, g: usize, item: &str) {
     crate::metrics::game("dropped");
     let mut args = ctx.scripts.drop.args();
     args.set("item", item);
-    let _: redis::RedisResult<i64> = ctx.scripts.drop.call(c, args).await;
+    let keys = ctx.layout.script_keys(g);
+    let _: redis::RedisResult<i64> = ctx.scripts.drop.call(c, &keys, args).await;
 }
 
 /// Works on one item: dead-letters it, drops it, or analyses its game with heartbeats and
@@ -397,9 +472,10 @@ async fn work(
         taken.text("job"),
         taken.text("game"),
     );
+    let (q, keys) = (ctx.layout.prefix(taken.g), ctx.layout.script_keys(taken.g));
     if taken.deliveries > ctx.config.max_deliveries as usize {
         let last: Option<String> = redis::cmd("GET")
-            .arg(format!("an:err:{item}"))
+            .arg(format!("{q}err:{item}"))
             .query_async(c)
             .await
             .unwrap_or(None);
@@ -427,7 +503,7 @@ async fn work(
                 ),
             )
             .set("maxlen", DEAD_MAXLEN);
-        let r: redis::RedisResult<i64> = ctx.scripts.dead.call(c, args).await;
+        let r: redis::RedisResult<i64> = ctx.scripts.dead.call(c, &keys, args).await;
         match r {
             Ok(_) => crate::metrics::game("dead_letter"),
             Err(e) => tracing::warn!(error = %e, "analysis worker: dead-lettering failed"),
@@ -435,7 +511,7 @@ async fn work(
         return;
     }
     let meta: redis::RedisResult<ItemJob> = redis::cmd("HMGET")
-        .arg(format!("an:j:{job}"))
+        .arg(format!("{q}j:{job}"))
         .arg(&["cancelled", "depth", "nodes", "hash", "trace", "engine"])
         .query_async(c)
         .await;
@@ -449,7 +525,7 @@ async fn work(
     };
     if cancelled.as_deref() != Some("0") {
         // Cancelled, or expired (or never a job): nothing to record.
-        return drop_item(ctx, c, &item).await;
+        return drop_item(ctx, c, taken.g, &item).await;
     }
     // The game's span continues the trace of the job's SubmitJob call.
     let span = tracing::info_span!(
@@ -487,13 +563,14 @@ async fn analyse_item(
         taken.text("job"),
         taken.text("game"),
     );
+    let keys = ctx.layout.script_keys(taken.g);
     let limits = match (depth.unwrap_or(0), nodes.unwrap_or(0)) {
         (d @ 1.., _) => Limits::depth(d),
         (_, n @ 1..) => Limits::nodes(n),
-        _ => return failed(c, &taken, "the job has no per-ply limit").await,
+        _ => return failed(ctx, c, &taken, "the job has no per-ply limit").await,
     };
     let Ok(index) = game.parse::<usize>() else {
-        return failed(c, &taken, "the item's game index is not a number").await;
+        return failed(ctx, c, &taken, "the item's game index is not a number").await;
     };
     let spec = match Game::from_item(&taken.payload()) {
         Ok(g) => JobSpec {
@@ -502,7 +579,7 @@ async fn analyse_item(
             hash_mib: hash.unwrap_or(16).clamp(1, 4096),
             engine: engine.unwrap_or_default(),
         },
-        Err(e) => return failed(c, &taken, &e).await,
+        Err(e) => return failed(ctx, c, &taken, &e).await,
     };
     let positions = spec.positions();
     let stop = Arc::new(AtomicBool::new(false));
@@ -546,7 +623,7 @@ async fn analyse_item(
                     .set("item", &item)
                     .set("consumer", consumer);
                 let beat: redis::RedisResult<String> =
-                    ctx.scripts.heartbeat.call(c, args).await;
+                    ctx.scripts.heartbeat.call(c, &keys, args).await;
                 let why = match beat.as_deref() {
                     Ok("lost") => Some(Halt::Lost),
                     Ok("gone" | "cancelled") => Some(Halt::Unwanted),
@@ -584,7 +661,7 @@ async fn analyse_item(
                     .set("positions", positions)
                     .set("item", &item)
                     .set("result", &encoded);
-                let r: redis::RedisResult<i64> = ctx.scripts.record.call(c, args).await;
+                let r: redis::RedisResult<i64> = ctx.scripts.record.call(c, &keys, args).await;
                 match r {
                     Ok(_) => {
                         crate::metrics::game("analysed");
@@ -604,19 +681,19 @@ async fn analyse_item(
             }
         }
         Ok(Ok(None)) => match halt {
-            Some(Halt::Unwanted) => drop_item(ctx, c, &item).await,
+            Some(Halt::Unwanted) => drop_item(ctx, c, taken.g, &item).await,
             Some(Halt::Shutdown) => {
                 let mut args = ctx.scripts.requeue.args();
                 args.set("item", &item)
                     .set("consumer", consumer)
                     .set("job", &job)
                     .set("game", &game);
-                let _: redis::RedisResult<i64> = ctx.scripts.requeue.call(c, args).await;
+                let _: redis::RedisResult<i64> = ctx.scripts.requeue.call(c, &keys, args).await;
             }
             Some(Halt::Lost) | None => {}
         },
         Ok(Err(_)) | Err(_) => {
-            failed(c, &taken, "internal error: the analysis panicked").await;
+            failed(ctx, c, &taken, "internal error: the analysis panicked").await;
         }
     }
 }

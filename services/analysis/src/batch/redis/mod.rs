@@ -37,6 +37,13 @@
 //!   leases (returned at once when it is refused), `an:refusals` the refused workers with
 //!   their refusal ids.
 //!
+//! The names above are those of one Redis. On a Redis Cluster the keys are spread over 32 slot
+//! groups ([`layout`]): each group has its own work stream, dead-letter stream, lease index and
+//! refusals under `an:{<tag>}:`, and a job lives whole in the group of its request key, so that
+//! every script touches one slot; workers and `AcquireWork` read the groups in turn, and the
+//! caps are a ledger of their own (`an:{an}:jobs`, `an:{an}:held`: `lua/reserve.lua`,
+//! `lua/settle.lua`).
+//!
 //! Every step that changes more than one key is one Lua script, so it is atomic. Scripts read
 //! their arguments by name (`A.job`, never `ARGV[i]`): each has a schema here (`SUBMIT_ARGS`,
 //! …) from which the Lua that names them is made.
@@ -50,17 +57,21 @@ use crate::error::AnalysisError;
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
+use layout::Layout;
 use redis::Script;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The stream of work items (one per game).
+/// The stream of work items (one per game), on one Redis (on a cluster, each slot group's
+/// `an:{<tag>}:work`).
 pub const WORK: &str = "an:work";
 /// The consumer group of the workers.
 pub const GROUP: &str = "an:workers";
-/// The dead-letter stream: items given up on, with their last error.
+/// The dead-letter stream: items given up on, with their last error, on one Redis (on a
+/// cluster, each slot group's `an:{<tag>}:dead`).
 pub const DEAD: &str = "an:dead";
 /// About how many entries the dead-letter stream keeps (the oldest are trimmed).
 pub const DEAD_MAXLEN: u64 = 10_000;
@@ -98,7 +109,28 @@ static SUBMIT_ARGS: Schema = Schema::new(&[
     ("items", 1),
     ("trace", 1),
     ("engine", 1),
+    ("reserved", 1),
 ]);
+
+/// The `RESERVE` script (`lua/reserve.lua`: a cluster's ledger of jobs; its header lists its
+/// keys and arguments).
+const RESERVE: &str = include_str!("lua/reserve.lua");
+/// `RESERVE`'s arguments.
+static RESERVE_ARGS: Schema = Schema::new(&[
+    ("id", 1),
+    ("positions", 1),
+    ("ttl", 1),
+    ("max_jobs", 1),
+    ("max_positions", 1),
+]);
+
+/// The `SETTLE` script (`lua/settle.lua`: a cluster's ledger of jobs; its header lists its keys
+/// and arguments).
+const SETTLE: &str = include_str!("lua/settle.lua");
+/// `SETTLE`'s arguments (`entries`: job ids and expiries as one packed list).
+static SETTLE_ARGS: Schema = Schema::new(&[("entries", 1)]);
+/// The most ledger entries one submission settles.
+const SETTLE_BATCH: usize = 256;
 
 /// The `LEASE` script (`lua/lease.lua`; its header lists its keys and arguments).
 const LEASE: &str = include_str!("lua/lease.lua");
@@ -193,9 +225,18 @@ struct Named {
 }
 
 impl Named {
+    /// A script of a slot group's keys (after the prelude).
     fn new(schema: &'static Schema, body: &str) -> Named {
         Named {
             script: Script::new(&format!("{BASICS}{PRELUDE}{}{body}", schema.prologue())),
+            schema,
+        }
+    }
+
+    /// A script of the ledger's keys (no prelude: it touches no group).
+    fn ledger(schema: &'static Schema, body: &str) -> Named {
+        Named {
+            script: Script::new(&format!("{BASICS}{}{body}", schema.prologue())),
             schema,
         }
     }
@@ -207,15 +248,20 @@ impl Named {
 
     /// Runs the script with `args`. Arguments that do not fit its schema (a mistake of this
     /// code, never of the input) are a client error, not sent.
+    /// `keys`: the group's ([`Layout::script_keys`]) or the ledger's.
     async fn call<T: redis::FromRedisValue>(
         &self,
         c: &mut Connection,
+        keys: &[String],
         args: Args,
     ) -> redis::RedisResult<T> {
         let slots = args.slots().map_err(|e| {
             redis::RedisError::from((redis::ErrorKind::ClientError, "script arguments", e))
         })?;
         let mut call = self.script.prepare_invoke();
+        for key in keys {
+            call.key(key);
+        }
         for slot in slots {
             call.arg(slot);
         }
@@ -238,6 +284,8 @@ struct Scripts {
     refuse: Named,
     lift: Named,
     work_record: Named,
+    reserve: Named,
+    settle: Named,
 }
 
 impl Scripts {
@@ -255,6 +303,8 @@ impl Scripts {
             refuse: Named::new(&REFUSE_ARGS, REFUSE),
             lift: Named::new(&LIFT_ARGS, LIFT),
             work_record: Named::new(&WORK_RECORD_ARGS, WORK_RECORD),
+            reserve: Named::ledger(&RESERVE_ARGS, RESERVE),
+            settle: Named::ledger(&SETTLE_ARGS, SETTLE),
         }
     }
 
@@ -273,6 +323,8 @@ impl Scripts {
             s.refuse,
             s.lift,
             s.work_record,
+            s.reserve,
+            s.settle,
         ]
         .into_iter()
         .map(|n| n.script)
@@ -318,6 +370,13 @@ pub struct RedisJobs {
     conn: Arc<OnceLock<Connection>>,
     scripts: Scripts,
     config: BatchConfig,
+    layout: Layout,
+    /// Where `AcquireWork` starts reading the groups (each call the next one, so that no
+    /// group's games wait on another's).
+    next_group: AtomicUsize,
+    /// When this replica last swept the leases of every group on a cluster (process ms): at
+    /// most once a second there, beside the workers' own sweep.
+    swept_at: AtomicU64,
 }
 
 impl std::fmt::Debug for RedisJobs {
@@ -335,12 +394,16 @@ impl RedisJobs {
     /// # Errors
     /// A malformed Redis URL.
     pub fn open(redis: &RedisConfig, config: BatchConfig) -> Result<RedisJobs, String> {
-        let client = redis.single_client("the batch analysis queue")?;
+        let client = redis.client()?;
+        let layout = Layout::for_cluster(client.is_cluster());
         let conn = connect_in_background(client, "analysis jobs", Scripts::all());
         Ok(RedisJobs {
             conn,
             scripts: Scripts::new(),
             config,
+            layout,
+            next_group: AtomicUsize::new(0),
+            swept_at: AtomicU64::new(0),
         })
     }
 
@@ -360,6 +423,11 @@ impl RedisJobs {
         } else {
             Err("cannot connect to Redis".into())
         }
+    }
+
+    /// Whether the jobs are on a Redis Cluster (spread over its slot groups).
+    pub fn is_cluster(&self) -> bool {
+        self.layout.is_cluster()
     }
 
     fn conn(&self) -> Result<Connection, AnalysisError> {
@@ -396,17 +464,20 @@ impl RedisJobs {
             .unwrap_or(u64::MAX)
             .max(1);
         let items: Vec<String> = spec.games.iter().map(super::Game::to_item).collect();
-        let mut args = self.scripts.submit.args();
+        let rid = caller.request_key(request_id);
+        // A job lives in the group of its request key, so that a retry finds it there.
+        let g = self.layout.group_of(&rid);
         // Drawn for every call, used only when the job is new: a retry answers the stored id.
-        let id = super::new_job_id()?;
-        args.set("rid", caller.request_key(request_id))
+        let id = self.layout.draw_in(g, super::new_job_id, || {
+            AnalysisError::Unavailable("no job id of the request's group was drawn; retry".into())
+        })?;
+        let mut args = self.scripts.submit.args();
+        args.set("rid", &rid)
             .set("fp", format!("{fingerprint:016x}"))
             .set("id", &id)
             .set("games", spec.games.len())
             .set("positions", spec.positions())
             .set("ttl", ttl_ms)
-            .set("max_jobs", self.config.max_jobs)
-            .set("max_positions", self.config.max_positions)
             .set("depth", depth)
             .set("nodes", nodes)
             .set("hash", spec.hash_mib)
@@ -417,12 +488,49 @@ impl RedisJobs {
                 arbiter_kit::trace::traceparent().unwrap_or_default(),
             )
             .set("engine", &spec.engine);
-        let (what, detail): (String, String) = self
-            .scripts
-            .submit
-            .call(&mut self.conn()?, args)
-            .await
-            .map_err(unavailable)?;
+        let mut c = self.conn()?;
+        let keys = self.layout.script_keys(g);
+        let (what, detail): (String, String) = if self.layout.is_cluster() {
+            // The caps count every group's jobs: a ledger of their own holds them. A retry of a
+            // known job is answered without a place; a new job reserves one first.
+            args.set("max_jobs", 0).set("max_positions", 0);
+            let mut unreserved = args.clone();
+            unreserved.set("reserved", 0);
+            let first: (String, String) = self
+                .scripts
+                .submit
+                .call(&mut c, &keys, unreserved)
+                .await
+                .map_err(unavailable)?;
+            if first.0 != "unreserved" {
+                first
+            } else if let Some(refused) =
+                self.reserve(&mut c, &id, spec.positions(), ttl_ms).await?
+            {
+                refused
+            } else {
+                args.set("reserved", 1);
+                let made: (String, String) = self
+                    .scripts
+                    .submit
+                    .call(&mut c, &keys, args)
+                    .await
+                    .map_err(unavailable)?;
+                if made.0 != "new" {
+                    // A retry made the job meanwhile: the place drawn for this id is free again.
+                    self.settle(&mut c, &[(id.clone(), -1)]).await?;
+                }
+                made
+            }
+        } else {
+            args.set("max_jobs", self.config.max_jobs)
+                .set("max_positions", self.config.max_positions);
+            self.scripts
+                .submit
+                .call(&mut c, &keys, args)
+                .await
+                .map_err(unavailable)?
+        };
         match what.as_str() {
             "new" | "duplicate" => Ok(Submitted {
                 status: self.status(caller, &detail).await?,
@@ -448,10 +556,98 @@ impl RedisJobs {
         }
     }
 
+    /// Reserves job `id`'s place in a cluster's ledger, after settling the entries past their
+    /// time: `None` when reserved, else the refusal (`jobs`, or `positions` with the count
+    /// held).
+    async fn reserve(
+        &self,
+        c: &mut Connection,
+        id: &str,
+        positions: u64,
+        ttl_ms: u64,
+    ) -> Result<Option<(String, String)>, AnalysisError> {
+        self.settle_due(c).await?;
+        let mut args = self.scripts.reserve.args();
+        args.set("id", id)
+            .set("positions", positions)
+            .set("ttl", ttl_ms)
+            .set("max_jobs", self.config.max_jobs)
+            .set("max_positions", self.config.max_positions);
+        let (what, detail): (String, String) = self
+            .scripts
+            .reserve
+            .call(c, &Layout::ledger_keys(), args)
+            .await
+            .map_err(unavailable)?;
+        Ok((what != "ok").then_some((what, detail)))
+    }
+
+    /// Brings the ledger's entries past their time up to date (up to [`SETTLE_BATCH`]), each
+    /// job's expiry read from its group's index of jobs.
+    async fn settle_due(&self, c: &mut Connection) -> Result<(), AnalysisError> {
+        let [jobs, _] = Layout::ledger_keys();
+        let now = arbiter_redis_conn::script::redis_now(c)
+            .await
+            .map_err(unavailable)?;
+        let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&jobs)
+            .arg("-inf")
+            .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(SETTLE_BATCH)
+            .query_async(c)
+            .await
+            .map_err(unavailable)?;
+        if due.is_empty() {
+            return Ok(());
+        }
+        // Each in its own group's slot (a cluster takes no pipeline across slots): all at once.
+        let mut reads = tokio::task::JoinSet::new();
+        for id in due {
+            let (mut c, key) = (c.clone(), format!("{}jobs", self.layout.prefix_of(&id)));
+            reads.spawn(async move {
+                let at: redis::RedisResult<Option<f64>> = redis::cmd("ZSCORE")
+                    .arg(key)
+                    .arg(&id)
+                    .query_async(&mut c)
+                    .await;
+                at.map(|at| (id, at.map_or(0, |ms| ms as i64)))
+            });
+        }
+        let mut entries = Vec::new();
+        while let Some(read) = reads.join_next().await {
+            let read = read.map_err(|e| AnalysisError::Unavailable(e.to_string()))?;
+            entries.push(read.map_err(unavailable)?);
+        }
+        self.settle(c, &entries).await
+    }
+
+    /// Runs `SETTLE` on `entries` (job ids with their groups' expiries; `-1` releases).
+    async fn settle(
+        &self,
+        c: &mut Connection,
+        entries: &[(String, i64)],
+    ) -> Result<(), AnalysisError> {
+        let flat: Vec<String> = entries
+            .iter()
+            .flat_map(|(id, at)| [id.clone(), at.to_string()])
+            .collect();
+        let mut args = self.scripts.settle.args();
+        args.set("entries", record::pack(&flat));
+        let _: u64 = self
+            .scripts
+            .settle
+            .call(c, &Layout::ledger_keys(), args)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
     /// The status of `caller`'s job; `NOT_FOUND` when it is unknown, expired, or another
     /// caller's (a job stored without an owner, by an earlier version, is nobody's).
     pub async fn status(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
-        let job = format!("an:j:{id}");
+        let job = format!("{}j:{id}", self.layout.prefix_of(id));
         let ((owner, games, done, positions, pos, cancelled, started), ttl): (JobFields, i64) =
             redis::pipe()
                 .cmd("HMGET")
@@ -549,7 +745,7 @@ impl RedisJobs {
             return Ok((status, Vec::new()));
         }
         let stored: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
-            .arg(format!("an:j:{id}:r"))
+            .arg(format!("{}j:{id}:r", self.layout.prefix_of(id)))
             .arg((offset..end).collect::<Vec<_>>())
             .query_async(&mut self.conn()?)
             .await
@@ -571,10 +767,11 @@ impl RedisJobs {
     pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<JobStatus, AnalysisError> {
         let mut args = self.scripts.cancel.args();
         args.set("job", id).set("owner", caller.hex());
+        let keys = self.layout.script_keys(self.layout.group_of(id));
         let outcome: i64 = self
             .scripts
             .cancel
-            .call(&mut self.conn()?, args)
+            .call(&mut self.conn()?, &keys, args)
             .await
             .map_err(unavailable)?;
         if outcome < 0 {
@@ -624,14 +821,22 @@ fn lease_spec(game: Game, meta: LeaseJob) -> Option<JobSpec> {
 }
 
 impl RedisJobs {
-    /// Ends the leases past their time (their games back in the stream).
+    /// Ends the leases past their time (their games back in the stream). On a cluster, every
+    /// group's, at most once a second from this replica.
     async fn sweep(&self, c: &mut Connection) -> Result<(), AnalysisError> {
-        let mut args = self.scripts.lease_expire.args();
-        args.set("limit", 100);
-        let ended: u64 = self
-            .scripts
-            .lease_expire
-            .call(c, args)
+        if self.layout.is_cluster() {
+            let now = arbiter_kit::process_now();
+            let last = self.swept_at.load(Ordering::Relaxed);
+            if now.saturating_sub(last) < 1_000
+                || self
+                    .swept_at
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                return Ok(());
+            }
+        }
+        let ended = sweep_leases(&self.scripts, &self.layout, c)
             .await
             .map_err(unavailable)?;
         if ended > 0 {
@@ -645,10 +850,12 @@ impl RedisJobs {
     async fn read_one(
         &self,
         c: &mut Connection,
+        g: usize,
     ) -> Result<Option<(StreamId, usize)>, AnalysisError> {
+        let work = self.layout.work(g);
         let idle = u64::try_from(self.config.queue.claim_idle.as_millis()).unwrap_or(u64::MAX);
         let claimed: redis::RedisResult<StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
-            .arg(WORK)
+            .arg(&work)
             .arg(GROUP)
             .arg(REMOTE_CONSUMER)
             .arg(idle)
@@ -660,14 +867,16 @@ impl RedisJobs {
         let claimed = match claimed {
             Err(e) if e.code() == Some("NOGROUP") => {
                 // No worker made the group yet: make it (from the stream's start).
-                consumer::ensure_group(c).await.map_err(unavailable)?;
+                consumer::ensure_group(c, &work)
+                    .await
+                    .map_err(unavailable)?;
                 StreamAutoClaimReply::default()
             }
             other => other.map_err(unavailable)?,
         };
         if let Some(entry) = claimed.claimed.into_iter().next() {
             let pending: StreamPendingCountReply = redis::cmd("XPENDING")
-                .arg(WORK)
+                .arg(&work)
                 .arg(GROUP)
                 .arg(&entry.id)
                 .arg(&entry.id)
@@ -678,18 +887,28 @@ impl RedisJobs {
             let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered);
             return Ok(Some((entry, deliveries)));
         }
-        let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+        let read: redis::RedisResult<Option<StreamReadReply>> = redis::cmd("XREADGROUP")
             .arg("GROUP")
             .arg(GROUP)
             .arg(REMOTE_CONSUMER)
             .arg("COUNT")
             .arg(1)
             .arg("STREAMS")
-            .arg(WORK)
+            .arg(&work)
             .arg(">")
             .query_async(c)
-            .await
-            .map_err(unavailable)?;
+            .await;
+        let read = match read {
+            // A group's stream not made yet (a cluster's groups are made as workers reach
+            // them): nothing to read there.
+            Err(e) if e.code() == Some("NOGROUP") => {
+                consumer::ensure_group(c, &work)
+                    .await
+                    .map_err(unavailable)?;
+                None
+            }
+            other => other.map_err(unavailable)?,
+        };
         Ok(read
             .and_then(|r| r.keys.into_iter().next())
             .and_then(|k| k.ids.into_iter().next())
@@ -701,6 +920,7 @@ impl RedisJobs {
     async fn dead_letter(
         &self,
         c: &mut Connection,
+        g: usize,
         (item, job, game): (&str, &str, &str),
         deliveries: usize,
         error: &str,
@@ -726,7 +946,12 @@ impl RedisJobs {
             .set("error", error)
             .set("result", result)
             .set("maxlen", DEAD_MAXLEN);
-        let _: i64 = self.scripts.dead.call(c, args).await.map_err(unavailable)?;
+        let _: i64 = self
+            .scripts
+            .dead
+            .call(c, &self.layout.script_keys(g), args)
+            .await
+            .map_err(unavailable)?;
         crate::metrics::game("dead_letter");
         Ok(())
     }
@@ -741,119 +966,142 @@ impl RedisJobs {
     ) -> Result<Option<WorkItem>, AnalysisError> {
         let mut c = self.conn()?;
         self.sweep(&mut c).await?;
-        for _ in 0..ACQUIRE_SCAN {
-            let Some((entry, delivered)) = self.read_one(&mut c).await? else {
-                return Ok(None);
-            };
-            let text = |f: &str| entry.get::<String>(f).unwrap_or_default();
-            let (item, job, game) = (entry.id.clone(), text("job"), text("game"));
-            let deliveries = delivered + text("tries").parse::<usize>().unwrap_or(0);
-            let at = (item.as_str(), job.as_str(), game.as_str());
-            if deliveries > self.config.queue.max_deliveries as usize {
-                let last: Option<String> = redis::cmd("GET")
-                    .arg(format!("an:err:{item}"))
-                    .query_async(&mut c)
-                    .await
-                    .unwrap_or(None);
-                let error = last.unwrap_or_else(|| {
-                    "its workers stopped or were lost before finishing it".to_owned()
-                });
-                self.dead_letter(&mut c, at, deliveries, &error).await?;
-                continue;
-            }
-            let meta: LeaseJob = redis::cmd("HMGET")
-                .arg(format!("an:j:{job}"))
-                .arg(&["cancelled", "depth", "nodes", "hash", "engine"])
-                .query_async(&mut c)
-                .await
-                .map_err(unavailable)?;
-            if meta.0.as_deref() != Some("0") {
-                let mut args = self.scripts.drop.args();
-                args.set("item", &item);
-                let _: i64 = self
-                    .scripts
-                    .drop
-                    .call(&mut c, args)
-                    .await
-                    .map_err(unavailable)?;
-                crate::metrics::game("dropped");
-                continue;
-            }
-            if !super::engine_wanted(meta.4.as_deref().unwrap_or(""), engines) {
-                // Back as a fresh entry: not a delivery of the game.
-                let mut args = self.scripts.requeue.args();
-                args.set("item", &item)
-                    .set("consumer", REMOTE_CONSUMER)
-                    .set("job", &job)
-                    .set("game", &game);
-                let _: i64 = self
-                    .scripts
-                    .requeue
-                    .call(&mut c, args)
-                    .await
-                    .map_err(unavailable)?;
-                continue;
-            }
-            let payload = entry.get::<Vec<u8>>("item").unwrap_or_default();
-            let decoded = Game::from_item(&payload).and_then(|g| {
-                lease_spec(g, meta).ok_or_else(|| "the job has no per-ply limit".to_owned())
-            });
-            let spec = match decoded {
-                Ok(spec) if game.parse::<usize>().is_ok() => spec,
-                Ok(_) => {
-                    let e = "the item's game index is not a number";
-                    self.dead_letter(&mut c, at, deliveries, e).await?;
-                    continue;
+        let groups = self.layout.count();
+        let start = self.next_group.fetch_add(1, Ordering::Relaxed) % groups;
+        let mut scanned = 0;
+        for g in (0..groups).map(|i| (start + i) % groups) {
+            while scanned < ACQUIRE_SCAN {
+                let Some((entry, delivered)) = self.read_one(&mut c, g).await? else {
+                    break;
+                };
+                scanned += 1;
+                if let Some(item) = self
+                    .offer(&mut c, g, worker, engines, entry, delivered)
+                    .await?
+                {
+                    return Ok(Some(item));
                 }
-                Err(e) => {
-                    self.dead_letter(&mut c, at, deliveries, &e).await?;
-                    continue;
-                }
-            };
-            let lease_id = remote::new_lease_id()?;
-            let mut args = self.scripts.lease.args();
-            args.set("item", &item)
-                .set("consumer", REMOTE_CONSUMER)
-                .set("lease", &lease_id)
-                .set("worker", worker.as_str())
-                .set(
-                    "length",
-                    u64::try_from(self.config.lease_length().as_millis())
-                        .unwrap_or(u64::MAX)
-                        .max(1),
-                )
-                // The record outlives the lease itself by a day.
-                .set(
-                    "keep",
-                    LEASE_KEEP_MS.saturating_add(
-                        u64::try_from(self.config.lease_length().as_millis()).unwrap_or(0),
-                    ),
-                )
-                .set("deliveries", deliveries);
-            let expires: i64 = self
-                .scripts
-                .lease
-                .call(&mut c, args)
-                .await
-                .map_err(unavailable)?;
-            if expires == 0 {
-                continue;
             }
-            return Ok(Some(WorkItem {
-                lease_id,
-                expires_at_unix_ms: expires,
-                game: spec.games[0].clone(),
-                spec,
-            }));
         }
         Ok(None)
+    }
+
+    /// An entry of group `g` the remote consumer read, leased to `worker` if it can take it;
+    /// else dead-lettered, dropped (its job cancelled or gone) or put back (an engine `worker`
+    /// lacks), and `None`.
+    async fn offer(
+        &self,
+        c: &mut Connection,
+        g: usize,
+        worker: &WorkerId,
+        engines: &[String],
+        entry: StreamId,
+        delivered: usize,
+    ) -> Result<Option<WorkItem>, AnalysisError> {
+        let q = self.layout.prefix(g);
+        let keys = self.layout.script_keys(g);
+        let text = |f: &str| entry.get::<String>(f).unwrap_or_default();
+        let (item, job, game) = (entry.id.clone(), text("job"), text("game"));
+        let deliveries = delivered + text("tries").parse::<usize>().unwrap_or(0);
+        let at = (item.as_str(), job.as_str(), game.as_str());
+        if deliveries > self.config.queue.max_deliveries as usize {
+            let last: Option<String> = redis::cmd("GET")
+                .arg(format!("{q}err:{item}"))
+                .query_async(c)
+                .await
+                .unwrap_or(None);
+            let error = last.unwrap_or_else(|| {
+                "its workers stopped or were lost before finishing it".to_owned()
+            });
+            self.dead_letter(c, g, at, deliveries, &error).await?;
+            return Ok(None);
+        }
+        let meta: LeaseJob = redis::cmd("HMGET")
+            .arg(format!("{q}j:{job}"))
+            .arg(&["cancelled", "depth", "nodes", "hash", "engine"])
+            .query_async(c)
+            .await
+            .map_err(unavailable)?;
+        if meta.0.as_deref() != Some("0") {
+            let mut args = self.scripts.drop.args();
+            args.set("item", &item);
+            let _: i64 = self
+                .scripts
+                .drop
+                .call(c, &keys, args)
+                .await
+                .map_err(unavailable)?;
+            crate::metrics::game("dropped");
+            return Ok(None);
+        }
+        if !super::engine_wanted(meta.4.as_deref().unwrap_or(""), engines) {
+            // Back as a fresh entry: not a delivery of the game.
+            let mut args = self.scripts.requeue.args();
+            args.set("item", &item)
+                .set("consumer", REMOTE_CONSUMER)
+                .set("job", &job)
+                .set("game", &game);
+            let _: i64 = self
+                .scripts
+                .requeue
+                .call(c, &keys, args)
+                .await
+                .map_err(unavailable)?;
+            return Ok(None);
+        }
+        let payload = entry.get::<Vec<u8>>("item").unwrap_or_default();
+        let decoded = Game::from_item(&payload).and_then(|g| {
+            lease_spec(g, meta).ok_or_else(|| "the job has no per-ply limit".to_owned())
+        });
+        let spec = match decoded {
+            Ok(spec) if game.parse::<usize>().is_ok() => spec,
+            Ok(_) => {
+                let e = "the item's game index is not a number";
+                self.dead_letter(c, g, at, deliveries, e).await?;
+                return Ok(None);
+            }
+            Err(e) => {
+                self.dead_letter(c, g, at, deliveries, &e).await?;
+                return Ok(None);
+            }
+        };
+        // The lease lives in its game's group: its id says which.
+        let lease_id = self.layout.draw_in(g, remote::new_lease_id, || {
+            AnalysisError::Unavailable("no lease id of the game's group was drawn; retry".into())
+        })?;
+        let length = u64::try_from(self.config.lease_length().as_millis()).unwrap_or(u64::MAX);
+        let mut args = self.scripts.lease.args();
+        args.set("item", &item)
+            .set("consumer", REMOTE_CONSUMER)
+            .set("lease", &lease_id)
+            .set("worker", worker.as_str())
+            .set("length", length.max(1))
+            // The record outlives the lease itself by a day.
+            .set("keep", LEASE_KEEP_MS.saturating_add(length))
+            .set("deliveries", deliveries);
+        let expires: i64 = self
+            .scripts
+            .lease
+            .call(c, &keys, args)
+            .await
+            .map_err(unavailable)?;
+        if expires == 0 {
+            return Ok(None);
+        }
+        Ok(Some(WorkItem {
+            lease_id,
+            expires_at_unix_ms: expires,
+            game: spec.games[0].clone(),
+            spec,
+        }))
     }
 
     /// What lease `lease_id` of `worker` holds (see [`super::JobQueue::leased`]).
     pub async fn leased(&self, worker: &WorkerId, lease_id: &str) -> Result<Leased, AnalysisError> {
         let mut c = self.conn()?;
+        let q = self.layout.prefix_of(lease_id);
         let (job, game, item, owner, state): LeaseFields = redis::cmd("HMGET")
-            .arg(format!("an:lease:{lease_id}"))
+            .arg(format!("{q}lease:{lease_id}"))
             .arg(&["job", "game", "item", "worker", "state"])
             .query_async(&mut c)
             .await
@@ -868,7 +1116,7 @@ impl RedisJobs {
             return Err(remote::not_held(lease_id));
         };
         let meta: LeaseJob = redis::cmd("HMGET")
-            .arg(format!("an:j:{job}"))
+            .arg(format!("{q}j:{job}"))
             .arg(&["cancelled", "depth", "nodes", "hash", "engine"])
             .query_async(&mut c)
             .await
@@ -893,10 +1141,11 @@ impl RedisJobs {
             .set("worker", worker.as_str())
             .set("positions", positions)
             .set("result", record::encode_result(result));
+        let keys = self.layout.script_keys(self.layout.group_of(lease_id));
         let outcome: String = self
             .scripts
             .work_record
-            .call(&mut self.conn()?, args)
+            .call(&mut self.conn()?, &keys, args)
             .await
             .map_err(unavailable)?;
         match outcome.as_str() {
@@ -911,45 +1160,79 @@ impl RedisJobs {
     }
 
     /// Refuses `worker` for work, its live leases back in the stream (see
-    /// [`super::JobQueue::refuse_worker`]).
+    /// [`super::JobQueue::refuse_worker`]). On a cluster, group by group (each refusal and the
+    /// return of that group's leases one script): group 0, which [`RedisJobs::refusal`] reads,
+    /// first, so that the worker is refused from the start; a call that fails midway is
+    /// repeated whole by the caller's retry.
     pub async fn refuse(&self, worker: &WorkerId) -> Result<(String, u64), AnalysisError> {
         let id = remote::new_refusal_id()?;
-        let mut args = self.scripts.refuse.args();
-        args.set("worker", worker.as_str()).set("refusal", &id);
-        let returned: u64 = self
-            .scripts
-            .refuse
-            .call(&mut self.conn()?, args)
-            .await
-            .map_err(unavailable)?;
+        let mut c = self.conn()?;
+        let mut returned = 0;
+        for g in 0..self.layout.count() {
+            let mut args = self.scripts.refuse.args();
+            args.set("worker", worker.as_str()).set("refusal", &id);
+            let n: u64 = self
+                .scripts
+                .refuse
+                .call(&mut c, &self.layout.script_keys(g), args)
+                .await
+                .map_err(unavailable)?;
+            returned += n;
+        }
         Ok((id, returned))
     }
 
-    /// The refusal id of `worker`, when it is refused for work.
+    /// The refusal id of `worker`, when it is refused for work (group 0's, on a cluster: the
+    /// first a refusal sets and the last a lift clears).
     pub async fn refusal(&self, worker: &WorkerId) -> Result<Option<String>, AnalysisError> {
         redis::cmd("HGET")
-            .arg("an:refusals")
+            .arg(format!("{}refusals", self.layout.prefix(0)))
             .arg(worker.as_str())
             .query_async(&mut self.conn()?)
             .await
             .map_err(unavailable)
     }
 
-    /// Lifts refusal `id` of `worker` (nothing if it is refused under another id).
+    /// Lifts refusal `id` of `worker` (nothing if it is refused under another id); on a
+    /// cluster group by group, group 0 last.
     pub async fn lift(&self, worker: &WorkerId, id: &str) -> Result<(), AnalysisError> {
-        let mut args = self.scripts.lift.args();
-        args.set("worker", worker.as_str()).set("refusal", id);
-        let _: i64 = self
-            .scripts
-            .lift
-            .call(&mut self.conn()?, args)
-            .await
-            .map_err(unavailable)?;
+        let mut c = self.conn()?;
+        for g in (0..self.layout.count()).rev() {
+            let mut args = self.scripts.lift.args();
+            args.set("worker", worker.as_str()).set("refusal", id);
+            let _: i64 = self
+                .scripts
+                .lift
+                .call(&mut c, &self.layout.script_keys(g), args)
+                .await
+                .map_err(unavailable)?;
+        }
         Ok(())
     }
 }
 
+/// Ends the leases past their time in every group (their games back in the streams), up to
+/// 100 a group: how many were ended.
+async fn sweep_leases(
+    scripts: &Scripts,
+    layout: &Layout,
+    c: &mut Connection,
+) -> redis::RedisResult<u64> {
+    let mut ended = 0;
+    for g in 0..layout.count() {
+        let mut args = scripts.lease_expire.args();
+        args.set("limit", 100);
+        let n: u64 = scripts
+            .lease_expire
+            .call(c, &layout.script_keys(g), args)
+            .await?;
+        ended += n;
+    }
+    Ok(ended)
+}
+
 mod consumer;
+pub mod layout;
 
 pub use consumer::{WorkerConfig, run_workers};
 
@@ -982,7 +1265,8 @@ mod tests {
         let caller = Caller::anonymous();
         let status = jobs.submit(&caller, "r", &spec, 7).await.unwrap().status;
         let mut c = jobs.conn().unwrap();
-        ensure_group(&mut c).await.unwrap();
+        ensure_group(&mut c, WORK).await.unwrap();
+        let keys = Layout::single().script_keys(0);
         let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
             .arg("GROUP")
             .arg(GROUP)
@@ -996,11 +1280,12 @@ mod tests {
         let item = read.unwrap().keys[0].ids[0].id.clone();
         let hc = c.clone();
         let beat = |consumer: &'static str| {
-            let (mut c, item, job, s) = (
+            let (mut c, item, job, s, keys) = (
                 hc.clone(),
                 item.clone(),
                 status.job_id.clone(),
                 &jobs.scripts,
+                keys.clone(),
             );
             async move {
                 let mut args = s.heartbeat.args();
@@ -1009,19 +1294,23 @@ mod tests {
                     .set("done", 0)
                     .set("item", &item)
                     .set("consumer", consumer);
-                s.heartbeat.call::<String>(&mut c, args).await.unwrap()
+                s.heartbeat
+                    .call::<String>(&mut c, &keys, args)
+                    .await
+                    .unwrap()
             }
         };
         assert_eq!(beat("first").await, "ok");
         assert_eq!(beat("second").await, "lost", "not the second's item");
         let result = record::encode_result(&GameResult::default());
         let record = |game: u32| {
-            let (mut c, item, job, s, result) = (
+            let (mut c, item, job, s, result, keys) = (
                 hc.clone(),
                 item.clone(),
                 status.job_id.clone(),
                 &jobs.scripts,
                 result.clone(),
+                keys.clone(),
             );
             async move {
                 let mut args = s.record.args();
@@ -1030,7 +1319,7 @@ mod tests {
                     .set("positions", 1)
                     .set("item", &item)
                     .set("result", &result);
-                s.record.call::<i64>(&mut c, args).await.unwrap()
+                s.record.call::<i64>(&mut c, &keys, args).await.unwrap()
             }
         };
         assert_eq!(record(0).await, 1, "new");
@@ -1056,7 +1345,9 @@ mod tests {
     /// `ARGV`), and its header lists them.
     #[test]
     fn scripts_read_only_their_named_arguments() {
-        let scripts: [(&Schema, &str); 12] = [
+        let scripts: [(&Schema, &str); 14] = [
+            (&RESERVE_ARGS, RESERVE),
+            (&SETTLE_ARGS, SETTLE),
             (&SUBMIT_ARGS, SUBMIT),
             (&CANCEL_ARGS, CANCEL),
             (&HEARTBEAT_ARGS, HEARTBEAT),

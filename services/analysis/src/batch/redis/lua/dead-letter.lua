@@ -1,5 +1,5 @@
 -- DEAD_LETTER (services/analysis/src/batch/redis/mod.rs; arguments by name: `DEAD_LETTER_ARGS`)
--- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- KEYS: the group's (see PRELUDE); key names below are relative to its prefix Q.
 -- A: item (its entry id in the work stream), job, game (its index), deliveries, error (the
 -- last one), result (the game's failed result, encoded), maxlen (about how many entries the
 -- dead-letter stream keeps).
@@ -7,9 +7,9 @@
 -- Moves the item to the dead-letter stream, with its payload as queued (read from its entry,
 -- byte for byte), and records its game as failed.
 local payload = payload_of(A.item)
-redis.call('XADD', 'an:dead', 'MAXLEN', '~', A.maxlen, '*', 'item', A.item, 'job', A.job,
+redis.call('XADD', Q .. 'dead', 'MAXLEN', '~', A.maxlen, '*', 'item', A.item, 'job', A.job,
   'game', A.game, 'deliveries', A.deliveries, 'error', A.error, 'payload', payload)
 store(A.job, A.game, 0, A.result)
-redis.call('DEL', 'an:err:' .. A.item)
+redis.call('DEL', Q .. 'err:' .. A.item)
 finish(A.item)
 return 1

@@ -1,5 +1,5 @@
 -- HEARTBEAT (services/analysis/src/batch/redis/mod.rs; arguments by name: `HEARTBEAT_ARGS`)
--- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- KEYS: the group's (see PRELUDE); key names below are relative to its prefix Q.
 -- A: job, game (its index), done (positions of the game analysed so far), item (its entry id
 -- in the work stream), consumer (the worker).
 --
@@ -7,7 +7,7 @@
 -- to stop (`lost`: another worker has the item; `gone`: the job expired; `cancelled`).
 if not owns(A.item, A.consumer) then return 'lost' end
 redis.call('XCLAIM', WORK, GROUP, A.consumer, 0, A.item, 'JUSTID')
-local J = 'an:j:' .. A.job
+local J = Q .. 'j:' .. A.job
 if redis.call('EXISTS', J) == 0 then return 'gone' end
 if redis.call('HGET', J, 'cancelled') == '1' then return 'cancelled' end
 local game = game_of(J, A.game)

@@ -1,5 +1,5 @@
 -- RECORD (services/analysis/src/batch/redis/mod.rs; arguments by name: `RECORD_ARGS`)
--- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- KEYS: the group's (see PRELUDE); key names below are relative to its prefix Q.
 -- A: job, game (its index), positions (of the game), item (its entry id in the work stream),
 -- result (encoded).
 --

@@ -1,5 +1,5 @@
 -- REQUEUE (services/analysis/src/batch/redis/mod.rs; arguments by name: `REQUEUE_ARGS`)
--- KEYS: none: the keys are named from the job id in the arguments (`an:j:<id>`, …) and the stream names.
+-- KEYS: the group's (see PRELUDE); key names below are relative to its prefix Q.
 -- A: item (its entry id in the work stream), consumer (the worker), job, game (its index).
 --
 -- Puts an item back as a fresh entry (a worker stopping gracefully, or a game of an engine the
