@@ -421,19 +421,17 @@ async fn first_moves_run_no_clock<S: MatchStore>(m: &Matches<S>) {
     let id = g.record.id.clone();
     play(m, &id, &g.seats, Color::White, "e4", 0).await.unwrap();
     play(m, &id, &g.seats, Color::Black, "e5", 1).await.unwrap();
-    let running: Vec<Option<Color>> = m
-        .events(&id, 0, 100)
-        .await
-        .unwrap()
-        .into_iter()
+    let events = m.events(&id, 0, 100).await.unwrap();
+    let running: Vec<Option<Color>> = events
+        .iter()
         .filter_map(|(_, e)| match e {
-            StoredEvent::Clock { running, .. } => Some(running),
+            StoredEvent::Clock { running, .. } => Some(*running),
             _ => None,
         })
         .collect();
     assert_eq!(running, [None, Some(Color::White)]);
     let r = m.get(&id).await.unwrap();
-    crate::store::check_clock_events(&r, &m.events(&id, 0, 100).await.unwrap());
+    crate::store::check_clock_events(&r, &events);
 }
 
 #[tokio::test]
@@ -467,7 +465,7 @@ async fn a_no_show_is_aborted() {
         .await
         .unwrap();
     // Black never answers.
-    let ended = wait_over(&*m, &id).await;
+    let ended = wait_over(&*m, &id, Duration::from_secs(10)).await;
     let o = ended.outcome.unwrap();
     assert_eq!(o.reason, EndReason::Aborted);
     let clock = ended.boards[0].clock.as_ref().unwrap();
@@ -482,18 +480,24 @@ async fn a_no_show_is_aborted() {
     worker.await.unwrap();
 }
 
+/// Match `id` once it has ended, read every 25 ms for up to `within` (a panic after that).
 pub(crate) async fn wait_over<S: MatchStore>(
     m: &Matches<S>,
     id: &str,
+    within: Duration,
 ) -> Arc<arbiter_matches::record::Record> {
-    for _ in 0..400 {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
         let r = m.get(id).await.unwrap();
         if r.outcome.is_some() {
             return r;
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "match {id} did not end"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("match {id} did not end");
 }
 
 /// Without a flag worker: a move after its mover's deadline is refused and ends the match on
@@ -690,7 +694,7 @@ pub(crate) async fn flags_fall_once(
         ids.push(id);
     }
     for id in &ids {
-        let r = wait_over(&*b, id).await;
+        let r = wait_over(&*b, id, Duration::from_secs(10)).await;
         assert_eq!(r.outcome.unwrap().score, Score::BLACK_WINS);
         let events = a.events(id, 0, 100).await.unwrap();
         let ends = events
@@ -727,7 +731,7 @@ pub(crate) async fn flags_fall_once(
         async move { b.run_flag_worker(rx).await }
     });
     for id in &ids {
-        let r = wait_over(&*b, id).await;
+        let r = wait_over(&*b, id, Duration::from_secs(10)).await;
         assert_eq!(r.outcome.unwrap().reason, EndReason::Timeout);
         let flagged_at = match r.boards[0].clock.as_ref().unwrap().phase() {
             arbiter_core::clock::Phase::Flagged { at, .. } => at,

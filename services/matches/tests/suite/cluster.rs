@@ -6,6 +6,7 @@
 //! move is one event, and (but for the kill, where Redis's asynchronous replication may lose the
 //! last writes) every move a client was told was applied is there.
 
+use crate::clocks::wait_over;
 use crate::store::{
     SEATS, SHORT, Table, check_clock_events, create, creation, mv, random_move, redis_matches,
     suite, units,
@@ -260,25 +261,11 @@ async fn flags_fall_at_their_deadlines_while_their_slot_moves() {
 
     // A flag whose script ran out of tries during the move waits for its claim's lease (5 s)
     // to lapse before the next claim: 20 s is ample.
-    let over = |id: String| {
-        let b = Arc::clone(&b);
-        async move {
-            loop {
-                let r = b.get(&id).await.unwrap();
-                if r.outcome.is_some() {
-                    return r;
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-        }
-    };
     let waited = tokio::time::Instant::now();
     for g in moving.iter().chain(&others) {
         let id = &g.record.id;
         let left = Duration::from_secs(20).saturating_sub(waited.elapsed());
-        let r = tokio::time::timeout(left, over(id.clone()))
-            .await
-            .unwrap_or_else(|_| panic!("{id} did not end"));
+        let r = wait_over(&*b, id, left).await;
         let outcome = r.outcome.unwrap();
         assert_eq!(outcome.reason, arbiter_core::EndReason::Timeout, "{id}");
         assert_eq!(outcome.score, arbiter_core::Score::BLACK_WINS, "{id}");

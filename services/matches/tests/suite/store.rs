@@ -160,6 +160,13 @@ pub(crate) fn random_move(
 /// without increment or delay, moves without reported lag, and no pause, added time or
 /// takeback (what these tests play).
 pub(crate) fn check_clock_events(r: &Record, events: &[(u64, StoredEvent)]) {
+    /// `remaining` after `elapsed` ms with `running`'s clock running.
+    fn charged(mut remaining: [u64; 2], running: Option<Color>, elapsed: u64) -> [u64; 2] {
+        if let Some(c) = running {
+            remaining[c.index()] = remaining[c.index()].saturating_sub(elapsed);
+        }
+        remaining
+    }
     /// A board's last clock snapshot: remaining times, whose clock runs, when.
     type Snapshot = ([u64; 2], Option<Color>, u64);
     let mut last: [Option<Snapshot>; 2] = [None, None];
@@ -193,10 +200,7 @@ pub(crate) fn check_clock_events(r: &Record, events: &[(u64, StoredEvent)]) {
         }
         if let Some((before, ran, since)) = last[board.index()] {
             assert!(*at >= since, "{} event {seq}: time went back", r.id);
-            let mut want = before;
-            if let Some(c) = ran {
-                want[c.index()] = before[c.index()].saturating_sub(at - since);
-            }
+            let want = charged(before, ran, at - since);
             assert_eq!(
                 *remaining_ms, want,
                 "{} board {board:?} event {seq}: {before:?} at {since} ({ran:?} running), then {remaining_ms:?} at {at}",
@@ -215,10 +219,7 @@ pub(crate) fn check_clock_events(r: &Record, events: &[(u64, StoredEvent)]) {
             arbiter_core::clock::Phase::Stopped { at: stop } => stop.max(at),
             _ => at,
         };
-        let mut want = remaining;
-        if let Some(c) = running {
-            want[c.index()] = want[c.index()].saturating_sub(t - at);
-        }
+        let want = charged(remaining, running, t - at);
         assert_eq!(
             clock.snapshot(t).remaining_ms,
             want,

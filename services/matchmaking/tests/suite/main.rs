@@ -10,6 +10,63 @@ mod reconnect;
 mod stored_found;
 mod waves;
 
+/// The error details of a status (`google.rpc.Status` and the details the services send), read
+/// with prost.
+mod details {
+    use prost::Message;
+    use tonic::Status;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct RpcStatus {
+        #[prost(int32, tag = "1")]
+        pub(crate) code: i32,
+        #[prost(string, tag = "2")]
+        pub(crate) message: String,
+        #[prost(message, repeated, tag = "3")]
+        pub(crate) details: Vec<Any>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct Any {
+        #[prost(string, tag = "1")]
+        pub(crate) type_url: String,
+        #[prost(bytes = "vec", tag = "2")]
+        pub(crate) value: Vec<u8>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct ErrorInfo {
+        #[prost(string, tag = "1")]
+        pub(crate) reason: String,
+        #[prost(string, tag = "2")]
+        pub(crate) domain: String,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct FieldViolation {
+        #[prost(string, tag = "1")]
+        pub(crate) field: String,
+        #[prost(string, tag = "2")]
+        pub(crate) description: String,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(crate) struct BadRequest {
+        #[prost(message, repeated, tag = "1")]
+        pub(crate) field_violations: Vec<FieldViolation>,
+    }
+
+    /// The encoded detail of a status whose type name ends with `type_name`, if it has one.
+    pub(crate) fn detail(s: &Status, type_name: &str) -> Option<Vec<u8>> {
+        let status = RpcStatus::decode(s.details()).ok()?;
+        status
+            .details
+            .into_iter()
+            .find(|a| a.type_url.ends_with(type_name))
+            .map(|a| a.value)
+    }
+}
+
 use arbiter_matchmaking::backend::MatchBackend;
 use arbiter_matchmaking::{MatchmakingConfig, Tuning};
 use arbiter_redis_conn::RedisConfig;

@@ -7,6 +7,7 @@
 //! a retry answered from the store); creations bounded per hour; watch streams bounded; an
 //! offer's Redis expiry never shortened.
 
+use crate::details::{BadRequest, ErrorInfo, detail};
 use arbiter_matchmaking::Tuning;
 use arbiter_matchmaking::backend::{BackendError, CreatedMatch, MatchBackend, MatchEnd, NewMatch};
 use arbiter_proto::common::v1 as common;
@@ -183,56 +184,6 @@ async fn store(backing: impl Into<Backing>) -> (Option<Held>, Option<RedisConfig
             (Some(Held::Cluster(cluster)), Some(config))
         }
     }
-}
-
-// The error details of a status (google.rpc.Status), read with prost.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<Any>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct Any {
-    #[prost(string, tag = "1")]
-    type_url: String,
-    #[prost(bytes = "vec", tag = "2")]
-    value: Vec<u8>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct ErrorInfo {
-    #[prost(string, tag = "1")]
-    reason: String,
-    #[prost(string, tag = "2")]
-    domain: String,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct FieldViolation {
-    #[prost(string, tag = "1")]
-    field: String,
-    #[prost(string, tag = "2")]
-    description: String,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct BadRequest {
-    #[prost(message, repeated, tag = "1")]
-    field_violations: Vec<FieldViolation>,
-}
-
-fn detail(s: &Status, type_name: &str) -> Option<Vec<u8>> {
-    let status = RpcStatus::decode(s.details()).ok()?;
-    status
-        .details
-        .into_iter()
-        .find(|a| a.type_url.ends_with(type_name))
-        .map(|a| a.value)
 }
 
 /// The code and `ErrorInfo` reason of a refusal.

@@ -4,6 +4,7 @@
 //! the field named; rated matches are in the history once each, newest first, with their
 //! before and after ratings, a page at a time; the history keeps the latest N changes.
 
+use crate::details::{BadRequest, detail};
 use arbiter_matchmaking::Tuning;
 use arbiter_matchmaking::backend::{BackendError, CreatedMatch, MatchBackend, MatchEnd, NewMatch};
 use arbiter_proto::common::v1 as common;
@@ -72,49 +73,11 @@ async fn store(on_redis: bool) -> (Option<arbiter_testkit::Redis>, Option<RedisC
     }
 }
 
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<Any>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct Any {
-    #[prost(string, tag = "1")]
-    type_url: String,
-    #[prost(bytes = "vec", tag = "2")]
-    value: Vec<u8>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct FieldViolation {
-    #[prost(string, tag = "1")]
-    field: String,
-    #[prost(string, tag = "2")]
-    description: String,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct BadRequest {
-    #[prost(message, repeated, tag = "1")]
-    field_violations: Vec<FieldViolation>,
-}
-
 /// The code and the field an `INVALID_ARGUMENT` names.
 fn bad_field<T: std::fmt::Debug>(r: Result<T, Status>) -> (Code, String) {
     let s = r.expect_err("a refusal");
-    let field = RpcStatus::decode(s.details())
-        .ok()
-        .and_then(|st| {
-            st.details
-                .into_iter()
-                .find(|a| a.type_url.ends_with("google.rpc.BadRequest"))
-        })
-        .and_then(|a| BadRequest::decode(a.value.as_slice()).ok())
+    let field = detail(&s, "google.rpc.BadRequest")
+        .and_then(|v| BadRequest::decode(v.as_slice()).ok())
         .and_then(|b| b.field_violations.first().map(|f| f.field.clone()))
         .unwrap_or_default();
     (s.code(), field)

@@ -5,7 +5,7 @@
 
 use super::super::{Game, GameResult, JobSpec, analyse_game, record};
 use super::layout::Layout;
-use super::{BLOCK_MS, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, Scripts};
+use super::{BLOCK_MS, DEAD_MAXLEN, ERROR_TTL_MS, GROUP, ItemJob, QUEUED, Scripts};
 use crate::engines::EngineRegistry;
 use arbiter_engine::{Limits, TimeSource};
 use arbiter_kit::cpu::RaiseOnDrop;
@@ -56,6 +56,9 @@ struct Ctx {
     layout: Layout,
     /// The group each worker's next read starts at (each read the next one).
     next_group: AtomicUsize,
+    /// Counts the new jobs announced on [`QUEUED`] (a cluster): an idle worker waits for it to
+    /// change, or for its pause to end.
+    queued: watch::Receiver<u64>,
     config: WorkerConfig,
     scripts: Scripts,
     time: Arc<dyn TimeSource>,
@@ -77,10 +80,12 @@ pub async fn run_workers(
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let client = redis.client()?;
+    let (announce, queued) = watch::channel(0u64);
     let ctx = Arc::new(Ctx {
         layout: Layout::for_cluster(client.is_cluster()),
         client,
         next_group: AtomicUsize::new(0),
+        queued,
         config,
         scripts: Scripts::new(),
         time,
@@ -112,6 +117,9 @@ pub async fn run_workers(
         ));
     }
     slots.spawn(sweep_leases(Arc::clone(&ctx), shutdown.clone()));
+    if ctx.layout.is_cluster() {
+        slots.spawn(follow_queued(Arc::clone(&ctx), announce, shutdown.clone()));
+    }
     if arbiter_kit::metrics::installed() {
         crate::metrics::declare_worker();
         slots.spawn(sample_stream(Arc::clone(&ctx), shutdown.clone()));
@@ -240,6 +248,7 @@ async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<boo
     // A cluster's reads do not wait for work: between empty rounds a worker waits, from 50 ms
     // up to BLOCK_MS as the queue stays empty.
     let mut idle = Duration::from_millis(50);
+    let mut queued = ctx.queued.clone();
     loop {
         if *shutdown.borrow() {
             return;
@@ -263,14 +272,27 @@ async fn slot(ctx: Arc<Ctx>, consumer: String, mut shutdown: watch::Receiver<boo
                 }
             },
         };
+        queued.borrow_and_update();
         match take(&ctx, &mut c, &consumer).await {
             Ok(Some(taken)) => {
                 idle = Duration::from_millis(50);
                 work(&ctx, &mut c, &consumer, taken, &shutdown).await;
             }
             Ok(None) if ctx.layout.is_cluster() => {
-                pause(idle, &mut shutdown).await;
-                idle = (idle * 2).min(Duration::from_millis(BLOCK_MS));
+                // Until the pause ends or a new job is announced (since before this round's
+                // reads: one announced during them is not missed).
+                let announced = async {
+                    if queued.changed().await.is_err() {
+                        // No more announcements (shutting down): the pause alone.
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    () = pause(idle, &mut shutdown) => {
+                        idle = (idle * 2).min(Duration::from_millis(BLOCK_MS));
+                    }
+                    () = announced => idle = Duration::from_millis(50),
+                }
             }
             Ok(None) => {}
             Err(e) => {
@@ -407,6 +429,54 @@ async fn sweep_leases(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
         }
         pause(Duration::from_secs(1), &mut shutdown).await;
         if *shutdown.borrow() {
+            return;
+        }
+    }
+}
+
+/// Counts the new jobs announced on [`QUEUED`] into `announce` until shutdown (a cluster,
+/// whose idle workers wait between rounds of reads); resubscribes after a lost connection.
+async fn follow_queued(
+    ctx: Arc<Ctx>,
+    announce: watch::Sender<u64>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    use tokio_stream::StreamExt;
+    let subscriber = ctx.client.subscriber();
+    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
+    loop {
+        let subscribed = async {
+            let mut pubsub = subscriber.pubsub().await?;
+            pubsub.subscribe(QUEUED).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            r = subscribed => r,
+            _ = shutdown.wait_for(|d| *d) => return,
+        };
+        match pubsub {
+            Ok(mut pubsub) => {
+                backoff.reset();
+                let mut messages = pubsub.on_message();
+                loop {
+                    tokio::select! {
+                        m = messages.next() => match m {
+                            Some(_) => announce.send_modify(|n| *n += 1),
+                            None => break,
+                        },
+                        _ = shutdown.wait_for(|d| *d) => return,
+                    }
+                }
+                tracing::debug!("analysis worker: lost the new-job subscription; resubscribing");
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "analysis worker: cannot subscribe to new jobs yet");
+            }
+        }
+        let down = async {
+            let _ = shutdown.wait_for(|d| *d).await;
+        };
+        if !backoff.wait_or(down).await {
             return;
         }
     }

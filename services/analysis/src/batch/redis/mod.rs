@@ -79,6 +79,9 @@ pub const DEAD_MAXLEN: u64 = 10_000;
 const ERROR_TTL_MS: u64 = 86_400_000;
 /// The longest a worker's read waits for a new item (then it looks for abandoned ones).
 const BLOCK_MS: u64 = 1_000;
+/// The channel on which a cluster's replicas announce a new job (its group's number), so that
+/// idle workers, whose reads do not block there, look at once.
+pub const QUEUED: &str = "an:queued";
 /// The consumer of the group under which the service takes items for remote workers (for the
 /// moment between reading an entry and moving it into its lease).
 pub const REMOTE_CONSUMER: &str = "an:remote";
@@ -531,6 +534,17 @@ impl RedisJobs {
                 .await
                 .map_err(unavailable)?
         };
+        if what == "new" && self.layout.is_cluster() {
+            // Best effort: a worker that misses it looks within a second anyway.
+            let told: redis::RedisResult<()> = redis::cmd("PUBLISH")
+                .arg(QUEUED)
+                .arg(g)
+                .query_async(&mut c)
+                .await;
+            if let Err(e) = told {
+                tracing::debug!(error = %e, "cannot announce a new job to idle workers");
+            }
+        }
         match what.as_str() {
             "new" | "duplicate" => Ok(Submitted {
                 status: self.status(caller, &detail).await?,
