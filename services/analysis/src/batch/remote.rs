@@ -165,7 +165,8 @@ pub fn refusal_message(worker: &WorkerId, id: &str) -> AnalysisError {
         )
     } else {
         "without API keys (development mode) it lasts until the job store forgets it (in \
-         process: a restart; on Redis: the field of this caller in `an:refusals`)"
+         process: a restart; on Redis: the field of this caller in `an:refusals`, or on a \
+         Redis Cluster in every group's `an:{<tag>}:refusals`)"
             .to_owned()
     };
     AnalysisError::WorkRefused(format!(

@@ -156,7 +156,7 @@ async fn sample_stream(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// The work streams' lag and pending entries, the dead letters and the jobs stored, summed
-/// over the groups (the jobs: on a cluster, the ledger's). A group without its consumer group
+/// over the groups (the jobs: on a cluster, the ledger's entries). A group without its consumer group
 /// yet counts nothing.
 async fn sample(
     ctx: &Ctx,
@@ -179,17 +179,21 @@ async fn sample(
         }
         dead += d;
     }
-    let jobs_key = if ctx.layout.is_cluster() {
-        Layout::ledger_keys()[0].clone()
+    // On a cluster, every entry of the ledger: a job counts there (as against the caps) until
+    // its entry is settled after its retention, whatever the entry's time says meanwhile.
+    let jobs: usize = if ctx.layout.is_cluster() {
+        redis::cmd("ZCARD")
+            .arg(&Layout::ledger_keys()[0])
+            .query_async(c)
+            .await?
     } else {
-        format!("{}jobs", ctx.layout.prefix(0))
+        redis::cmd("ZCOUNT")
+            .arg(format!("{}jobs", ctx.layout.prefix(0)))
+            .arg(arbiter_kit::process_now())
+            .arg("+inf")
+            .query_async(c)
+            .await?
     };
-    let jobs: usize = redis::cmd("ZCOUNT")
-        .arg(jobs_key)
-        .arg(arbiter_kit::process_now())
-        .arg("+inf")
-        .query_async(c)
-        .await?;
     Ok((lag, pending, dead, jobs))
 }
 

@@ -112,6 +112,7 @@ static SUBMIT_ARGS: Schema = Schema::new(&[
     ("items", 1),
     ("trace", 1),
     ("engine", 1),
+    ("ledger", 1),
     ("reserved", 1),
 ]);
 
@@ -132,8 +133,11 @@ static RESERVE_ARGS: Schema = Schema::new(&[
 const SETTLE: &str = include_str!("lua/settle.lua");
 /// `SETTLE`'s arguments (`entries`: job ids and expiries as one packed list).
 static SETTLE_ARGS: Schema = Schema::new(&[("entries", 1)]);
-/// The most ledger entries one submission settles.
+/// The ledger entries settled at once.
 const SETTLE_BATCH: usize = 256;
+/// The most batches of ledger entries one submission settles (entries past their time count
+/// against the caps until settled: enough for the default cap of 1,000 jobs all expired).
+const SETTLE_BATCHES: usize = 8;
 
 /// The `LEASE` script (`lua/lease.lua`; its header lists its keys and arguments).
 const LEASE: &str = include_str!("lua/lease.lua");
@@ -496,7 +500,7 @@ impl RedisJobs {
         let (what, detail): (String, String) = if self.layout.is_cluster() {
             // The caps count every group's jobs: a ledger of their own holds them. A retry of a
             // known job is answered without a place; a new job reserves one first.
-            args.set("max_jobs", 0).set("max_positions", 0);
+            args.set("ledger", 1);
             let mut unreserved = args.clone();
             unreserved.set("reserved", 0);
             let first: (String, String) = self
@@ -520,7 +524,8 @@ impl RedisJobs {
                     .await
                     .map_err(unavailable)?;
                 if made.0 != "new" {
-                    // A retry made the job meanwhile: the place drawn for this id is free again.
+                    // Another call under the same request id made the job meanwhile: the place
+                    // reserved for this call's id is free again.
                     self.settle(&mut c, &[(id.clone(), -1)]).await?;
                 }
                 made
@@ -596,45 +601,56 @@ impl RedisJobs {
         Ok((what != "ok").then_some((what, detail)))
     }
 
-    /// Brings the ledger's entries past their time up to date (up to [`SETTLE_BATCH`]), each
-    /// job's expiry read from its group's index of jobs.
+    /// Brings the ledger's entries past their time up to date, [`SETTLE_BATCH`] at a time up to
+    /// [`SETTLE_BATCHES`] times, each job's expiry read from its group's index of jobs. An entry
+    /// whose group cannot be read now (its primary failing over) stays for a later submission.
     async fn settle_due(&self, c: &mut Connection) -> Result<(), AnalysisError> {
         let [jobs, _] = Layout::ledger_keys();
-        let now = arbiter_redis_conn::script::redis_now(c)
-            .await
-            .map_err(unavailable)?;
-        let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(&jobs)
-            .arg("-inf")
-            .arg(now)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(SETTLE_BATCH)
-            .query_async(c)
-            .await
-            .map_err(unavailable)?;
-        if due.is_empty() {
-            return Ok(());
+        for _ in 0..SETTLE_BATCHES {
+            let now = arbiter_redis_conn::script::redis_now(c)
+                .await
+                .map_err(unavailable)?;
+            let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&jobs)
+                .arg("-inf")
+                .arg(now)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(SETTLE_BATCH)
+                .query_async(c)
+                .await
+                .map_err(unavailable)?;
+            let full = due.len() == SETTLE_BATCH;
+            // Each in its own group's slot (a cluster takes no pipeline across slots): all at
+            // once.
+            let mut reads = tokio::task::JoinSet::new();
+            for id in due {
+                let (mut c, key) = (c.clone(), format!("{}jobs", self.layout.prefix_of(&id)));
+                reads.spawn(async move {
+                    let at: redis::RedisResult<Option<f64>> = redis::cmd("ZSCORE")
+                        .arg(key)
+                        .arg(&id)
+                        .query_async(&mut c)
+                        .await;
+                    at.map(|at| (id, at.map_or(0, |ms| ms as i64)))
+                });
+            }
+            let mut entries = Vec::new();
+            while let Some(read) = reads.join_next().await {
+                match read {
+                    Ok(Ok(entry)) => entries.push(entry),
+                    Ok(Err(e)) => tracing::debug!(error = %e, "a job's group cannot be read now"),
+                    Err(e) => tracing::debug!(error = %e, "reading a job's group failed"),
+                }
+            }
+            if !entries.is_empty() {
+                self.settle(c, &entries).await?;
+            }
+            if !full {
+                break;
+            }
         }
-        // Each in its own group's slot (a cluster takes no pipeline across slots): all at once.
-        let mut reads = tokio::task::JoinSet::new();
-        for id in due {
-            let (mut c, key) = (c.clone(), format!("{}jobs", self.layout.prefix_of(&id)));
-            reads.spawn(async move {
-                let at: redis::RedisResult<Option<f64>> = redis::cmd("ZSCORE")
-                    .arg(key)
-                    .arg(&id)
-                    .query_async(&mut c)
-                    .await;
-                at.map(|at| (id, at.map_or(0, |ms| ms as i64)))
-            });
-        }
-        let mut entries = Vec::new();
-        while let Some(read) = reads.join_next().await {
-            let read = read.map_err(|e| AnalysisError::Unavailable(e.to_string()))?;
-            entries.push(read.map_err(unavailable)?);
-        }
-        self.settle(c, &entries).await
+        Ok(())
     }
 
     /// Runs `SETTLE` on `entries` (job ids with their groups' expiries; `-1` releases).
@@ -1175,9 +1191,10 @@ impl RedisJobs {
 
     /// Refuses `worker` for work, its live leases back in the stream (see
     /// [`super::JobQueue::refuse_worker`]). On a cluster, group by group (each refusal and the
-    /// return of that group's leases one script): group 0, which [`RedisJobs::refusal`] reads,
-    /// first, so that the worker is refused from the start; a call that fails midway is
-    /// repeated whole by the caller's retry.
+    /// return of that group's leases one script): group 0, which [`RedisJobs::refusal`] reads
+    /// and every call of the worker's is checked against, first, so that the worker is refused
+    /// everywhere from the start. Should a call fail midway, the groups not reached keep the
+    /// worker's leases until they expire (their results are turned away at group 0's refusal).
     pub async fn refuse(&self, worker: &WorkerId) -> Result<(String, u64), AnalysisError> {
         let id = remote::new_refusal_id()?;
         let mut c = self.conn()?;
@@ -1353,6 +1370,63 @@ mod tests {
                 .games_done,
             1
         );
+    }
+
+    /// A submission whose reply was lost and that the client sends again (the same drawn id)
+    /// answers `new` again, not `duplicate` of itself (on a cluster, a `duplicate` would free
+    /// the job's own place in the ledger); another call under the same request id is a
+    /// duplicate, and a different job under it a conflict.
+    #[tokio::test]
+    async fn a_submission_run_twice_is_new_both_times() {
+        let redis = arbiter_testkit::redis().await;
+        let jobs = RedisJobs::connect(&redis.url, BatchConfig::default())
+            .await
+            .unwrap();
+        let mut c = jobs.conn().unwrap();
+        let keys = Layout::single().script_keys(0);
+        let submit = |id: &str, fp: &str| {
+            let mut args = jobs.scripts.submit.args();
+            args.set("rid", "r".repeat(64))
+                .set("fp", fp)
+                .set("id", id)
+                .set("games", 1)
+                .set("positions", 1)
+                .set("ttl", 60_000)
+                .set("max_jobs", 10)
+                .set("max_positions", 100)
+                .set("depth", 1)
+                .set("nodes", 0)
+                .set("hash", 1)
+                .set("owner", "o")
+                .set("items", record::pack(&["x"]))
+                .set("trace", "")
+                .set("engine", "");
+            args
+        };
+        let mut run = async |id: &str, fp: &str| -> (String, String) {
+            jobs.scripts
+                .submit
+                .call(&mut c, &keys, submit(id, fp))
+                .await
+                .unwrap()
+        };
+        let first = run("job-1", "0000000000000001").await;
+        assert_eq!(first, ("new".to_owned(), "job-1".to_owned()));
+        assert_eq!(run("job-1", "0000000000000001").await, first);
+        assert_eq!(
+            run("job-2", "0000000000000001").await,
+            ("duplicate".to_owned(), "job-1".to_owned())
+        );
+        assert_eq!(
+            run("job-3", "0000000000000002").await,
+            ("conflict".to_owned(), "job-1".to_owned())
+        );
+        let held: u64 = redis::cmd("ZCARD")
+            .arg("an:jobs")
+            .query_async(&mut jobs.conn().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(held, 1, "one job made");
     }
 
     /// Every script reads its arguments by name, each one its schema gives (and never

@@ -7,14 +7,20 @@
 -- (the caller's digest in hex), items (the work items, one per game in order, as a packed list:
 -- `unpk`, so that a job of any number of games fits), trace (the `traceparent` of the call, or
 -- empty: the workers continue its trace), engine (the engine the job asked for, by the server's
--- name; empty: the built-in one), reserved (on a cluster: `1` when the job's place is reserved
--- in the ledger, see RESERVE; else a new job is not made and the answer is `unreserved`).
+-- name; empty: the built-in one), ledger (`1` on a cluster: the caps are a ledger's, see
+-- RESERVE), reserved (with the ledger: `1` when the job's place is reserved there; else a new
+-- job is not made and the answer is `unreserved`).
 --
 -- The caps (max_jobs, max_positions) are checked here on one Redis, where this group is the only
--- one; on a cluster they are 0 and the ledger checks them before the job is made.
+-- one; on a cluster the ledger checks them before the job is made.
+-- The job's request id known under this very id is this call's own job, made by an earlier
+-- run of the same call whose reply was lost: `new`, as the first run answered.
 -- Checks come first: a refused job writes nothing.
 local rid, fp = A.rid, A.fp
 local known = redis.call('GET', Q .. 'rid:' .. rid)
+if known and known == A.id and redis.call('HGET', Q .. 'j:' .. known, 'fp') == fp then
+  return {'new', known}
+end
 if known and redis.call('EXISTS', Q .. 'j:' .. known) == 1 then
   if redis.call('HGET', Q .. 'j:' .. known, 'fp') ~= fp then return {'conflict', known} end
   return {'duplicate', known}
@@ -24,7 +30,7 @@ for _, old in ipairs(redis.call('ZRANGEBYSCORE', Q .. 'jobs', '-inf', now)) do
   redis.call('HDEL', Q .. 'held', old)
 end
 redis.call('ZREMRANGEBYSCORE', Q .. 'jobs', '-inf', now)
-if tonumber(A.max_jobs) > 0 then
+if A.ledger ~= '1' then
   if redis.call('ZCARD', Q .. 'jobs') >= tonumber(A.max_jobs) then return {'jobs', ''} end
   local held = 0
   for _, n in ipairs(redis.call('HVALS', Q .. 'held')) do held = held + tonumber(n) end
