@@ -78,15 +78,8 @@ impl RedisCluster {
             nodes: Vec::new(),
         };
         for _ in 0..6 {
-            let port = crate::free_port();
-            let mut node = Node { port, child: None };
-            node.child = Some(cluster.spawn(&server, port));
+            let node = cluster.start_node(&server, crate::free_port());
             cluster.nodes.push(node);
-        }
-        for n in &cluster.nodes {
-            wait_for(Duration::from_secs(20), || {
-                query(n.port, &["PING"]).is_ok_and(|r| r == "PONG")
-            });
         }
         let mut create = Command::new(cli);
         create.args(["--cluster", "create"]);
@@ -105,6 +98,42 @@ impl RedisCluster {
         );
         cluster.wait_healthy();
         cluster
+    }
+
+    /// Starts one node and waits for its `PONG`. A free port is only free when it is drawn:
+    /// another test's server (or a container's published port) may take it, or the node's bus
+    /// port, before this node binds it, and then the node exits at once. So a node that exits
+    /// or stays silent for 10 s is started again on fresh ports, up to five times.
+    fn start_node(&self, server: &std::path::Path, first_port: u16) -> Node {
+        let mut last_log = String::new();
+        for attempt in 0..5 {
+            let port = if attempt == 0 {
+                first_port
+            } else {
+                crate::free_port()
+            };
+            let mut child = self.spawn(server, port);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if query(port, &["PING"]).is_ok_and(|r| r == "PONG") {
+                    return Node {
+                        port,
+                        child: Some(child),
+                    };
+                }
+                let exited = matches!(child.try_wait(), Ok(Some(_)));
+                if exited || Instant::now() >= deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let data = self.dir.join(port.to_string());
+                    last_log = std::fs::read_to_string(data.join("redis.log")).unwrap_or_default();
+                    let _ = std::fs::remove_dir_all(&data);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!("a Redis Cluster node did not start in five tries; its last log:\n{last_log}");
     }
 
     fn spawn(&self, server: &std::path::Path, port: u16) -> Child {
@@ -421,5 +450,32 @@ fn wait_for(within: Duration, mut ok: impl FnMut() -> bool) {
             "the Redis Cluster did not get there in {within:?}"
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_whose_port_was_taken_starts_on_another() {
+        let (server, _) = binaries();
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = taken.local_addr().expect("its address").port();
+        let dir = std::env::temp_dir().join(format!(
+            "arbiter-cluster-node-{}-{port}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        std::fs::write(dir.join("users.acl"), crate::render_acl()).expect("the ACL file");
+        let mut cluster = RedisCluster {
+            dir,
+            nodes: Vec::new(),
+        };
+        let node = cluster.start_node(&server, port);
+        assert_ne!(node.port, port, "the taken port cannot be the node's");
+        let pong = query(node.port, &["PING"]).expect("the node answers");
+        cluster.nodes.push(node);
+        assert_eq!(pong, "PONG");
     }
 }
