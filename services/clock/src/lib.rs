@@ -54,9 +54,10 @@ pub async fn mount(host: &mut Host, config: ClockConfig) -> Result<(), ServeErro
     let clocks = Arc::new(Clocks::new(store, config.watchers));
     let shutdown = host.shutting_down();
     if let Some(redis) = &config.redis {
+        let client = redis.client()?;
         arbiter_clocked::spawn_listeners(
-            &redis.client()?,
-            store::redis::CHANGES,
+            &client,
+            store::redis::announcements(client.is_cluster()),
             clocks.watchers(),
             store::ClockStore::deadlines(clocks.store()),
             &shutdown,

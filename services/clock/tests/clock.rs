@@ -412,6 +412,90 @@ async fn on_a_cluster_flags_fall_after_a_replica_dies() {
     let s = serve_clocks(clocks_on(cluster.url_as("arbiter-clock").as_str().into()).await).await;
     add_time_beyond_the_limit_is_refused(&mut ClockServiceClient::new(s.channel())).await;
     s.stop().await;
+    watchers_follow_presses_made_through_another_replica(&cluster.url_as("arbiter-clock")).await;
+}
+
+/// Two whole clock services on the Redis (or cluster) at `url`: a watcher on one hears each
+/// press made through the other (announced on the clock's group's shard channel on a cluster),
+/// within seconds, with no polling to fall back on.
+async fn watchers_follow_presses_made_through_another_replica(url: &str) {
+    let serve = || {
+        let url = url.to_owned();
+        TestServer::start(move |listener, shutdown| {
+            arbiter_clock::serve(
+                listener,
+                ServeConfig::default(),
+                ClockConfig {
+                    redis: Some(url.as_str().into()),
+                    health_interval: Duration::from_millis(200),
+                    ..ClockConfig::default()
+                },
+                AccessPolicy::development(),
+                shutdown,
+            )
+        })
+    };
+    let (one, two): (Server, Server) = (serve().await, serve().await);
+    let (mut c1, mut c2) = (
+        ClockServiceClient::new(one.channel()),
+        ClockServiceClient::new(two.channel()),
+    );
+    // The stores connect in the background: create once the first one answers.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while c1
+        .create_clock(pb::CreateClockRequest {
+            clock_id: "watched".into(),
+            time_control: "5+0".into(),
+            boards: 1,
+            first: 0,
+        })
+        .await
+        .is_err()
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the store connects");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut watch = c2
+        .watch_clock(pb::WatchClockRequest {
+            clock_id: "watched".into(),
+            after_seq: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // Give the watching replica's subscription a moment: a press before it would be read
+    // anyway (every (re)subscription wakes the watchers), but then it would prove nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for (ply, (side, next)) in [(WHITE, BLACK), (BLACK, WHITE), (WHITE, BLACK)]
+        .into_iter()
+        .enumerate()
+    {
+        c1.press(press("watched", 0, side, ply as u32))
+            .await
+            .unwrap();
+        let heard = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(m) = watch.next().await {
+                if let Some(pb::watch_clock_response::Event::Snapshot(s)) = m.unwrap().event
+                    && s.running == next
+                {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert_eq!(heard, Ok(true), "press {ply} heard on the other replica");
+    }
+    drop(watch);
+    one.stop().await;
+    two.stop().await;
+}
+
+/// The same between two replicas on one Redis.
+#[tokio::test]
+async fn with_redis_watchers_follow_presses_made_through_another_replica() {
+    let redis = arbiter_testkit::redis().await;
+    watchers_follow_presses_made_through_another_replica(&redis.url).await;
 }
 
 /// Replica `a` creates and presses clocks and dies holding claims; `b` ends each exactly once.

@@ -38,13 +38,14 @@ pub use worker::{
 };
 
 /// Spawns the subscriptions a replica of a service with clocks in Redis holds: the changes any
-/// replica announces on `changes` wake this process's `watchers`
+/// replica announces on `changes` (one channel, or a cluster's shard channels) wake this
+/// process's `watchers`
 /// ([`watchers::listen_for_changes`]), and, when `deadlines` are in Redis, the new earliest
 /// deadlines any replica files wake this process's flag worker ([`listen_for_deadlines`]). Both
 /// end when `shutdown` turns true.
 pub fn spawn_listeners(
     client: &arbiter_redis_conn::StoreClient,
-    changes: &'static str,
+    changes: arbiter_redis_conn::Announcements,
     watchers: &std::sync::Arc<watchers::Watchers>,
     deadlines: Deadlines<'_>,
     shutdown: &tokio::sync::watch::Receiver<bool>,

@@ -4,7 +4,6 @@
 //! watcher then reads the new events by sequence number, so a wake-up that carries nothing, or
 //! two that merge, lose nothing. Watchers are bounded in total and per match.
 
-use arbiter_kit::retry::{Backoff, RetryPolicy};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -187,103 +186,71 @@ pub async fn until_down(flag: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = flag.wait_for(|down| *down).await;
 }
 
-/// Subscribes to `channel` on a connection of its own, unless `shutdown` turns true first
-/// (`None`).
-pub(crate) async fn subscribe(
-    subscriber: &arbiter_redis_conn::Subscriber,
-    channel: &str,
-    shutdown: &mut tokio::sync::watch::Receiver<bool>,
-) -> Option<redis::RedisResult<redis::aio::PubSub>> {
-    let subscribed = async {
-        let mut pubsub = subscriber.pubsub().await?;
-        pubsub.subscribe(channel).await?;
-        Ok(pubsub)
-    };
-    tokio::select! {
-        r = subscribed => Some(r),
-        () = until_down(shutdown) => None,
-    }
-}
-
 /// How long the listener stays subscribed after the last local watcher has gone (so that a
 /// watcher count flapping between 0 and 1 does not reconnect each time).
 pub const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
 
-/// Listens for the changes every replica announces on `channel` (each message: the id of the
-/// changed game) and wakes the local watchers of each, until `shutdown` turns true. One subscription per process, held only
+/// Listens for the changes every replica announces on `changes` (each message: the id of the
+/// changed game; one channel, or on a cluster one shard channel per slot group) and wakes the
+/// local watchers of each, until `shutdown` turns true. One subscription per process, held only
 /// while the process has watchers (a replica nobody watches through receives nothing), dropped
-/// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription it wakes every
-/// watcher, who read again by sequence number whatever was announced before.
+/// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription (after a lost
+/// connection; on a cluster also after a slot moved or a failover) it wakes every watcher, who
+/// read again by sequence number whatever was announced before.
 pub async fn listen_for_changes(
     subscriber: arbiter_redis_conn::Subscriber,
-    channel: &'static str,
+    changes: arbiter_redis_conn::Announcements,
     watchers: Arc<Watchers>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    use tokio_stream::StreamExt;
+    use arbiter_redis_conn::Heard;
     let mut watched = watchers.watched();
-    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
     loop {
         tokio::select! {
             r = watched.wait_for(|w| *w) => if r.is_err() { return },
             () = until_down(&mut shutdown) => return,
         }
-        let Some(pubsub) = subscribe(&subscriber, channel, &mut shutdown).await else {
-            return;
+        // This subscription ends at shutdown, or once no watcher has been left for
+        // UNSUBSCRIBE_AFTER.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let on_heard = |heard: Heard| match heard {
+            // Whatever was announced before this subscription: read again.
+            Heard::Subscribed => watchers.wake_all(),
+            Heard::Message { payload, .. } => {
+                if let Ok(id) = std::str::from_utf8(&payload) {
+                    watchers.wake(id);
+                }
+            }
         };
-        match pubsub {
-            Ok(mut pubsub) => {
-                backoff.reset();
-                // Whatever was announced before this subscription: read again.
-                watchers.wake_all();
-                let mut messages = pubsub.on_message();
-                let idle = tokio::time::sleep(UNSUBSCRIBE_AFTER);
-                tokio::pin!(idle);
-                // The last watcher may have gone while subscribing.
-                let mut idle_armed = !*watched.borrow_and_update();
-                loop {
+        let follow = subscriber.follow_announcements(&changes, "game changes", on_heard, stopped);
+        let idle = async {
+            // The last watcher may have gone while subscribing.
+            loop {
+                if *watched.borrow_and_update() {
                     tokio::select! {
-                        m = messages.next() => match m {
-                            Some(m) => {
-                                if let Ok(id) = m.get_payload::<String>() {
-                                    watchers.wake(&id);
-                                }
-                            }
-                            None => {
-                                tracing::warn!(
-                                    "lost the Redis subscription to match changes; reconnecting"
-                                );
-                                break;
-                            }
-                        },
-                        r = watched.changed() => {
-                            if r.is_err() {
-                                return;
-                            }
-                            idle_armed = !*watched.borrow_and_update();
-                            if idle_armed {
-                                idle.as_mut().reset(tokio::time::Instant::now() + UNSUBSCRIBE_AFTER);
-                            }
-                        }
-                        () = &mut idle, if idle_armed => {
-                            tracing::debug!("no watchers left; unsubscribing from match changes");
-                            break;
-                        }
-                        () = until_down(&mut shutdown) => return,
+                        r = watched.changed() => if r.is_err() { return true },
+                        () = until_down(&mut shutdown) => return true,
+                    }
+                } else {
+                    tokio::select! {
+                        r = watched.changed() => if r.is_err() { return true },
+                        () = tokio::time::sleep(UNSUBSCRIBE_AFTER) => return false,
+                        () = until_down(&mut shutdown) => return true,
                     }
                 }
-                if !*watched.borrow() {
-                    // Unsubscribed for want of watchers: wait for the next one, no delay.
-                    continue;
-                }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot subscribe to match changes yet; retrying");
-            }
-        }
-        if !backoff.wait_or(until_down(&mut shutdown)).await {
+        };
+        tokio::pin!(follow);
+        let down = tokio::select! {
+            () = &mut follow => true,
+            down = idle => down,
+        };
+        stop.send_replace(true);
+        if down {
             return;
         }
+        tracing::debug!("no watchers left; unsubscribing from game changes");
+        follow.await;
     }
 }
 

@@ -135,8 +135,7 @@ pub async fn end_on_time<T: Timed>(
     Ok(false)
 }
 
-use crate::watchers::{subscribe, until_down};
-use arbiter_kit::retry::{Backoff, RetryPolicy};
+use crate::watchers::until_down;
 
 /// Ends on time ([`end_on_time`]) every game of `domain` whose deadline has passed, until
 /// `shutdown` turns true. Any number of replicas may run it on one store.
@@ -229,40 +228,13 @@ pub async fn listen_for_deadlines(
     subscriber: arbiter_redis_conn::Subscriber,
     channel: &'static str,
     notify: Arc<tokio::sync::Notify>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    use tokio_stream::StreamExt;
-    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
-    loop {
-        let Some(pubsub) = subscribe(&subscriber, channel, &mut shutdown).await else {
-            return;
-        };
-        match pubsub {
-            Ok(mut pubsub) => {
-                backoff.reset();
-                notify.notify_one();
-                let mut messages = pubsub.on_message();
-                loop {
-                    tokio::select! {
-                        m = messages.next() => match m {
-                            Some(_) => notify.notify_one(),
-                            None => {
-                                tracing::warn!(channel, "lost a Redis subscription; reconnecting");
-                                break;
-                            }
-                        },
-                        () = until_down(&mut shutdown) => return,
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(channel, error = %e, "cannot subscribe yet; retrying");
-            }
-        }
-        if !backoff.wait_or(until_down(&mut shutdown)).await {
-            return;
-        }
-    }
+    // A message or a new subscription alike: the worker reads the index again.
+    let wake = |_| notify.notify_one();
+    subscriber
+        .follow(channel, "deadline changes", wake, shutdown)
+        .await;
 }
 
 #[cfg(test)]

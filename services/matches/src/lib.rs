@@ -74,9 +74,10 @@ pub async fn mount(host: &mut Host, config: MatchesConfig) -> Result<(), ServeEr
     let matches = Arc::new(Matches::new(store, config.seat_key.clone(), config.limits));
     let shutdown = host.shutting_down();
     if let StoreConfig::Redis(redis) = &config.store {
+        let client = redis.client()?;
         arbiter_clocked::spawn_listeners(
-            &redis.client()?,
-            store::redis::CHANGES,
+            &client,
+            store::redis::announcements(client.is_cluster()),
             matches.watchers(),
             store::MatchStore::deadlines(matches.store()),
             &shutdown,

@@ -15,9 +15,11 @@
 pub mod metered;
 pub mod packed;
 pub mod script;
+pub mod sharded;
 pub mod slots;
 
 pub use metered::Connection;
+pub use sharded::{Announcements, Heard};
 
 use arbiter_kit::retry::{Backoff, RetryPolicy};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -316,6 +318,7 @@ impl StoreClient {
         Subscriber {
             nodes: Arc::clone(&self.nodes),
             next: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            cluster: self.is_cluster(),
         }
     }
 }
@@ -326,6 +329,7 @@ impl StoreClient {
 pub struct Subscriber {
     nodes: Arc<[redis::Client]>,
     next: Arc<std::sync::atomic::AtomicUsize>,
+    cluster: bool,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -342,7 +346,14 @@ impl Subscriber {
         Subscriber {
             nodes: vec![client].into(),
             next: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            cluster: false,
         }
+    }
+
+    /// Whether the subscriptions are made on a Redis Cluster (where shard channels,
+    /// [`Subscriber::follow_sharded`], spare the cluster bus).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
     }
 
     /// A pub/sub connection to the first node that answers (within 2 s each); the last node's
@@ -372,6 +383,182 @@ impl Subscriber {
             }
         }
         Err(last.expect("a subscriber has at least one node"))
+    }
+
+    /// Follows `announcements` until `shutdown` turns true: [`Subscriber::follow`] of its one
+    /// channel, or [`Subscriber::follow_sharded`] of its shard channels.
+    pub async fn follow_announcements<F>(
+        &self,
+        announcements: &Announcements,
+        what: &str,
+        on_heard: F,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) where
+        F: FnMut(Heard),
+    {
+        match announcements {
+            Announcements::Channel(c) => self.follow(c, what, on_heard, shutdown).await,
+            Announcements::Sharded(cs) => {
+                self.follow_sharded(cs, what, on_heard, shutdown).await;
+            }
+        }
+    }
+
+    /// Follows `channel` until `shutdown` turns true, handing `on_heard` [`Heard::Subscribed`]
+    /// once subscribed, then every message. A subscription that cannot be made, or is lost (a
+    /// restart, a failed node), is made again on the next node that answers, after the
+    /// reconnection backoff ([`RetryPolicy::RECONNECT`], reset by every subscription made), and
+    /// `Subscribed` comes again: messages published in between are not heard, so followers
+    /// treat a message as a hint to look, never as the only news. `what` names the follower in
+    /// the logs.
+    pub async fn follow<F>(
+        &self,
+        channel: &str,
+        what: &str,
+        on_heard: F,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) where
+        F: FnMut(Heard),
+    {
+        use tokio_stream::StreamExt;
+        let subscribe = || async {
+            let mut pubsub = self.pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            let messages = pubsub.into_on_message().map(|m| {
+                (
+                    m.get_channel_name().to_owned(),
+                    m.get_payload_bytes().to_vec(),
+                )
+            });
+            Ok::<Messages, redis::RedisError>(Box::pin(messages))
+        };
+        follow_messages(what, subscribe, on_heard, shutdown).await;
+    }
+
+    /// Follows the shard channels `channels` of a cluster ([`sharded`]) as
+    /// [`Subscriber::follow`] follows one channel: subscribes to each (`SSUBSCRIBE`, one channel
+    /// a command) on the primary that owns its slot. When a slot moves, a primary fails over
+    /// or a connection drops, every subscription is made again from a fresh slot map, and
+    /// [`Heard::Subscribed`] comes again.
+    pub async fn follow_sharded<F>(
+        &self,
+        channels: &[String],
+        what: &str,
+        on_heard: F,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) where
+        F: FnMut(Heard),
+    {
+        use sharded::Push;
+        use tokio_stream::StreamExt;
+        let subscribe = || async {
+            let (tx, pushes) = tokio::sync::mpsc::unbounded_channel();
+            let connections = self.subscribe_sharded(channels, tx).await?;
+            let messages = tokio_stream::wrappers::UnboundedReceiverStream::new(pushes)
+                // The connections live as long as the stream.
+                .map(move |p| {
+                    let _ = &connections;
+                    sharded::classify(&p.kind, p.data)
+                })
+                // A shard's subscriptions ended: the stream ends, and all are made again.
+                .take_while(|p| !matches!(p, Push::Lost))
+                .filter_map(|p| match p {
+                    Push::Message(channel, payload) => Some((channel, payload)),
+                    Push::Lost | Push::Other => None,
+                });
+            Ok::<Messages, redis::RedisError>(Box::pin(messages))
+        };
+        follow_messages(what, subscribe, on_heard, shutdown).await;
+    }
+
+    /// One RESP3 connection per primary owning some of `channels`, each subscribed to its
+    /// channels, every push sent to `pushes`.
+    async fn subscribe_sharded(
+        &self,
+        channels: &[String],
+        pushes: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+    ) -> redis::RedisResult<Vec<redis::aio::MultiplexedConnection>> {
+        let map = sharded::slot_map(&self.nodes).await?;
+        let by_primary = map.by_primary(channels).ok_or_else(|| {
+            redis::RedisError::from((
+                redis::ErrorKind::ClusterDown,
+                "a channel's slot has no primary in the slot map",
+            ))
+        })?;
+        let seed = self.nodes[0].get_connection_info();
+        let mut connections = Vec::with_capacity(by_primary.len());
+        for ((host, port), chans) in by_primary {
+            let client = redis::Client::open(sharded::node_info(seed, &host, port))?;
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(sharded::NODE_TIMEOUT)
+                .set_response_timeout(sharded::NODE_TIMEOUT)
+                .set_push_sender(pushes.clone());
+            let mut c = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            for channel in chans {
+                // One channel a command: a cluster refuses channels of several slots in one.
+                redis::cmd("SSUBSCRIBE")
+                    .arg(channel)
+                    .exec_async(&mut c)
+                    .await?;
+            }
+            connections.push(c);
+        }
+        Ok(connections)
+    }
+}
+
+/// The messages of a subscription, as channel and payload; ends when the subscription is lost.
+type Messages = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = (String, Vec<u8>)> + Send>>;
+
+/// The loop of [`Subscriber::follow`] and [`Subscriber::follow_sharded`]: `subscribe`, hand
+/// `on_heard` [`Heard::Subscribed`] and the messages until the subscription is lost, and
+/// subscribe again after the reconnection backoff, until `shutdown` turns true.
+async fn follow_messages<S, Fut, F>(
+    what: &str,
+    mut subscribe: S,
+    mut on_heard: F,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) where
+    S: FnMut() -> Fut,
+    Fut: std::future::Future<Output = redis::RedisResult<Messages>>,
+    F: FnMut(Heard),
+{
+    use tokio_stream::StreamExt;
+    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
+    loop {
+        let subscribed = tokio::select! {
+            r = subscribe() => r,
+            _ = shutdown.wait_for(|d| *d) => return,
+        };
+        match subscribed {
+            Ok(mut messages) => {
+                backoff.reset();
+                on_heard(Heard::Subscribed);
+                loop {
+                    tokio::select! {
+                        m = messages.next() => match m {
+                            Some((channel, payload)) => on_heard(Heard::Message { channel, payload }),
+                            None => break,
+                        },
+                        _ = shutdown.wait_for(|d| *d) => return,
+                    }
+                }
+                tracing::info!(
+                    "{what}: the subscription ended (a restart, a failover, a moved slot); subscribing again"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "{what}: cannot subscribe yet; retrying");
+            }
+        }
+        let down = async {
+            let _ = shutdown.wait_for(|d| *d).await;
+        };
+        if !backoff.wait_or(down).await {
+            return;
+        }
     }
 }
 

@@ -7,9 +7,9 @@ use super::{ClockStore, Created, Outcome, PressCommit, SetCommit, StoreError};
 use crate::record::{ClockRecord, REMEMBERED_REQUESTS, board_letter, side_letter};
 use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
-use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
 use arbiter_redis_conn::slots::SlotGroups;
+use arbiter_redis_conn::{Announcements, Connection};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use redis::Script;
 use std::sync::Arc;
@@ -21,8 +21,17 @@ pub const DEADLINES: RedisNames = RedisNames {
     index: "arbiter:clocks:deadlines",
     channel: "arbiter:clocks:deadline",
 };
-/// Where every change is announced (its message: the clock id), to wake watchers.
+/// Where every change is announced (its message: the clock id), to wake watchers; on a
+/// cluster, one shard channel per slot group ([`announcements`]).
 pub const CHANGES: &str = "arbiter:clocks:changes";
+
+/// Where the changes of a store on a cluster or not are announced: [`CHANGES`] on one Redis;
+/// on a cluster the shard channel of each slot group, `arbiter:clocks:changes:{<tag>}`, which
+/// the scripts `SPUBLISH` to in their group's slot.
+pub fn announcements(cluster: bool) -> Announcements {
+    let groups = cluster.then(|| SlotGroups::new("c", CLUSTER_GROUPS));
+    Announcements::new(CHANGES, groups.as_ref())
+}
 
 /// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
 const PRELUDE: &str = include_str!("lua/prelude.lua");
@@ -68,15 +77,13 @@ static SET_ARGS: Schema = Schema::with_rest(
 /// layout names it: `grouped` on a cluster), this store's prelude, the Lua that names the
 /// arguments of `schema` (if any), and `body`.
 fn script(grouped: bool, schema: Option<&Schema>, body: &str) -> Script {
-    let mut defs = constants(&[
-        ("CHANGES", Constant::Text(CHANGES)),
-        ("REMEMBERED", Constant::Number(REMEMBERED_REQUESTS)),
-    ]);
+    let mut defs = constants(&[("REMEMBERED", Constant::Number(REMEMBERED_REQUESTS))]);
     defs.push_str(if grouped {
         "local ID = string.match(KEYS[1], '^[^{]*{[^}]*}:(.*):[^:]*$')\n"
     } else {
         "local ID = string.match(KEYS[1], '{(.*)}')\n"
     });
+    defs.push_str(&Announcements::lua(CHANGES, grouped));
     Script::new(&format!(
         "{defs}{}{PRELUDE}{}{body}",
         DEADLINES.prelude(grouped),

@@ -27,9 +27,9 @@ use arbiter_clocked::fields::{encode_change, encode_changes};
 use arbiter_clocked::{Deadlines, RedisDeadlines, RedisNames, lua};
 use arbiter_core::Color;
 use arbiter_core::clock::PressPlan;
-use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, Constant, Schema, constants};
 use arbiter_redis_conn::slots::SlotGroups;
+use arbiter_redis_conn::{Announcements, Connection};
 use arbiter_redis_conn::{connect_in_background, wait_connected};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
@@ -247,6 +247,7 @@ fn script(grouped: bool, schema: Option<&Schema>, body: &str) -> Script {
             ("PLAYER_INDEX", Constant::Text(PLAYER_INDEX)),
         ]));
     }
+    defs.push_str(&Announcements::lua(CHANGES, grouped));
     Script::new(&format!(
         "{defs}{}{PRELUDE}{}{body}",
         DEADLINES.prelude(grouped),
@@ -390,8 +391,20 @@ pub const FINISHED: &str = "arbiter:matches:finished";
 pub const FINISHED_MAX: u64 = 100_000;
 
 /// The channel every change is announced on (its message: the match id), so that each replica's
-/// watchers wake at once.
+/// watchers wake at once; on a cluster, one shard channel per slot group ([`announcements`]).
 pub const CHANGES: &str = "arbiter:matches:changes";
+
+/// Where the changes of a store on a cluster or not are announced: [`CHANGES`] on one Redis;
+/// on a cluster the shard channel of each slot group, `arbiter:matches:changes:{<tag>}`, which
+/// the scripts `SPUBLISH` to in their group's slot.
+pub fn announcements(cluster: bool) -> Announcements {
+    let layout = if cluster {
+        Layout::grouped()
+    } else {
+        Layout::single()
+    };
+    Announcements::new(CHANGES, layout.groups.as_deref())
+}
 
 pub use arbiter_redis_conn::RedisConfig;
 

@@ -4,7 +4,9 @@
 //! matches moves to another primary, while a primary hands over to its replica and while a
 //! primary is killed: every match keeps its 64 units, no move is applied twice, every applied
 //! move is one event, and (but for the kill, where Redis's asynchronous replication may lose the
-//! last writes) every move a client was told was applied is there.
+//! last writes) every move a client was told was applied is there. And watchers on one replica
+//! follow the moves made through another, over the groups' shard channels, while their slot
+//! moves.
 
 use crate::clocks::wait_over;
 use crate::store::{
@@ -487,4 +489,112 @@ async fn moves_go_on_through_a_slot_migration_a_failover_and_a_killed_primary() 
         let moves = check_matches(&m, &tables, &acknowledged, phase != "kill").await;
         eprintln!("{phase}: {moves} moves in all, {failures} requests failed or lost a race");
     }
+}
+
+/// A watcher on one replica hears every move made through another over the shard channel of
+/// the match's slot group (`SPUBLISH`/`SSUBSCRIBE`; nothing on the cluster-wide channel), and
+/// goes on hearing them after the slot moves to another primary (Redis ends the shard's
+/// subscriptions; the replica subscribes again where the slot went and wakes its watchers).
+#[tokio::test]
+async fn watchers_hear_moves_on_their_groups_shard_channel_while_its_slot_moves() {
+    use crate::hardening::{SERVICE, chess_game, config, start};
+    use crate::support::{A, BLACK, Client as _, WHITE, create_from, make_move};
+    use arbiter_matches::StoreConfig;
+    use arbiter_proto::matches::v1 as pb;
+    use tonic_health::pb::health_check_response::ServingStatus;
+
+    let c = cluster().await;
+    let url = c.url_as(USER);
+    let one = start(config(StoreConfig::redis(url.clone()))).await;
+    let two = start(config(StoreConfig::redis(url))).await;
+    one.health_becomes(SERVICE, ServingStatus::Serving).await;
+    two.health_becomes(SERVICE, ServingStatus::Serving).await;
+    let mut c1 = one.client();
+    let t = create_from(&mut c1, chess_game(["ann", "bob"], "")).await;
+    let layout = Layout::grouped();
+    let match_slot = slot(layout.keys(&t.id)[0].as_bytes());
+    let tag = layout.groups().unwrap().tag_of(&t.id).to_owned();
+    let channel = format!("arbiter:matches:changes:{{{tag}}}");
+    assert_eq!(slot(channel.as_bytes()), match_slot);
+
+    let mut watch = two
+        .client()
+        .watch_match(pb::WatchMatchRequest {
+            match_id: t.id.clone(),
+            after_seq: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // Subscribers on the group's shard channel, as its owner counts them (the watching replica
+    // only), and on the cluster-wide channel of one Redis (none), once subscribed.
+    let subscribers = |c: &RedisCluster, channel: &str| {
+        let node = redis::Client::open(RedisCluster::node_url(c.owner(match_slot))).unwrap();
+        let mut conn = node.get_connection().unwrap();
+        let shard: (String, u64) = redis::cmd("PUBSUB")
+            .arg("SHARDNUMSUB")
+            .arg(channel)
+            .query(&mut conn)
+            .unwrap();
+        let plain: (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("arbiter:matches:changes")
+            .query(&mut conn)
+            .unwrap();
+        (shard.1, plain.1)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while subscribers(&c, &channel) != (1, 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "subscribers (shard, cluster-wide): {:?}",
+            subscribers(&c, &channel)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let moves = [(WHITE, "e4"), (BLACK, "e5"), (WHITE, "Nf3"), (BLACK, "Nc6")];
+    let mut c = Some(c);
+    for (ply, (side, mv)) in moves.into_iter().enumerate() {
+        if ply == 2 {
+            // Between the second and the third move the match's slot moves.
+            let moved = c.take().unwrap();
+            let to = moved
+                .primaries()
+                .into_iter()
+                .find(|&p| p != moved.owner(match_slot))
+                .unwrap();
+            let moved = tokio::task::spawn_blocking(move || {
+                moved.migrate_slot(match_slot, to, 1, Duration::from_millis(20));
+                moved
+            })
+            .await
+            .unwrap();
+            assert_eq!(moved.owner(match_slot), to);
+            c = Some(moved);
+        }
+        make_move(&mut c1, &t, A, side, mv, ply as u32)
+            .await
+            .unwrap();
+        let event = tokio::time::timeout(Duration::from_secs(10), watch.message())
+            .await
+            .expect("the other replica's watcher is woken")
+            .unwrap()
+            .expect("an event");
+        assert_eq!(event.seq, ply as u64 + 1, "{event:?}");
+    }
+    // Subscribed again, where the slot is now.
+    let c = c.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while subscribers(&c, &channel) != (1, 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "subscribers after the move: {:?}",
+            subscribers(&c, &channel)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(watch);
+    one.stop().await;
+    two.stop().await;
 }

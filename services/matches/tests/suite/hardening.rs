@@ -23,13 +23,13 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_types::StatusExt;
 
 /// The match service's name in the health service.
-const SERVICE: &str = "arbiter.matches.v1.MatchService";
+pub(crate) const SERVICE: &str = "arbiter.matches.v1.MatchService";
 
 fn key() -> SeatKey {
     SeatKey::from_material(b"a test key of at least thirty-two bytes").unwrap()
 }
 
-async fn start(config: MatchesConfig) -> Server {
+pub(crate) async fn start(config: MatchesConfig) -> Server {
     TestServer::start(|listener, shutdown| {
         arbiter_matches::serve(
             listener,
@@ -42,7 +42,7 @@ async fn start(config: MatchesConfig) -> Server {
     .await
 }
 
-fn config(store: StoreConfig) -> MatchesConfig {
+pub(crate) fn config(store: StoreConfig) -> MatchesConfig {
     MatchesConfig {
         store,
         seat_key: key(),
@@ -51,7 +51,7 @@ fn config(store: StoreConfig) -> MatchesConfig {
     }
 }
 
-fn chess_game(players: [&str; 2], time_control: &str) -> pb::CreateMatchRequest {
+pub(crate) fn chess_game(players: [&str; 2], time_control: &str) -> pb::CreateMatchRequest {
     pb::CreateMatchRequest {
         variant: Variant::Chess as i32,
         players: players.map(String::from).into(),

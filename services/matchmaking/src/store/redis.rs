@@ -40,7 +40,6 @@ use crate::offer::{
     Terms,
 };
 use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
-use arbiter_kit::retry::{Backoff, RetryPolicy};
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, BASICS, Constant, Schema, constants};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
@@ -485,58 +484,26 @@ impl RedisStore {
 pub async fn listen<F>(
     subscriber: arbiter_redis_conn::Subscriber,
     on_event: F,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
 ) where
     F: Fn(Event) + Send + 'static,
 {
-    use tokio_stream::StreamExt;
-    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
-    loop {
-        let subscribed = async {
-            let mut pubsub = subscriber.pubsub().await?;
-            pubsub.subscribe(EVENTS).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            r = subscribed => r,
-            _ = shutdown.wait_for(|d| *d) => return,
-        };
-        match pubsub {
-            Ok(mut pubsub) => {
-                backoff.reset();
-                let mut messages = pubsub.on_message();
-                loop {
-                    tokio::select! {
-                        m = messages.next() => match m {
-                            Some(m) => {
-                                if let Ok(text) = m.get_payload::<String>() {
-                                    if let Some(p) = text.strip_prefix('p') {
-                                        on_event(Event::Player(p.to_owned()));
-                                    } else if let Some(p) = text.strip_prefix('w') {
-                                        on_event(Event::Pool(p.to_owned()));
-                                    }
-                                }
-                            }
-                            None => {
-                                tracing::warn!("lost the matchmaking event subscription; reconnecting");
-                                break;
-                            }
-                        },
-                        _ = shutdown.wait_for(|d| *d) => return,
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot subscribe to matchmaking events yet; retrying");
-            }
-        }
-        let down = async {
-            let _ = shutdown.wait_for(|d| *d).await;
-        };
-        if !backoff.wait_or(down).await {
+    let on_message = |heard: arbiter_redis_conn::Heard| {
+        let arbiter_redis_conn::Heard::Message { payload, .. } = heard else {
             return;
+        };
+        let Ok(text) = std::str::from_utf8(&payload) else {
+            return;
+        };
+        if let Some(p) = text.strip_prefix('p') {
+            on_event(Event::Player(p.to_owned()));
+        } else if let Some(p) = text.strip_prefix('w') {
+            on_event(Event::Pool(p.to_owned()));
         }
-    }
+    };
+    subscriber
+        .follow(EVENTS, "matchmaking events", on_message, shutdown)
+        .await;
 }
 
 /// An announcement heard on [`EVENTS`].

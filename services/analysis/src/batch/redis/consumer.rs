@@ -352,10 +352,51 @@ async fn take_from(
     consumer: &str,
     g: usize,
 ) -> redis::RedisResult<Option<Taken>> {
-    let work = ctx.layout.work(g);
-    let idle = u64::try_from(ctx.config.claim_idle.as_millis()).unwrap_or(u64::MAX);
-    let claimed: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
-        .arg(&work)
+    let block = (!ctx.layout.is_cluster()).then_some(BLOCK_MS);
+    let read = read_entry(
+        c,
+        &ctx.layout.work(g),
+        consumer,
+        ctx.config.claim_idle,
+        block,
+    )
+    .await?;
+    Ok(read.map(|r| {
+        if r.claimed {
+            crate::metrics::claimed();
+        }
+        Taken {
+            g,
+            deliveries: r.delivered + tries(&r.entry),
+            entry: r.entry,
+        }
+    }))
+}
+
+/// An entry [`read_entry`] gave a consumer.
+pub(super) struct Read {
+    pub(super) entry: StreamId,
+    /// How many times the group has delivered it, this time included.
+    pub(super) delivered: usize,
+    /// Whether it was claimed from another consumer (or this one) after the claim timeout.
+    pub(super) claimed: bool,
+}
+
+/// One entry of the stream `work` for `consumer` of [`GROUP`]: one left pending for
+/// `claim_idle` (`XAUTOCLAIM`), else a new one, waiting up to `block` ms for it (`None`: not
+/// waiting, as on a cluster and for the service's `AcquireWork`). A stream or group not made yet
+/// (no worker has run; a cluster's groups are made as workers reach them; a flushed Redis) is
+/// made from the stream's start. Shared by the workers and the service's remote consumer.
+pub(super) async fn read_entry(
+    c: &mut Connection,
+    work: &str,
+    consumer: &str,
+    claim_idle: Duration,
+    block: Option<u64>,
+) -> redis::RedisResult<Option<Read>> {
+    let idle = u64::try_from(claim_idle.as_millis()).unwrap_or(u64::MAX);
+    let claimed: redis::RedisResult<StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
+        .arg(work)
         .arg(GROUP)
         .arg(consumer)
         .arg(idle)
@@ -363,22 +404,29 @@ async fn take_from(
         .arg("COUNT")
         .arg(1)
         .query_async(c)
-        .await?;
+        .await;
+    let claimed = match claimed {
+        Err(e) if e.code() == Some("NOGROUP") => {
+            // Made from the stream's start: what is already in it is read below.
+            ensure_group(c, work).await?;
+            StreamAutoClaimReply::default()
+        }
+        other => other?,
+    };
     if let Some(entry) = claimed.claimed.into_iter().next() {
-        crate::metrics::claimed();
         let pending: StreamPendingCountReply = redis::cmd("XPENDING")
-            .arg(&work)
+            .arg(work)
             .arg(GROUP)
             .arg(&entry.id)
             .arg(&entry.id)
             .arg(1)
             .query_async(c)
             .await?;
-        let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered) + tries(&entry);
-        return Ok(Some(Taken {
-            g,
+        let delivered = pending.ids.first().map_or(1, |p| p.times_delivered);
+        return Ok(Some(Read {
             entry,
-            deliveries,
+            delivered,
+            claimed: true,
         }));
     }
     let mut read = redis::cmd("XREADGROUP");
@@ -387,22 +435,25 @@ async fn take_from(
         .arg(consumer)
         .arg("COUNT")
         .arg(1);
-    if !ctx.layout.is_cluster() {
-        read.arg("BLOCK").arg(BLOCK_MS);
+    if let Some(ms) = block {
+        read.arg("BLOCK").arg(ms);
     }
-    let read: Option<StreamReadReply> = read
-        .arg("STREAMS")
-        .arg(&work)
-        .arg(">")
-        .query_async(c)
-        .await?;
+    let read: redis::RedisResult<Option<StreamReadReply>> =
+        read.arg("STREAMS").arg(work).arg(">").query_async(c).await;
+    let read = match read {
+        Err(e) if e.code() == Some("NOGROUP") => {
+            ensure_group(c, work).await?;
+            None
+        }
+        other => other?,
+    };
     Ok(read
         .and_then(|r| r.keys.into_iter().next())
         .and_then(|k| k.ids.into_iter().next())
-        .map(|entry| Taken {
-            g,
-            deliveries: 1 + tries(&entry),
+        .map(|entry| Read {
             entry,
+            delivered: 1,
+            claimed: false,
         }))
 }
 
@@ -443,47 +494,15 @@ async fn sweep_leases(ctx: Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
 async fn follow_queued(
     ctx: Arc<Ctx>,
     announce: watch::Sender<u64>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    use tokio_stream::StreamExt;
-    let subscriber = ctx.client.subscriber();
-    let mut backoff = Backoff::new(RetryPolicy::RECONNECT);
-    loop {
-        let subscribed = async {
-            let mut pubsub = subscriber.pubsub().await?;
-            pubsub.subscribe(QUEUED).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            r = subscribed => r,
-            _ = shutdown.wait_for(|d| *d) => return,
-        };
-        match pubsub {
-            Ok(mut pubsub) => {
-                backoff.reset();
-                let mut messages = pubsub.on_message();
-                loop {
-                    tokio::select! {
-                        m = messages.next() => match m {
-                            Some(_) => announce.send_modify(|n| *n += 1),
-                            None => break,
-                        },
-                        _ = shutdown.wait_for(|d| *d) => return,
-                    }
-                }
-                tracing::debug!("analysis worker: lost the new-job subscription; resubscribing");
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "analysis worker: cannot subscribe to new jobs yet");
-            }
-        }
-        let down = async {
-            let _ = shutdown.wait_for(|d| *d).await;
-        };
-        if !backoff.wait_or(down).await {
-            return;
-        }
-    }
+    // A message or a new subscription (after which a job may have been missed) alike: idle
+    // workers look again.
+    let bump = |_| announce.send_modify(|n| *n += 1);
+    ctx.client
+        .subscriber()
+        .follow(QUEUED, "analysis worker, new jobs", bump, shutdown)
+        .await;
 }
 
 /// Why a game's analysis stopped before its end.
@@ -529,7 +548,7 @@ async fn drop_item(ctx: &Ctx, c: &mut Connection, g: usize, item: &str) {
     let mut args = ctx.scripts.drop.args();
     args.set("item", item);
     let keys = ctx.layout.script_keys(g);
-    let _: redis::RedisResult<i64> = ctx.scripts.drop.call(c, &keys, args).await;
+    let _: redis::RedisResult<i64> = ctx.scripts.drop.call(c, keys, args).await;
 }
 
 /// Works on one item: dead-letters it, drops it, or analyses its game with heartbeats and
@@ -577,7 +596,7 @@ async fn work(
                 ),
             )
             .set("maxlen", DEAD_MAXLEN);
-        let r: redis::RedisResult<i64> = ctx.scripts.dead.call(c, &keys, args).await;
+        let r: redis::RedisResult<i64> = ctx.scripts.dead.call(c, keys, args).await;
         match r {
             Ok(_) => crate::metrics::game("dead_letter"),
             Err(e) => tracing::warn!(error = %e, "analysis worker: dead-lettering failed"),
@@ -697,7 +716,7 @@ async fn analyse_item(
                     .set("item", &item)
                     .set("consumer", consumer);
                 let beat: redis::RedisResult<String> =
-                    ctx.scripts.heartbeat.call(c, &keys, args).await;
+                    ctx.scripts.heartbeat.call(c, keys, args).await;
                 let why = match beat.as_deref() {
                     Ok("lost") => Some(Halt::Lost),
                     Ok("gone" | "cancelled") => Some(Halt::Unwanted),
@@ -735,7 +754,7 @@ async fn analyse_item(
                     .set("positions", positions)
                     .set("item", &item)
                     .set("result", &encoded);
-                let r: redis::RedisResult<i64> = ctx.scripts.record.call(c, &keys, args).await;
+                let r: redis::RedisResult<i64> = ctx.scripts.record.call(c, keys, args).await;
                 match r {
                     Ok(_) => {
                         crate::metrics::game("analysed");
@@ -762,7 +781,7 @@ async fn analyse_item(
                     .set("consumer", consumer)
                     .set("job", &job)
                     .set("game", &game);
-                let _: redis::RedisResult<i64> = ctx.scripts.requeue.call(c, &keys, args).await;
+                let _: redis::RedisResult<i64> = ctx.scripts.requeue.call(c, keys, args).await;
             }
             Some(Halt::Lost) | None => {}
         },

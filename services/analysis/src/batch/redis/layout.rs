@@ -19,24 +19,32 @@ pub struct Layout {
     groups: Option<SlotGroups>,
     /// Each group's key prefix: `an:`, or `an:{<tag>}:`.
     prefixes: Vec<String>,
+    /// Each group's [`Layout::script_keys`], made once (every script call names them).
+    script_keys: Vec<[String; 2]>,
 }
 
 impl Layout {
     /// One Redis: one group, prefix `an:` (the names the queue has always used).
     pub fn single() -> Layout {
-        Layout {
-            groups: None,
-            prefixes: vec!["an:".to_owned()],
-        }
+        Layout::with(None, vec!["an:".to_owned()])
     }
 
     /// A cluster: [`CLUSTER_GROUPS`] groups, prefix `an:{<tag>}:`.
     pub fn cluster() -> Layout {
         let groups = SlotGroups::new("a", CLUSTER_GROUPS);
         let prefixes = groups.tags().map(|t| format!("an:{{{t}}}:")).collect();
+        Layout::with(Some(groups), prefixes)
+    }
+
+    fn with(groups: Option<SlotGroups>, prefixes: Vec<String>) -> Layout {
+        let script_keys = prefixes
+            .iter()
+            .map(|q| [format!("{q}work"), format!("{q}absent")])
+            .collect();
         Layout {
-            groups: Some(groups),
+            groups,
             prefixes,
+            script_keys,
         }
     }
 
@@ -86,8 +94,8 @@ impl Layout {
 
     /// The keys every script of group `g` declares (see `lua/prelude.lua`): the work stream,
     /// and a key that never exists.
-    pub fn script_keys(&self, g: usize) -> [String; 2] {
-        [self.work(g), format!("{}absent", self.prefix(g))]
+    pub fn script_keys(&self, g: usize) -> &[String] {
+        &self.script_keys[g]
     }
 
     /// The ledger's keys (a cluster only; see `lua/reserve.lua`): jobs by expiry, positions
@@ -134,7 +142,9 @@ mod tests {
         assert_eq!(l.count(), usize::from(CLUSTER_GROUPS));
         let mut slots: Vec<u16> = (0..l.count())
             .map(|g| {
-                let [work, absent] = l.script_keys(g);
+                let [work, absent] = l.script_keys(g) else {
+                    panic!("two script keys")
+                };
                 let s = slot(work.as_bytes());
                 assert_eq!(slot(absent.as_bytes()), s);
                 assert_eq!(slot(l.dead(g).as_bytes()), s);

@@ -59,7 +59,7 @@ use arbiter_redis_conn::script::{Args, BASICS, Schema};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
 use layout::Layout;
 use redis::Script;
-use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
+use redis::streams::StreamId;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -506,7 +506,7 @@ impl RedisJobs {
             let first: (String, String) = self
                 .scripts
                 .submit
-                .call(&mut c, &keys, unreserved)
+                .call(&mut c, keys, unreserved)
                 .await
                 .map_err(unavailable)?;
             if first.0 != "unreserved" {
@@ -520,7 +520,7 @@ impl RedisJobs {
                 let made: (String, String) = self
                     .scripts
                     .submit
-                    .call(&mut c, &keys, args)
+                    .call(&mut c, keys, args)
                     .await
                     .map_err(unavailable)?;
                 if made.0 != "new" {
@@ -535,7 +535,7 @@ impl RedisJobs {
                 .set("max_positions", self.config.max_positions);
             self.scripts
                 .submit
-                .call(&mut c, &keys, args)
+                .call(&mut c, keys, args)
                 .await
                 .map_err(unavailable)?
         };
@@ -801,7 +801,7 @@ impl RedisJobs {
         let outcome: i64 = self
             .scripts
             .cancel
-            .call(&mut self.conn()?, &keys, args)
+            .call(&mut self.conn()?, keys, args)
             .await
             .map_err(unavailable)?;
         if outcome < 0 {
@@ -883,66 +883,16 @@ impl RedisJobs {
         g: usize,
     ) -> Result<Option<(StreamId, usize)>, AnalysisError> {
         let work = self.layout.work(g);
-        let idle = u64::try_from(self.config.queue.claim_idle.as_millis()).unwrap_or(u64::MAX);
-        let claimed: redis::RedisResult<StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
-            .arg(&work)
-            .arg(GROUP)
-            .arg(REMOTE_CONSUMER)
-            .arg(idle)
-            .arg("0-0")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(c)
-            .await;
-        let claimed = match claimed {
-            Err(e) if e.code() == Some("NOGROUP") => {
-                // No worker made the group yet: make it (from the stream's start).
-                consumer::ensure_group(c, &work)
-                    .await
-                    .map_err(unavailable)?;
-                StreamAutoClaimReply::default()
-            }
-            other => other.map_err(unavailable)?,
-        };
-        if let Some(entry) = claimed.claimed.into_iter().next() {
-            let pending: StreamPendingCountReply = redis::cmd("XPENDING")
-                .arg(&work)
-                .arg(GROUP)
-                .arg(&entry.id)
-                .arg(&entry.id)
-                .arg(1)
-                .query_async(c)
-                .await
-                .map_err(unavailable)?;
-            let deliveries = pending.ids.first().map_or(1, |p| p.times_delivered);
-            return Ok(Some((entry, deliveries)));
-        }
-        let read: redis::RedisResult<Option<StreamReadReply>> = redis::cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(GROUP)
-            .arg(REMOTE_CONSUMER)
-            .arg("COUNT")
-            .arg(1)
-            .arg("STREAMS")
-            .arg(&work)
-            .arg(">")
-            .query_async(c)
-            .await;
-        let read = match read {
-            // A group's stream not made yet (a cluster's groups are made as workers reach
-            // them): nothing to read there.
-            Err(e) if e.code() == Some("NOGROUP") => {
-                consumer::ensure_group(c, &work)
-                    .await
-                    .map_err(unavailable)?;
-                None
-            }
-            other => other.map_err(unavailable)?,
-        };
-        Ok(read
-            .and_then(|r| r.keys.into_iter().next())
-            .and_then(|k| k.ids.into_iter().next())
-            .map(|entry| (entry, 1)))
+        let read = consumer::read_entry(
+            c,
+            &work,
+            REMOTE_CONSUMER,
+            self.config.queue.claim_idle,
+            None,
+        )
+        .await
+        .map_err(unavailable)?;
+        Ok(read.map(|r| (r.entry, r.delivered)))
     }
 
     /// Sends an entry the remote consumer holds to the dead-letter stream, its game recorded
@@ -979,7 +929,7 @@ impl RedisJobs {
         let _: i64 = self
             .scripts
             .dead
-            .call(c, &self.layout.script_keys(g), args)
+            .call(c, self.layout.script_keys(g), args)
             .await
             .map_err(unavailable)?;
         crate::metrics::game("dead_letter");
@@ -1058,7 +1008,7 @@ impl RedisJobs {
             let _: i64 = self
                 .scripts
                 .drop
-                .call(c, &keys, args)
+                .call(c, keys, args)
                 .await
                 .map_err(unavailable)?;
             crate::metrics::game("dropped");
@@ -1074,7 +1024,7 @@ impl RedisJobs {
             let _: i64 = self
                 .scripts
                 .requeue
-                .call(c, &keys, args)
+                .call(c, keys, args)
                 .await
                 .map_err(unavailable)?;
             return Ok(None);
@@ -1112,7 +1062,7 @@ impl RedisJobs {
         let expires: i64 = self
             .scripts
             .lease
-            .call(c, &keys, args)
+            .call(c, keys, args)
             .await
             .map_err(unavailable)?;
         if expires == 0 {
@@ -1175,7 +1125,7 @@ impl RedisJobs {
         let outcome: String = self
             .scripts
             .work_record
-            .call(&mut self.conn()?, &keys, args)
+            .call(&mut self.conn()?, keys, args)
             .await
             .map_err(unavailable)?;
         match outcome.as_str() {
@@ -1205,7 +1155,7 @@ impl RedisJobs {
             let n: u64 = self
                 .scripts
                 .refuse
-                .call(&mut c, &self.layout.script_keys(g), args)
+                .call(&mut c, self.layout.script_keys(g), args)
                 .await
                 .map_err(unavailable)?;
             returned += n;
@@ -1234,7 +1184,7 @@ impl RedisJobs {
             let _: i64 = self
                 .scripts
                 .lift
-                .call(&mut c, &self.layout.script_keys(g), args)
+                .call(&mut c, self.layout.script_keys(g), args)
                 .await
                 .map_err(unavailable)?;
         }
@@ -1255,7 +1205,7 @@ async fn sweep_leases(
         args.set("limit", 100);
         let n: u64 = scripts
             .lease_expire
-            .call(c, &layout.script_keys(g), args)
+            .call(c, layout.script_keys(g), args)
             .await?;
         ended += n;
     }
@@ -1297,7 +1247,7 @@ mod tests {
         let status = jobs.submit(&caller, "r", &spec, 7).await.unwrap().status;
         let mut c = jobs.conn().unwrap();
         ensure_group(&mut c, WORK).await.unwrap();
-        let keys = Layout::single().script_keys(0);
+        let keys = Layout::single().script_keys(0).to_vec();
         let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
             .arg("GROUP")
             .arg(GROUP)
@@ -1383,7 +1333,7 @@ mod tests {
             .await
             .unwrap();
         let mut c = jobs.conn().unwrap();
-        let keys = Layout::single().script_keys(0);
+        let keys = Layout::single().script_keys(0).to_vec();
         let submit = |id: &str, fp: &str| {
             let mut args = jobs.scripts.submit.args();
             args.set("rid", "r".repeat(64))

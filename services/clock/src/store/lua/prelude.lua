@@ -6,4 +6,6 @@
 local function state(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
 end
-local function announce() redis.call('PUBLISH', CHANGES, ID) end
+-- ANNOUNCE (defined before, `Announcements::lua`): PUBLISH on one Redis, SPUBLISH on the
+-- group's shard channel on a cluster.
+local function announce() ANNOUNCE(ID) end

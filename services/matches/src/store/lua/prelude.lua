@@ -53,8 +53,10 @@ local function archive(S, E)
     'time_control', f[4] or '', 'start', f[5] or '', 'outcome', f[6] or '',
     'moves_uci', table.concat(uci, ' '), 'moves_san', table.concat(san, ' '))
 end
+-- ANNOUNCE (defined before, `Announcements::lua`): PUBLISH on one Redis, SPUBLISH on the
+-- group's shard channel on a cluster.
 local function announce()
-  redis.call('PUBLISH', 'arbiter:matches:changes', ID)
+  ANNOUNCE(ID)
 end
 local function state(S, E, status)
   return {status, redis.call('LLEN', E), redis.call('HGETALL', S)}
