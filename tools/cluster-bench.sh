@@ -12,6 +12,11 @@
 # Redis CPU per move in all and on the busiest primary. Then `arbiter bench clocks` on each
 # store (flag detection with the deadline index in one key, or in 32 group keys). Stops the
 # servers at the end.
+#
+#   BASELINE=/path/to/an/older/arbiter bash tools/cluster-bench.sh ...
+#
+# also measures that binary on the cluster in every round (rows `cluster-baseline`), and its
+# `bench clocks` on the cluster, to compare a change against the build before it in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-2}"
@@ -34,13 +39,20 @@ ports_of() { # url: the ports of its Redis processes
 }
 
 echo "store variant moves/s redis_cpu_ms_per_1000_moves busiest_node_cpu_ms_per_1000_moves"
+# Each round's runs: name, URL, binary.
+runs=("one $single $bin" "cluster $cluster $bin")
+if [ -n "${BASELINE:-}" ]; then
+  [ -x "$BASELINE" ] || { echo "BASELINE is not an executable: $BASELINE" >&2; exit 1; }
+  runs+=("cluster-baseline $cluster $BASELINE")
+fi
+
 for round in $(seq "$rounds"); do
-  for url in "$single" "$cluster"; do
-    name=one; [ "$url" = "$single" ] || name=cluster
+  for run in "${runs[@]}"; do
+    read -r name url exe <<<"$run"
     for variant in bughouse chess; do
       declare -A before=()
       for p in $(ports_of "$url"); do before[$p]=$(cpu "$p"); done
-      out=$("$bin" bench matches --redis-url "$url" --variant "$variant" --duration-secs "$secs" 2>&1)
+      out=$("$exe" bench matches --redis-url "$url" --variant "$variant" --duration-secs "$secs" 2>&1)
       # The report's row: variant store matches clients moves moves/s p50 p99 finished retries errors.
       row=$(echo "$out" | grep -E "^$variant " | tail -1)
       moves=$(echo "$row" | awk '{print $5}')
@@ -59,8 +71,8 @@ for round in $(seq "$rounds"); do
   done
 done
 
-for url in "$single" "$cluster"; do
-  name=one; [ "$url" = "$single" ] || name=cluster
+for run in "${runs[@]}"; do
+  read -r name url exe <<<"$run"
   echo "== bench clocks on $name"
-  "$bin" bench clocks --redis-url "$url" --duration-secs 20 --games 4000 --rate 1000 --flags 300
+  "$exe" bench clocks --redis-url "$url" --duration-secs 20 --games 4000 --rate 1000 --flags 300
 done
