@@ -17,7 +17,13 @@
 #
 # also measures that binary on the cluster in every round (rows `cluster-baseline`), and its
 # `bench clocks` on the cluster, to compare a change against the build before it in one run.
+# The runs of a round go in turn, in reverse order every second round.
 set -euo pipefail
+baseline=""
+if [ -n "${BASELINE:-}" ]; then
+  baseline=$(realpath "$BASELINE") # before the cd: relative to the caller's directory
+  [ -x "$baseline" ] || { echo "BASELINE is not an executable: $BASELINE" >&2; exit 1; }
+fi
 cd "$(dirname "$0")/.."
 rounds="${1:-2}"
 secs="${2:-10}"
@@ -39,15 +45,18 @@ ports_of() { # url: the ports of its Redis processes
 }
 
 echo "store variant moves/s redis_cpu_ms_per_1000_moves busiest_node_cpu_ms_per_1000_moves"
-# Each round's runs: name, URL, binary.
+# Each round's runs: name, URL, binary; the order is reversed every second round, so that a
+# drift of the machine's speed across the run weighs on each run alike.
 runs=("one $single $bin" "cluster $cluster $bin")
-if [ -n "${BASELINE:-}" ]; then
-  [ -x "$BASELINE" ] || { echo "BASELINE is not an executable: $BASELINE" >&2; exit 1; }
-  runs+=("cluster-baseline $cluster $BASELINE")
-fi
+[ -z "$baseline" ] || runs+=("cluster-baseline $cluster $baseline")
 
 for round in $(seq "$rounds"); do
-  for run in "${runs[@]}"; do
+  order=("${runs[@]}")
+  if [ $((round % 2)) -eq 0 ]; then
+    order=()
+    for ((i = ${#runs[@]} - 1; i >= 0; i--)); do order+=("${runs[$i]}"); done
+  fi
+  for run in "${order[@]}"; do
     read -r name url exe <<<"$run"
     for variant in bughouse chess; do
       declare -A before=()

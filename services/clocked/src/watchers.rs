@@ -192,7 +192,8 @@ pub const UNSUBSCRIBE_AFTER: Duration = Duration::from_secs(30);
 
 /// Listens for the changes every replica announces on `changes` (each message: the id of the
 /// changed game; one channel, or on a cluster one shard channel per slot group) and wakes the
-/// local watchers of each, until `shutdown` turns true. One subscription per process, held only
+/// local watchers of each, until `shutdown` turns true. One subscription per process (on a
+/// cluster, one connection per primary), held only
 /// while the process has watchers (a replica nobody watches through receives nothing), dropped
 /// [`UNSUBSCRIBE_AFTER`] after the last one leaves. On every (re)subscription (after a lost
 /// connection; on a cluster also after a slot moved or a failover) it wakes every watcher, who
@@ -241,6 +242,7 @@ pub async fn listen_for_changes(
             }
         };
         tokio::pin!(follow);
+        // `follow` ends only when told to, so the first arm is for form's sake.
         let down = tokio::select! {
             () = &mut follow => true,
             down = idle => down,

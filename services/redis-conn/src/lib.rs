@@ -313,23 +313,25 @@ impl StoreClient {
     }
 
     /// Where this store's subscriptions are made: the server, or the cluster's seed nodes in
-    /// turn (a message published on any node of a cluster reaches every node's subscribers).
+    /// turn (a message published with `PUBLISH` on any node of a cluster reaches every node's
+    /// subscribers), or on a cluster's shard channels each primary
+    /// ([`Subscriber::follow_sharded`]).
     pub fn subscriber(&self) -> Subscriber {
         Subscriber {
             nodes: Arc::clone(&self.nodes),
             next: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-            cluster: self.is_cluster(),
         }
     }
 }
 
 /// Makes pub/sub connections, trying each node of a cluster in turn from the last that
-/// answered, so that a subscription outlives the node it was made on.
+/// answered, so that a subscription outlives the node it was made on; and follows channels
+/// ([`Subscriber::follow`]) or a cluster's shard channels, each on the primary that owns it
+/// ([`Subscriber::follow_sharded`]).
 #[derive(Clone)]
 pub struct Subscriber {
     nodes: Arc<[redis::Client]>,
     next: Arc<std::sync::atomic::AtomicUsize>,
-    cluster: bool,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -346,14 +348,7 @@ impl Subscriber {
         Subscriber {
             nodes: vec![client].into(),
             next: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-            cluster: false,
         }
-    }
-
-    /// Whether the subscriptions are made on a Redis Cluster (where shard channels,
-    /// [`Subscriber::follow_sharded`], spare the cluster bus).
-    pub fn is_cluster(&self) -> bool {
-        self.cluster
     }
 
     /// A pub/sub connection to the first node that answers (within 2 s each); the last node's
@@ -432,14 +427,23 @@ impl Subscriber {
             });
             Ok::<Messages, redis::RedisError>(Box::pin(messages))
         };
-        follow_messages(what, subscribe, on_heard, shutdown).await;
+        follow_messages(
+            &format!("{what} ({channel})"),
+            subscribe,
+            on_heard,
+            shutdown,
+        )
+        .await;
     }
 
     /// Follows the shard channels `channels` of a cluster ([`sharded`]) as
     /// [`Subscriber::follow`] follows one channel: subscribes to each (`SSUBSCRIBE`, one channel
     /// a command) on the primary that owns its slot. When a slot moves, a primary fails over
     /// or a connection drops, every subscription is made again from a fresh slot map, and
-    /// [`Heard::Subscribed`] comes again.
+    /// [`Heard::Subscribed`] comes again. A primary that cannot be reached does not hold up the
+    /// others: their channels are followed meanwhile, and the round is made again after
+    /// [`sharded::PARTIAL_RETRY`]. Each connection is pinged every [`sharded::PING_EVERY`], so
+    /// that a host gone silent (no close, no `sunsubscribe`) ends the round too.
     pub async fn follow_sharded<F>(
         &self,
         channels: &[String],
@@ -451,15 +455,17 @@ impl Subscriber {
     {
         use sharded::Push;
         use tokio_stream::StreamExt;
+        let what = format!("{what} ({} shard channels)", channels.len());
         let subscribe = || async {
             let (tx, pushes) = tokio::sync::mpsc::unbounded_channel();
-            let connections = self.subscribe_sharded(channels, tx).await?;
+            let (connections, missing) = self.subscribe_sharded(channels, tx.clone()).await?;
+            if let Some(e) = &missing {
+                tracing::warn!(error = %e, "{what}: a primary cannot be reached; following the others, \
+                     trying it again in {:?}", sharded::PARTIAL_RETRY);
+            }
+            tokio::spawn(sharded::watchdog(connections, tx, missing.is_some()));
             let messages = tokio_stream::wrappers::UnboundedReceiverStream::new(pushes)
-                // The connections live as long as the stream.
-                .map(move |p| {
-                    let _ = &connections;
-                    sharded::classify(&p.kind, p.data)
-                })
+                .map(|p| sharded::classify(&p.kind, p.data))
                 // A shard's subscriptions ended: the stream ends, and all are made again.
                 .take_while(|p| !matches!(p, Push::Lost))
                 .filter_map(|p| match p {
@@ -468,16 +474,20 @@ impl Subscriber {
                 });
             Ok::<Messages, redis::RedisError>(Box::pin(messages))
         };
-        follow_messages(what, subscribe, on_heard, shutdown).await;
+        follow_messages(&what, subscribe, on_heard, shutdown).await;
     }
 
     /// One RESP3 connection per primary owning some of `channels`, each subscribed to its
-    /// channels, every push sent to `pushes`.
+    /// channels, every push sent to `pushes`; and the error of a primary that could not be
+    /// subscribed, if any (an error when none could).
     async fn subscribe_sharded(
         &self,
         channels: &[String],
         pushes: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
-    ) -> redis::RedisResult<Vec<redis::aio::MultiplexedConnection>> {
+    ) -> redis::RedisResult<(
+        Vec<redis::aio::MultiplexedConnection>,
+        Option<redis::RedisError>,
+    )> {
         let map = sharded::slot_map(&self.nodes).await?;
         let by_primary = map.by_primary(channels).ok_or_else(|| {
             redis::RedisError::from((
@@ -487,25 +497,36 @@ impl Subscriber {
         })?;
         let seed = self.nodes[0].get_connection_info();
         let mut connections = Vec::with_capacity(by_primary.len());
+        let mut missing = None;
         for ((host, port), chans) in by_primary {
-            let client = redis::Client::open(sharded::node_info(seed, &host, port))?;
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(sharded::NODE_TIMEOUT)
-                .set_response_timeout(sharded::NODE_TIMEOUT)
-                .set_push_sender(pushes.clone());
-            let mut c = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            for channel in chans {
-                // One channel a command: a cluster refuses channels of several slots in one.
-                redis::cmd("SSUBSCRIBE")
-                    .arg(channel)
-                    .exec_async(&mut c)
+            let subscribed = async {
+                let client = redis::Client::open(sharded::node_info(seed, &host, port))?;
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(sharded::NODE_TIMEOUT)
+                    .set_response_timeout(sharded::NODE_TIMEOUT)
+                    .set_push_sender(pushes.clone());
+                let mut c = client
+                    .get_multiplexed_async_connection_with_config(&config)
                     .await?;
+                for channel in chans {
+                    // One channel a command: a cluster refuses channels of several slots in
+                    // one.
+                    redis::cmd("SSUBSCRIBE")
+                        .arg(channel)
+                        .exec_async(&mut c)
+                        .await?;
+                }
+                Ok::<_, redis::RedisError>(c)
+            };
+            match subscribed.await {
+                Ok(c) => connections.push(c),
+                Err(e) => missing = Some(e),
             }
-            connections.push(c);
         }
-        Ok(connections)
+        match (connections.is_empty(), missing) {
+            (true, Some(e)) => Err(e),
+            (_, missing) => Ok((connections, missing)),
+        }
     }
 }
 
@@ -545,7 +566,7 @@ async fn follow_messages<S, Fut, F>(
                         _ = shutdown.wait_for(|d| *d) => return,
                     }
                 }
-                tracing::info!(
+                tracing::warn!(
                     "{what}: the subscription ended (a restart, a failover, a moved slot); subscribing again"
                 );
             }

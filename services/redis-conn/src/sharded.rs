@@ -5,9 +5,10 @@
 //! to each channel on the primary that owns it ([`crate::Subscriber::follow_sharded`]).
 //!
 //! The subscriptions follow the cluster: a slot that moves to another primary, or a primary
-//! that fails over, ends the shard's subscriptions (Redis sends `sunsubscribe`; a dead node
+//! that fails over, ends the shard's subscriptions (Redis sends `sunsubscribe`; a dead process
 //! drops the connection), and the follower then reads the slot map again and subscribes anew,
-//! telling its caller that messages may have been missed in between.
+//! telling its caller that messages may have been missed in between. A host that vanishes
+//! without closing its connections is found by a PING every few seconds.
 
 use crate::slots::slot;
 use redis::{ConnectionAddr, ConnectionInfo, ProtocolVersion, PushKind, Value};
@@ -133,9 +134,20 @@ impl SlotMap {
 }
 
 /// `seed`'s connection settings (user, password, TLS) for the node at `host:port`, speaking
-/// RESP3 (the protocol whose pushes carry shard messages).
+/// RESP3 (the protocol whose pushes carry shard messages). A host `CLUSTER SLOTS` leaves
+/// unknown (empty, or `?`: a node that announces no endpoint of the preferred type) is the
+/// seed's.
 pub(crate) fn node_info(seed: &ConnectionInfo, host: &str, port: u16) -> ConnectionInfo {
     let mut info = seed.clone();
+    let seed_host = match &seed.addr {
+        ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => h.as_str(),
+        ConnectionAddr::Unix(_) => "",
+    };
+    let host = if host.is_empty() || host == "?" {
+        seed_host
+    } else {
+        host
+    };
     info.addr = match &seed.addr {
         ConnectionAddr::TcpTls {
             insecure,
@@ -155,6 +167,46 @@ pub(crate) fn node_info(seed: &ConnectionInfo, host: &str, port: u16) -> Connect
 
 /// How long a node has to connect or answer one command.
 pub(crate) const NODE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often each subscribed primary is pinged: a host that vanished without closing its
+/// connections (power lost, a partition) is noticed within this and [`NODE_TIMEOUT`].
+pub const PING_EVERY: Duration = Duration::from_secs(5);
+
+/// When a primary could not be subscribed (down, failing over), how soon the whole round is made
+/// again; the other primaries' channels are followed meanwhile.
+pub const PARTIAL_RETRY: Duration = Duration::from_secs(2);
+
+/// Watches a round's `connections`: ends the round (a disconnection on `pushes`) once one of
+/// them fails a PING, or after [`PARTIAL_RETRY`] when the round is `partial`; stops when the
+/// round has ended otherwise (its receiver gone).
+pub(crate) async fn watchdog(
+    mut connections: Vec<redis::aio::MultiplexedConnection>,
+    pushes: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+    partial: bool,
+) {
+    let lost = || redis::PushInfo {
+        kind: PushKind::Disconnection,
+        data: Vec::new(),
+    };
+    loop {
+        let wait = if partial { PARTIAL_RETRY } else { PING_EVERY };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = pushes.closed() => return,
+        }
+        if partial {
+            let _ = pushes.send(lost());
+            return;
+        }
+        for c in &mut connections {
+            let pong: redis::RedisResult<()> = redis::cmd("PING").exec_async(c).await;
+            if pong.is_err() {
+                let _ = pushes.send(lost());
+                return;
+            }
+        }
+    }
+}
 
 /// Reads the slot map from the first of `seeds` that answers.
 pub(crate) async fn slot_map(seeds: &[redis::Client]) -> redis::RedisResult<SlotMap> {
@@ -269,6 +321,112 @@ mod tests {
             SlotMap::parse(&Value::Array(vec![Value::Array(vec![Value::Int(0)])])),
             None
         );
+    }
+
+    #[test]
+    fn a_node_keeps_the_seeds_credentials_and_an_unknown_host_is_the_seeds() {
+        let seed: ConnectionInfo = "redis://user:secret@10.0.0.9:7000/0".parse().unwrap();
+        let node = node_info(&seed, "10.0.0.2", 7002);
+        assert_eq!(node.addr, ConnectionAddr::Tcp("10.0.0.2".into(), 7002));
+        assert_eq!(node.redis.username.as_deref(), Some("user"));
+        assert_eq!(node.redis.password.as_deref(), Some("secret"));
+        assert_eq!(node.redis.protocol, ProtocolVersion::RESP3);
+        for unknown in ["", "?"] {
+            let node = node_info(&seed, unknown, 7003);
+            assert_eq!(node.addr, ConnectionAddr::Tcp("10.0.0.9".into(), 7003));
+        }
+    }
+
+    /// A `redis-server` of this machine on a free port (Debian's package; `.ci/run` installs
+    /// it where missing), killed when dropped.
+    struct Server(std::process::Child, u16);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn server() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian: apt-get install redis-server)");
+        Server(child, port)
+    }
+
+    async fn resp3(
+        port: u16,
+        pushes: &tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+    ) -> redis::aio::MultiplexedConnection {
+        let seed: ConnectionInfo = format!("redis://127.0.0.1:{port}").parse().unwrap();
+        let client = redis::Client::open(node_info(&seed, "127.0.0.1", port)).unwrap();
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(NODE_TIMEOUT)
+            .set_response_timeout(NODE_TIMEOUT)
+            .set_push_sender(pushes.clone());
+        for _ in 0..100 {
+            if let Ok(c) = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+            {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("redis-server at {port} does not answer");
+    }
+
+    /// A server that goes silent (SIGSTOP: the connection stays open, nothing answers) ends the
+    /// round within a ping and its timeout; a partial round ends after `PARTIAL_RETRY`; a
+    /// healthy one goes on, and the watchdog stops once the round's receiver is gone.
+    #[tokio::test]
+    async fn the_watchdog_ends_a_round_whose_server_went_silent() {
+        let s = server();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let c = resp3(s.1, &tx).await;
+        let dog = tokio::spawn(watchdog(vec![c], tx, false));
+        // Healthy: two pings pass with nothing sent.
+        let quiet =
+            tokio::time::timeout(PING_EVERY * 2 + Duration::from_millis(500), rx.recv()).await;
+        assert!(quiet.is_err(), "a healthy round goes on: {quiet:?}");
+        let stopped = std::process::Command::new("kill")
+            .args(["-STOP", &s.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        let lost = tokio::time::timeout(PING_EVERY + NODE_TIMEOUT * 3, rx.recv())
+            .await
+            .expect("the silence is noticed")
+            .expect("a push");
+        assert_eq!(lost.kind, PushKind::Disconnection);
+        dog.await.unwrap();
+
+        let s = server();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let c = resp3(s.1, &tx).await;
+        let started = tokio::time::Instant::now();
+        let dog = tokio::spawn(watchdog(vec![c], tx, true));
+        let lost = rx.recv().await.expect("a push");
+        assert_eq!(lost.kind, PushKind::Disconnection);
+        assert!(started.elapsed() >= PARTIAL_RETRY);
+        dog.await.unwrap();
+
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let c = resp3(s.1, &tx).await;
+        let dog = tokio::spawn(watchdog(vec![c], tx, false));
+        drop(rx);
+        tokio::time::timeout(Duration::from_secs(5), dog)
+            .await
+            .expect("the watchdog stops with its round")
+            .unwrap();
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl RedisCluster {
         cluster
     }
 
-    /// Starts one node and waits for its `PONG`. A free port is only free when it is drawn:
+    /// Starts one node and waits until it answers as itself (its process id). A free port is only free when it is drawn:
     /// another test's server (or a container's published port) may take it, or the node's bus
     /// port, before this node binds it, and then the node exits at once. So a node that exits
     /// or stays silent for 10 s is started again on fresh ports, up to five times.
@@ -115,7 +115,13 @@ impl RedisCluster {
             let mut child = self.spawn(server, port);
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
-                if query(port, &["PING"]).is_ok_and(|r| r == "PONG") {
+                // Answered by this node, not by whatever else took the port meanwhile (another
+                // test's Redis, a container's published port).
+                let ours = query(port, &["INFO", "server"]).is_ok_and(|info| {
+                    info.lines()
+                        .any(|l| l.trim() == format!("process_id:{}", child.id()))
+                });
+                if ours {
                     return Node {
                         port,
                         child: Some(child),

@@ -29,8 +29,12 @@ pub const CHANGES: &str = "arbiter:clocks:changes";
 /// on a cluster the shard channel of each slot group, `arbiter:clocks:changes:{<tag>}`, which
 /// the scripts `SPUBLISH` to in their group's slot.
 pub fn announcements(cluster: bool) -> Announcements {
-    let groups = cluster.then(|| SlotGroups::new("c", CLUSTER_GROUPS));
-    Announcements::new(CHANGES, groups.as_ref())
+    Announcements::new(CHANGES, cluster.then(groups).as_ref())
+}
+
+/// A cluster's slot groups of clocks.
+fn groups() -> SlotGroups {
+    SlotGroups::new("c", CLUSTER_GROUPS)
 }
 
 /// The `PRELUDE` script (`lua/prelude.lua`; its header lists its keys and arguments).
@@ -145,9 +149,7 @@ impl RedisStore {
     /// keeping each clock `ttl` after its last change. Needs a Tokio runtime.
     pub fn open(config: &RedisConfig, ttl: Duration) -> Result<RedisStore, StoreError> {
         let client = config.client().map_err(StoreError::Unavailable)?;
-        let groups = client
-            .is_cluster()
-            .then(|| Arc::new(SlotGroups::new("c", CLUSTER_GROUPS)));
+        let groups = client.is_cluster().then(|| Arc::new(groups()));
         let g = groups.is_some();
         let create = script(g, Some(&CREATE_ARGS), CREATE);
         let load = script(g, None, LOAD);

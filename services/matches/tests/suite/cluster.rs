@@ -491,49 +491,65 @@ async fn moves_go_on_through_a_slot_migration_a_failover_and_a_killed_primary() 
     }
 }
 
-/// A watcher on one replica hears every move made through another over the shard channel of
-/// the match's slot group (`SPUBLISH`/`SSUBSCRIBE`; nothing on the cluster-wide channel), and
-/// goes on hearing them after the slot moves to another primary (Redis ends the shard's
-/// subscriptions; the replica subscribes again where the slot went and wakes its watchers).
-#[tokio::test]
-async fn watchers_hear_moves_on_their_groups_shard_channel_while_its_slot_moves() {
-    use crate::hardening::{SERVICE, chess_game, config, start};
-    use crate::support::{A, BLACK, Client as _, WHITE, create_from, make_move};
-    use arbiter_matches::StoreConfig;
-    use arbiter_proto::matches::v1 as pb;
-    use tonic_health::pb::health_check_response::ServingStatus;
+/// Two whole match services on a cluster, a match created through `one` and watched through
+/// `two`, for the watcher tests below.
+struct Watched {
+    one: crate::support::Server,
+    two: crate::support::Server,
+    table: crate::support::Table,
+    watch: tonic::Streaming<arbiter_proto::matches::v1::WatchMatchResponse>,
+    /// The match's slot, and its group's shard channel.
+    slot: u16,
+    channel: String,
+}
 
-    let c = cluster().await;
-    let url = c.url_as(USER);
-    let one = start(config(StoreConfig::redis(url.clone()))).await;
-    let two = start(config(StoreConfig::redis(url))).await;
-    one.health_becomes(SERVICE, ServingStatus::Serving).await;
-    two.health_becomes(SERVICE, ServingStatus::Serving).await;
-    let mut c1 = one.client();
-    let t = create_from(&mut c1, chess_game(["ann", "bob"], "")).await;
-    let layout = Layout::grouped();
-    let match_slot = slot(layout.keys(&t.id)[0].as_bytes());
-    let tag = layout.groups().unwrap().tag_of(&t.id).to_owned();
-    let channel = format!("arbiter:matches:changes:{{{tag}}}");
-    assert_eq!(slot(channel.as_bytes()), match_slot);
+impl Watched {
+    async fn start(c: &RedisCluster) -> Watched {
+        use crate::hardening::{SERVICE, chess_game, config, start};
+        use crate::support::{Client as _, create_from};
+        use arbiter_matches::StoreConfig;
+        use arbiter_proto::matches::v1 as pb;
+        use tonic_health::pb::health_check_response::ServingStatus;
+        let url = c.url_as(USER);
+        let one = start(config(StoreConfig::redis(url.clone()))).await;
+        let two = start(config(StoreConfig::redis(url))).await;
+        one.health_becomes(SERVICE, ServingStatus::Serving).await;
+        two.health_becomes(SERVICE, ServingStatus::Serving).await;
+        let table = create_from(&mut one.client(), chess_game(["ann", "bob"], "")).await;
+        let layout = Layout::grouped();
+        let slot = slot(layout.keys(&table.id)[0].as_bytes());
+        let tag = layout.groups().unwrap().tag_of(&table.id).to_owned();
+        let channel = format!("arbiter:matches:changes:{{{tag}}}");
+        assert_eq!(arbiter_redis_conn::slots::slot(channel.as_bytes()), slot);
+        let watch = two
+            .client()
+            .watch_match(pb::WatchMatchRequest {
+                match_id: table.id.clone(),
+                after_seq: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let w = Watched {
+            one,
+            two,
+            table,
+            watch,
+            slot,
+            channel,
+        };
+        w.subscribed(c).await;
+        w
+    }
 
-    let mut watch = two
-        .client()
-        .watch_match(pb::WatchMatchRequest {
-            match_id: t.id.clone(),
-            after_seq: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    // Subscribers on the group's shard channel, as its owner counts them (the watching replica
-    // only), and on the cluster-wide channel of one Redis (none), once subscribed.
-    let subscribers = |c: &RedisCluster, channel: &str| {
-        let node = redis::Client::open(RedisCluster::node_url(c.owner(match_slot))).unwrap();
+    /// Subscribers on the group's shard channel, as the slot's owner counts them, and on the
+    /// cluster-wide channel of one Redis.
+    fn subscribers(&self, c: &RedisCluster) -> (u64, u64) {
+        let node = redis::Client::open(RedisCluster::node_url(c.owner(self.slot))).unwrap();
         let mut conn = node.get_connection().unwrap();
         let shard: (String, u64) = redis::cmd("PUBSUB")
             .arg("SHARDNUMSUB")
-            .arg(channel)
+            .arg(&self.channel)
             .query(&mut conn)
             .unwrap();
         let plain: (String, u64) = redis::cmd("PUBSUB")
@@ -542,59 +558,84 @@ async fn watchers_hear_moves_on_their_groups_shard_channel_while_its_slot_moves(
             .query(&mut conn)
             .unwrap();
         (shard.1, plain.1)
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while subscribers(&c, &channel) != (1, 0) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "subscribers (shard, cluster-wide): {:?}",
-            subscribers(&c, &channel)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    let moves = [(WHITE, "e4"), (BLACK, "e5"), (WHITE, "Nf3"), (BLACK, "Nc6")];
-    let mut c = Some(c);
-    for (ply, (side, mv)) in moves.into_iter().enumerate() {
-        if ply == 2 {
-            // Between the second and the third move the match's slot moves.
-            let moved = c.take().unwrap();
-            let to = moved
-                .primaries()
-                .into_iter()
-                .find(|&p| p != moved.owner(match_slot))
-                .unwrap();
-            let moved = tokio::task::spawn_blocking(move || {
-                moved.migrate_slot(match_slot, to, 1, Duration::from_millis(20));
-                moved
-            })
-            .await
-            .unwrap();
-            assert_eq!(moved.owner(match_slot), to);
-            c = Some(moved);
+    /// Waits until the watching replica (only) is subscribed on the shard channel, where the
+    /// slot is now, and nobody on the cluster-wide channel.
+    async fn subscribed(&self, c: &RedisCluster) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while self.subscribers(c) != (1, 0) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "subscribers (shard, cluster-wide): {:?}",
+                self.subscribers(c)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        make_move(&mut c1, &t, A, side, mv, ply as u32)
-            .await
-            .unwrap();
-        let event = tokio::time::timeout(Duration::from_secs(10), watch.message())
+    }
+
+    /// Plays the move of `ply` through `one` (tried again while the cluster is unavailable)
+    /// and waits for `two`'s watcher to stream it, within `within`.
+    async fn play_and_hear(&mut self, ply: u32, mv: &str, within: Duration) {
+        use crate::support::{A, BLACK, Client as _, WHITE, make_move};
+        let side = if ply.is_multiple_of(2) { WHITE } else { BLACK };
+        let mut c1 = self.one.client();
+        let started = std::time::Instant::now();
+        loop {
+            match make_move(&mut c1, &self.table, A, side, mv, ply).await {
+                Ok(_) => break,
+                Err(e)
+                    if e.code() == tonic::Code::Unavailable
+                        && started.elapsed() < Duration::from_secs(20) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => panic!("move {ply}: {e:?}"),
+            }
+        }
+        let event = tokio::time::timeout(within, self.watch.message())
             .await
             .expect("the other replica's watcher is woken")
             .unwrap()
             .expect("an event");
-        assert_eq!(event.seq, ply as u64 + 1, "{event:?}");
+        assert_eq!(event.seq, u64::from(ply) + 1, "{event:?}");
     }
+
+    async fn stop(self) {
+        drop(self.watch);
+        self.one.stop().await;
+        self.two.stop().await;
+    }
+}
+
+/// A watcher on one replica hears every move made through another over the shard channel of
+/// the match's slot group (`SPUBLISH`/`SSUBSCRIBE`; nothing on the cluster-wide channel), and
+/// goes on hearing them after the slot moves to another primary (Redis ends the shard's
+/// subscriptions; the replica subscribes again where the slot went and wakes its watchers).
+#[tokio::test]
+async fn watchers_hear_moves_on_their_groups_shard_channel_while_its_slot_moves() {
+    let c = cluster().await;
+    let mut w = Watched::start(&c).await;
+    let within = Duration::from_secs(10);
+    w.play_and_hear(0, "e4", within).await;
+    w.play_and_hear(1, "e5", within).await;
+    // Between the second and the third move the match's slot moves.
+    let slot = w.slot;
+    let to = c
+        .primaries()
+        .into_iter()
+        .find(|&p| p != c.owner(slot))
+        .unwrap();
+    let c = tokio::task::spawn_blocking(move || {
+        c.migrate_slot(slot, to, 1, Duration::from_millis(20));
+        c
+    })
+    .await
+    .unwrap();
+    assert_eq!(c.owner(slot), to);
+    w.play_and_hear(2, "Nf3", within).await;
+    w.play_and_hear(3, "Nc6", within).await;
     // Subscribed again, where the slot is now.
-    let c = c.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while subscribers(&c, &channel) != (1, 0) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "subscribers after the move: {:?}",
-            subscribers(&c, &channel)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    drop(watch);
-    one.stop().await;
-    two.stop().await;
+    w.subscribed(&c).await;
+    w.stop().await;
 }
