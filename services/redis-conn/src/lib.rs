@@ -297,6 +297,7 @@ impl StoreClient {
     pub async fn connect(&self, what: &'static str) -> redis::RedisResult<Connection> {
         match &self.cluster {
             Some(cluster) => Ok(Connection::cluster(
+                cluster.clone(),
                 cluster.get_async_connection().await?,
                 what,
             )),

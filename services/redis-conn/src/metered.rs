@@ -7,10 +7,12 @@
 
 use arbiter_kit::metrics::Resolved;
 use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 /// What a round trip was.
 #[derive(Clone, Copy)]
@@ -87,7 +89,69 @@ enum Inner {
     Single(ConnectionManager),
     /// A cluster: each request goes to the primary of its key's slot, following `MOVED` and
     /// `ASK` redirections and a failover's new topology.
-    Cluster(ClusterConnection),
+    Cluster(Arc<Cluster>),
+}
+
+/// A cluster connection that is made again when a request times out ([`Cluster::note`]).
+///
+/// The cluster client reads the slot map again on a redirection or a broken connection, but a
+/// request that times out is tried again on the same connection: a primary that goes silent
+/// (its host lost, its connections neither answering nor closing) is asked forever, even after
+/// its replica has been elected. A new connection reads the map from the seed nodes, where the
+/// silent node no longer serves any slot.
+struct Cluster {
+    client: ClusterClient,
+    current: RwLock<ClusterConnection>,
+    /// A new connection is being made.
+    remaking: AtomicBool,
+    /// When the last one was made (no more than one every [`REMAKE_EVERY`]).
+    remade: std::sync::Mutex<Option<Instant>>,
+}
+
+/// The least time between two connections made again after timeouts.
+pub const REMAKE_EVERY: Duration = Duration::from_secs(5);
+
+impl Cluster {
+    fn connection(&self) -> ClusterConnection {
+        self.current.read().expect("not poisoned").clone()
+    }
+
+    /// After a request's outcome: a timeout makes the connection again in the background
+    /// (requests meanwhile use the old one), unless one is being made or was made within
+    /// [`REMAKE_EVERY`].
+    fn note<T>(self: &Arc<Self>, outcome: &redis::RedisResult<T>, store: &'static str) {
+        let Err(e) = outcome else { return };
+        if !e.is_timeout() {
+            return;
+        }
+        {
+            let mut remade = self.remade.lock().expect("not poisoned");
+            if remade.is_some_and(|t| t.elapsed() < REMAKE_EVERY)
+                || self.remaking.swap(true, Ordering::AcqRel)
+            {
+                return;
+            }
+            *remade = Some(Instant::now());
+        }
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            match me.client.get_async_connection().await {
+                Ok(c) => {
+                    *me.current.write().expect("not poisoned") = c;
+                    tracing::warn!(
+                        store,
+                        "a Redis Cluster request timed out: connected again from the seed nodes' slot map"
+                    );
+                }
+                Err(e) => tracing::warn!(
+                    store,
+                    error = %e,
+                    "a Redis Cluster request timed out, and connecting again failed"
+                ),
+            }
+            me.remaking.store(false, Ordering::Release);
+        });
+    }
 }
 
 /// A [`ConnectionManager`] or a cluster connection whose round trips are measured under its
@@ -111,9 +175,22 @@ impl Connection {
         Connection::with(Inner::Single(inner), store)
     }
 
-    /// A cluster connection, measured as `store`.
-    pub fn cluster(inner: ClusterConnection, store: &'static str) -> Connection {
-        Connection::with(Inner::Cluster(inner), store)
+    /// A cluster connection made by `client`, measured as `store`; made again by `client`
+    /// when a request times out (see [`REMAKE_EVERY`]).
+    pub fn cluster(
+        client: ClusterClient,
+        inner: ClusterConnection,
+        store: &'static str,
+    ) -> Connection {
+        Connection::with(
+            Inner::Cluster(Arc::new(Cluster {
+                client,
+                current: RwLock::new(inner),
+                remaking: AtomicBool::new(false),
+                remade: std::sync::Mutex::new(None),
+            })),
+            store,
+        )
     }
 
     fn with(inner: Inner, store: &'static str) -> Connection {
@@ -176,7 +253,14 @@ impl ConnectionLike for Connection {
         };
         let trip = match &mut self.inner {
             Inner::Single(c) => c.req_packed_command(cmd),
-            Inner::Cluster(c) => c.req_packed_command(cmd),
+            Inner::Cluster(cluster) => {
+                let (cluster, store) = (Arc::clone(cluster), self.store.name);
+                Box::pin(async move {
+                    let outcome = cluster.connection().req_packed_command(cmd).await;
+                    cluster.note(&outcome, store);
+                    outcome
+                })
+            }
         };
         Box::pin(measure(Arc::clone(&self.store), kind, trip))
     }
@@ -189,7 +273,17 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         let trip = match &mut self.inner {
             Inner::Single(c) => c.req_packed_commands(cmd, offset, count),
-            Inner::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Inner::Cluster(cluster) => {
+                let (cluster, store) = (Arc::clone(cluster), self.store.name);
+                Box::pin(async move {
+                    let outcome = cluster
+                        .connection()
+                        .req_packed_commands(cmd, offset, count)
+                        .await;
+                    cluster.note(&outcome, store);
+                    outcome
+                })
+            }
         };
         Box::pin(measure(Arc::clone(&self.store), Kind::Pipeline, trip))
     }
@@ -197,7 +291,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match &self.inner {
             Inner::Single(c) => c.get_db(),
-            Inner::Cluster(c) => c.get_db(),
+            Inner::Cluster(c) => c.connection().get_db(),
         }
     }
 }

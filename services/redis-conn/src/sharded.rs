@@ -166,7 +166,7 @@ pub(crate) fn node_info(seed: &ConnectionInfo, host: &str, port: u16) -> Connect
 }
 
 /// How long a node has to connect or answer one command.
-pub(crate) const NODE_TIMEOUT: Duration = Duration::from_secs(2);
+pub const NODE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How often each subscribed primary is pinged: a host that vanished without closing its
 /// connections (power lost, a partition) is noticed within this and [`NODE_TIMEOUT`].

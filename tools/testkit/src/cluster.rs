@@ -8,8 +8,9 @@
 //! ([`RedisCluster::url`], the `redis+cluster://` form the services take), it can do to the cluster what an operator or a fault does: move a slot to another
 //! primary while clients use it ([`RedisCluster::migrate_slot`], with `MOVED` and `ASK` on the
 //! way), hand a primary's slots to its replica ([`RedisCluster::failover`], Redis's manual
-//! failover, which loses nothing), or kill a primary outright and wait for its replica to be
-//! elected ([`RedisCluster::kill_primary`]).
+//! failover, which loses nothing), kill a primary outright and wait for its replica to be
+//! elected ([`RedisCluster::kill_primary`]), or stop one so that it goes silent, as a lost host
+//! does ([`RedisCluster::freeze_primary`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -28,6 +29,8 @@ pub struct RedisCluster {
 struct Node {
     port: u16,
     child: Option<Child>,
+    /// A node stopped with SIGSTOP ([`RedisCluster::freeze_primary`]): killed at the end.
+    frozen: Option<Child>,
 }
 
 impl std::fmt::Debug for RedisCluster {
@@ -125,6 +128,7 @@ impl RedisCluster {
                     return Node {
                         port,
                         child: Some(child),
+                        frozen: None,
                     };
                 }
                 let exited = matches!(child.try_wait(), Ok(Some(_)));
@@ -317,6 +321,35 @@ impl RedisCluster {
         replica
     }
 
+    /// Stops the primary at `primary` with SIGSTOP, as a host that loses power or is cut off
+    /// would look: its connections stay open and silent, nothing closes them. Waits until its
+    /// replica is elected and the cluster serves every slot again; returns the new primary's
+    /// port. The frozen node is killed with the cluster.
+    ///
+    /// # Panics
+    /// When no replica takes over within 30 s.
+    pub fn freeze_primary(&mut self, primary: u16) -> u16 {
+        let replica = self.replica_of(primary);
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == primary)
+            .expect("a node of this cluster");
+        if let Some(child) = node.child.take() {
+            let stopped = Command::new("kill")
+                .args(["-STOP", &child.id().to_string()])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(stopped, "kill -STOP of the node at {primary}");
+            node.frozen = Some(child);
+        }
+        wait_for(Duration::from_secs(30), || {
+            query(replica, &["ROLE"]).is_ok_and(|r| r.starts_with("master"))
+        });
+        self.wait_healthy();
+        replica
+    }
+
     /// Kills the primary at `primary` (SIGKILL: what it had not replicated yet is lost, as
     /// Redis's asynchronous replication allows) and waits until its replica is elected and the
     /// cluster serves every slot again. Returns the new primary's port.
@@ -365,7 +398,8 @@ impl RedisCluster {
 impl Drop for RedisCluster {
     fn drop(&mut self) {
         for n in &mut self.nodes {
-            if let Some(mut child) = n.child.take() {
+            // SIGKILL ends a stopped process too.
+            for mut child in n.child.take().into_iter().chain(n.frozen.take()) {
                 let _ = child.kill();
                 let _ = child.wait();
             }

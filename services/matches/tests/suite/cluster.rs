@@ -586,13 +586,14 @@ impl Watched {
                 Ok(_) => break,
                 Err(e)
                     if e.code() == tonic::Code::Unavailable
-                        && started.elapsed() < Duration::from_secs(20) =>
+                        && started.elapsed() < Duration::from_secs(60) =>
                 {
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
                 Err(e) => panic!("move {ply}: {e:?}"),
             }
         }
+        eprintln!("move {ply} applied after {:?}", started.elapsed());
         let event = tokio::time::timeout(within, self.watch.message())
             .await
             .expect("the other replica's watcher is woken")
@@ -636,6 +637,34 @@ async fn watchers_hear_moves_on_their_groups_shard_channel_while_its_slot_moves(
     w.play_and_hear(2, "Nf3", within).await;
     w.play_and_hear(3, "Nc6", within).await;
     // Subscribed again, where the slot is now.
+    w.subscribed(&c).await;
+    w.stop().await;
+}
+
+/// The primary of a watched match goes silent (SIGSTOP: its connections neither close nor
+/// answer, as with a host that lost power) and its replica takes over: both replicas' stores
+/// connect again from the slot map after their requests time out, the watching replica finds
+/// the silent subscription by its pings and subscribes where the slot is now, and its watcher
+/// hears the moves made after.
+#[tokio::test]
+async fn moves_and_watchers_go_on_after_a_primary_goes_silent_and_fails_over() {
+    let c = cluster().await;
+    let mut w = Watched::start(&c).await;
+    w.play_and_hear(0, "e4", Duration::from_secs(10)).await;
+    let silent = c.owner(w.slot);
+    let mut c = c;
+    let c = tokio::task::spawn_blocking(move || {
+        c.freeze_primary(silent);
+        c
+    })
+    .await
+    .unwrap();
+    assert_ne!(c.owner(w.slot), silent);
+    // The first move waits for its requests to time out (retried on the silent connection)
+    // before the store connects again: `play_and_hear` tries for up to 60 s.
+    let within = Duration::from_secs(20);
+    w.play_and_hear(1, "e5", within).await;
+    w.play_and_hear(2, "Nf3", within).await;
     w.subscribed(&c).await;
     w.stop().await;
 }
