@@ -329,25 +329,14 @@ impl RedisCluster {
     /// # Panics
     /// When no replica takes over within 30 s.
     pub fn freeze_primary(&mut self, primary: u16) -> u16 {
-        let replica = self.replica_of(primary);
-        let node = self
-            .nodes
-            .iter_mut()
-            .find(|n| n.port == primary)
-            .expect("a node of this cluster");
-        if let Some(child) = node.child.take() {
+        self.lose_primary(primary, |child| {
             let stopped = Command::new("kill")
                 .args(["-STOP", &child.id().to_string()])
                 .status()
                 .is_ok_and(|s| s.success());
             assert!(stopped, "kill -STOP of the node at {primary}");
-            node.frozen = Some(child);
-        }
-        wait_for(Duration::from_secs(30), || {
-            query(replica, &["ROLE"]).is_ok_and(|r| r.starts_with("master"))
-        });
-        self.wait_healthy();
-        replica
+            Some(child)
+        })
     }
 
     /// Kills the primary at `primary` (SIGKILL: what it had not replicated yet is lost, as
@@ -357,15 +346,25 @@ impl RedisCluster {
     /// # Panics
     /// When no replica takes over within 30 s.
     pub fn kill_primary(&mut self, primary: u16) -> u16 {
+        self.lose_primary(primary, |mut child| {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        })
+    }
+
+    /// Ends the primary at `primary`'s process by `end` (which gives back a process to keep, a
+    /// frozen one, to be killed with the cluster), then waits until its replica is elected and
+    /// the cluster serves every slot again. Returns the new primary's port.
+    fn lose_primary(&mut self, primary: u16, end: impl FnOnce(Child) -> Option<Child>) -> u16 {
         let replica = self.replica_of(primary);
         let node = self
             .nodes
             .iter_mut()
             .find(|n| n.port == primary)
             .expect("a node of this cluster");
-        if let Some(mut child) = node.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = node.child.take() {
+            node.frozen = end(child);
         }
         wait_for(Duration::from_secs(30), || {
             query(replica, &["ROLE"]).is_ok_and(|r| r.starts_with("master"))

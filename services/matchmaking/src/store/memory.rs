@@ -364,17 +364,25 @@ impl PoolStore for MemoryStore {
             Some(Who::Waiting { pool: old, .. }) => Some(old.clone()),
             Some(Who::Offer { .. }) | None => None,
         };
-        // The limits first: a refused join changes nothing.
+        // The limits first: too many pools changes nothing; a full pool costs the player their
+        // place in another pool (as in Redis, where the join gives it up before it meets the
+        // full pool).
         if old.as_deref() != Some(pool) {
             let open = |p: &PoolState| !p.entries.is_empty() || !p.making.is_empty();
             let current = s.pools.get(pool);
-            if current.is_some_and(|p| p.entries.len() >= max_waiting) {
-                return Ok(Joined::Full);
-            }
-            if !current.is_some_and(open)
+            let full = current.is_some_and(|p| p.entries.len() >= max_waiting);
+            if !full
+                && !current.is_some_and(open)
                 && s.pools.values().filter(|p| open(p)).count() >= max_pools
             {
                 return Ok(Joined::TooManyPools);
+            }
+            if full {
+                if let Some(old) = old {
+                    s.remove(&old, &entry.player);
+                    s.who.remove(&entry.player);
+                }
+                return Ok(Joined::Full);
             }
         }
         let (mut joined_at, mut missed) = (now, 0);

@@ -1,6 +1,9 @@
 //! Where pools, waiting players, found matches and ratings live: Redis ([`redis::RedisStore`],
 //! shared by every replica) or this process ([`memory::MemoryStore`], the embedded default).
-//! Both keep the same rules; every step below is atomic in both.
+//! Both keep the same rules. Every step below is atomic in process; in Redis a step that
+//! concerns a pool and its players is two or three atomic scripts (a pool's keys live in the
+//! pool's own slot on a cluster), in an order that keeps the same outcomes: a player is never
+//! in two pairings, and never paired after leaving (see [`redis`] for the order).
 //!
 //! A player is in one of three states: **waiting** in one pool (with a lease renewed by their
 //! join stream), **matching** (a wave committed their pairing and the match is being created),
@@ -53,10 +56,11 @@ pub enum Joined {
     Found,
     /// A match is being created for the player: nothing changed.
     Matching,
-    /// The pool holds its maximum of players: nothing changed (but a place the player held in
-    /// another pool is given up).
+    /// The pool holds its maximum of players: the player is not placed, and a place they held
+    /// in another pool is given up (in Redis the join gives it up before it meets the full
+    /// pool; the in-process store does the same).
     Full,
-    /// Opening the pool would pass the maximum of pools: nothing changed (as for `Full`).
+    /// Opening the pool would pass the maximum of pools: nothing changed.
     TooManyPools,
 }
 

@@ -421,7 +421,8 @@ async fn accepted_challenge_gives_both_players_one_match_on_redis() {
     accepted_challenge_gives_both_players_one_match(true).await;
 }
 
-/// On a Redis Cluster, where the store keeps every key in one slot (`mm:{mm}:…`).
+/// On a Redis Cluster, where the players' side of the store is one slot (`mm:{mm}:…`) and each
+/// pool another.
 #[tokio::test]
 async fn accepted_challenge_gives_both_players_one_match_on_a_cluster() {
     accepted_challenge_gives_both_players_one_match(Backing::Cluster).await;

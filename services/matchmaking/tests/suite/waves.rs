@@ -519,6 +519,27 @@ async fn pools_and_places_are_bounded<S: PoolStore>(store: S) {
     ));
 }
 
+async fn a_full_pool_costs_the_place_held_elsewhere<S: PoolStore>(store: S) {
+    let mm = Matchmaker::new(
+        store,
+        FakeMatches::new(Mode::Create),
+        Tuning {
+            max_waiting: 1,
+            ..tuning()
+        },
+    );
+    join(&mm, "a").await;
+    assert!(matches!(
+        mm.join(spec("b", Variant::Glinski)).await.unwrap(),
+        Ticket::Waiting { .. }
+    ));
+    let full = mm.join(spec("a", Variant::Glinski)).await.unwrap_err();
+    assert_eq!(full.code(), tonic::Code::ResourceExhausted);
+    let chess = pool(Variant::Chess).name();
+    assert!(waiting_players(mm.store(), &chess).await.is_empty());
+    assert!(!mm.leave("a").await.unwrap(), "a waits nowhere");
+}
+
 async fn an_unreachable_match_service_keeps_the_pairing_then_gives_it_back<S: PoolStore + Clone>(
     store: S,
 ) {
@@ -664,7 +685,7 @@ macro_rules! on_both_stores {
             )*
         }
         /// Every test above, in turn, on one Redis Cluster (emptied between tests), as the
-        /// matchmaking user: the store keeps all its keys in one slot there.
+        /// matchmaking user: each pool in its own slot, the players' side in another.
         #[tokio::test]
         async fn on_a_cluster() {
             let cluster = tokio::task::spawn_blocking(arbiter_testkit::cluster::RedisCluster::start)
@@ -686,6 +707,91 @@ on_both_stores!(
     ratings_change_once_per_match,
     bughouse_waves_form_teams,
     pools_and_places_are_bounded,
+    a_full_pool_costs_the_place_held_elsewhere,
     an_unreachable_match_service_keeps_the_pairing_then_gives_it_back,
     a_player_gone_while_matched_is_not_put_back,
 );
+
+/// On a Redis Cluster each pool's keys live in the pool's own slot (`mm:q:{<pool>}:…`), apart
+/// from the players' states (`mm:{mm}:…`): pools spread over the primaries, and a pool whose
+/// slot moves to another primary while its players wait runs its next wave there.
+#[tokio::test]
+async fn pools_live_in_their_own_slots_and_follow_a_moved_slot_on_a_cluster() {
+    let cluster = tokio::task::spawn_blocking(arbiter_testkit::cluster::RedisCluster::start)
+        .await
+        .unwrap();
+    let store = RedisStore::connect(cluster.url_as("arbiter-matchmaking").as_str())
+        .await
+        .unwrap();
+    let backend = FakeMatches::new(Mode::Create);
+    let mm = Matchmaker::new(store, backend.clone(), tuning());
+    let variants = [Variant::Chess, Variant::Glinski, Variant::Byzantine];
+    for (i, v) in variants.iter().enumerate() {
+        for p in ["a", "b"] {
+            let player = format!("{p}{i}");
+            assert!(matches!(
+                mm.join(spec(&player, *v)).await.unwrap(),
+                Ticket::Waiting { .. }
+            ));
+        }
+    }
+    let admin = ::redis::Client::open(arbiter_testkit::cluster::RedisCluster::node_url(
+        cluster.primaries()[0],
+    ))
+    .unwrap();
+    let mut admin = admin.get_multiplexed_async_connection().await.unwrap();
+    let slot_of = async |conn: &mut ::redis::aio::MultiplexedConnection, key: &str| -> u16 {
+        ::redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .unwrap()
+    };
+    let central = slot_of(&mut admin, "mm:{mm}:who").await;
+    let mut owners = HashSet::from([cluster.owner(central)]);
+    let mut slots = Vec::new();
+    for v in variants {
+        let name = pool(v).name();
+        let key = format!("mm:q:{{{name}}}:e");
+        let slot = slot_of(&mut admin, &key).await;
+        assert_ne!(slot, central, "{name}");
+        // The pool's places are on the primary that serves its slot.
+        let owner = cluster.owner(slot);
+        let on_owner =
+            ::redis::Client::open(arbiter_testkit::cluster::RedisCluster::node_url(owner))
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+        let places: usize = ::redis::cmd("HLEN")
+            .arg(&key)
+            .query_async(&mut on_owner.clone())
+            .await
+            .unwrap();
+        assert_eq!(places, 2, "{name} on port {owner}");
+        owners.insert(owner);
+        slots.push((name, slot, owner));
+    }
+    assert!(owners.len() >= 2, "one primary holds everything: {slots:?}");
+    // The chess pool's slot moves to another primary while its players wait.
+    let (chess, slot, from) = slots[0].clone();
+    let to = cluster
+        .primaries()
+        .into_iter()
+        .find(|p| *p != from)
+        .unwrap();
+    let moved = cluster.migrate_slot(slot, to, 1, Duration::from_millis(20));
+    assert!(moved >= 4, "the pool's keys moved: {moved}");
+    assert_eq!(cluster.owner(slot), to);
+    for (name, _, _) in &slots {
+        let report = mm.wave(name).await.unwrap();
+        assert_eq!(report.created, 1, "{name}: {report:?}");
+        assert!(waiting_players(mm.store(), name).await.is_empty());
+    }
+    let asked = backend.asked();
+    assert_eq!(asked.len(), 3);
+    let players: HashSet<&String> = asked.iter().flat_map(|m| &m.players).collect();
+    assert_eq!(players.len(), 6, "no player twice");
+    assert!(mm.store().making(&chess).await.unwrap().is_empty());
+}

@@ -1,10 +1,12 @@
 -- COMMIT (services/matchmaking/src/store/redis.rs; arguments by name: `COMMIT_ARGS`)
--- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
--- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: two routing keys (see PRELUDE); runs in the pool's slot (then CLAIM in the store's, for
+-- each pairing committed).
 -- A: pool (its name), fence (the wave's fencing number), pairings (packed: each pairing, itself
 -- packed: its id, then its members in seat order), unpaired (packed: the players who wait on).
 --
--- Returns 1 or 0 per pairing (committed or not), or nil when the fence is stale.
+-- Each pairing whose players all wait leaves the pool and is kept as being made (`k`, with each
+-- player's place; `km`: player to pairing). Returns, per pairing, its players and their
+-- sessions packed (committed) or an empty string (not), or nil when the fence is stale.
 local P = A.pool
 local M = pk(P, 'm')
 local now = tnow()
@@ -20,21 +22,24 @@ for i, packed in ipairs(unpk(A.pairings)) do
     if ok and redis.call('HEXISTS', pk(P, 'e'), t[m]) == 0 then ok = false end
   end
   if ok then
-    local rec = {fmt(now)}
+    local rec, sessions = {fmt(now)}, {}
     for m = 2, #t do
       local player = t[m]
+      local entry = redis.call('HGET', pk(P, 'e'), player)
       rec[#rec + 1] = player
-      rec[#rec + 1] = redis.call('HGET', pk(P, 'e'), player)
+      rec[#rec + 1] = entry
       rec[#rec + 1] = redis.call('ZSCORE', pk(P, 'j'), player)
       rec[#rec + 1] = redis.call('HGET', pk(P, 'w'), player) or '0'
       rec[#rec + 1] = redis.call('ZSCORE', pk(P, 'l'), player) or '0'
+      sessions[#sessions + 1] = player
+      sessions[#sessions + 1] = session_of(entry)
       drop(P, player)
-      redis.call('HSET', MM .. 'who', player, 'm' .. F .. P)
+      redis.call('HSET', pk(P, 'km'), player, id)
     end
     redis.call('HSET', pk(P, 'k'), id, pack(rec))
-    done[i] = 1
+    done[i] = pack(sessions)
   else
-    done[i] = 0
+    done[i] = ''
   end
 end
 for _, player in ipairs(unpk(A.unpaired)) do

@@ -1,19 +1,22 @@
 -- JOIN (services/matchmaking/src/store/redis.rs; arguments by name: `JOIN_ARGS`)
--- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
--- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
--- A: pool (its name), player, session (the new place's), record (the entry record), lease_ms
--- (the place's lease), max_waiting (players one pool holds), max_pools (pools with players).
+-- KEYS: two routing keys (see PRELUDE); runs in the store's slot (MM), the first of a join's
+-- steps: then JOIN_POOL in the pool's slot (and UNJOIN here when the pool is full), then DROP
+-- of the old place in its pool's slot.
+-- A: pool (its name), player, session (the new place's), max_pools (pools with players).
 --
--- The limits are checked first: a refused join changes nothing.
+-- Refused (`found`, `matching`, `pools`) before anything changes; `matching` by a pool's pairing
+-- comes with the player's state (the caller looks whether the pairing still exists: UNSTICK). Else the player's state says
+-- they wait in the pool under the new session, the pool is listed, and the answer is `ok`, the
+-- state before (empty when none) and the pool and session of the place to give up (both empty
+-- when none, or when the place is in this pool: JOIN_POOL keeps its join time).
 local P, player = A.pool, A.player
 if redis.call('HLEN', MM .. 'found:' .. player) > 0 then return {'found'} end
 local now = tnow()
-local joined, missed = now, '0'
 local who = redis.call('HGET', MM .. 'who', player)
-local old = nil
+local old, old_session = nil, ''
 if who then
   local w = split(who, F)
-  if w[1] == 'm' then return {'matching'} end
+  if w[1] == 'm' then return {'matching', who} end
   -- `o`: an offer's accept under way (see OFFERS): while the offer is accepting, else until the
   -- deadline.
   if w[1] == 'o' then
@@ -21,26 +24,14 @@ if who then
       return {'matching'}
     end
   else
-    old = w[2]
+    old, old_session = w[2], w[3] or ''
   end
 end
-if old ~= P then
-  if redis.call('HLEN', pk(P, 'e')) >= tonumber(A.max_waiting) then return {'full'} end
-  if redis.call('SISMEMBER', MM .. 'pools', P) == 0 and redis.call('SCARD', MM .. 'pools') >= tonumber(A.max_pools) then
-    return {'pools'}
-  end
+if old ~= P and redis.call('SISMEMBER', MM .. 'pools', P) == 0
+  and redis.call('SCARD', MM .. 'pools') >= tonumber(A.max_pools) then
+  return {'pools'}
 end
-if old then
-  if old == P then
-    joined = tonumber(redis.call('ZSCORE', pk(P, 'j'), player) or now)
-    missed = redis.call('HGET', pk(P, 'w'), player) or '0'
-  end
-  drop(old, player)
-end
-redis.call('HSET', pk(P, 'e'), player, A.record)
-redis.call('ZADD', pk(P, 'l'), fmt(now + tonumber(A.lease_ms)), player)
-redis.call('ZADD', pk(P, 'j'), fmt(joined), player)
-redis.call('HSET', pk(P, 'w'), player, missed)
 redis.call('HSET', MM .. 'who', player, 'w' .. F .. P .. F .. A.session)
 redis.call('SADD', MM .. 'pools', P)
-return {'waiting', redis.call('HLEN', pk(P, 'e'))}
+if old == P or not old then return {'ok', who or '', '', ''} end
+return {'ok', who, old, old_session}

@@ -1,6 +1,5 @@
 -- LOCK (services/matchmaking/src/store/redis.rs; arguments by name: `LOCK_ARGS`)
--- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
--- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: two routing keys (see PRELUDE); runs in the pool's slot.
 -- A: pool (its name), lease_ms (how long the lock holds).
 --
 -- The new fencing number, or nil while the lock is held. The pool's lock hash lives a day after

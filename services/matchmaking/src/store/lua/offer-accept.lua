@@ -7,11 +7,12 @@
 -- The same acceptor and request again: `again` (an accept under way gets a heartbeat). An
 -- accept under way without a heartbeat for `stale` ms: `resumed`, the same accept (its acceptor,
 -- its request) now continued by the caller, with a heartbeat; it is never replaced. Else an
--- open offer: refused (`busy`, then the player) when either player holds an unacknowledged
+-- open offer: refused (`busy`, then the player and their state) when either player holds an unacknowledged
 -- match found or is being matched (a pool pairing, or another offer's accept); else both
 -- players leave any pool and are marked `o` (see OFFERS) until FINISH or RELEASE.
 -- Returns `started`, `again`, `resumed`, `notopen`, `busy` or `missing`, then the offer's
--- fields.
+-- fields; after `started`, before the fields, the places to drop from their pools (DROPS,
+-- packed).
 if redis.call('EXISTS', ofkey(A.id)) == 0 then
   redis.call('ZREM', MM .. 'ofa', A.id)
   return {'missing'}
@@ -31,13 +32,15 @@ if A.acceptor == '' then return reply('notopen', A.id) end
 if not (s == 'open' and now < tonumber(oget(A.id, 'x'))) then return reply('notopen', A.id) end
 local owner = oget(A.id, 'o')
 for _, p in ipairs({owner, A.acceptor}) do
-  if busy(p, A.id, now) then return {'busy', p} end
+  if busy(p, A.id, now) then return {'busy', p, redis.call('HGET', MM .. 'who', p) or ''} end
 end
--- Committed as a pool pairing is: both players leave their pools and are marked matched.
+-- As a pool's pairing is claimed: both players are marked matched, and leave their pools.
 unlist(A.id)
 claim(owner, A.id, deadline)
 claim(A.acceptor, A.id, deadline)
 redis.call('HSET', ofkey(A.id), 's', 'accepting', 'a', A.acceptor, 'q', A.request, 'u', fmt(now))
 redis.call('ZADD', MM .. 'ofa', fmt(now), A.id)
 keep(A.id, now, A.memory)
-return reply('started', A.id)
+local r = reply('started', A.id)
+table.insert(r, 2, pack(DROPS))
+return r

@@ -93,13 +93,20 @@ local function busy(player, id, now)
   if w[1] == 'o' then return w[2] ~= id and held(w, now) end
   return false
 end
--- Takes `player` out of any pool they wait in and marks them matched by offer `id` until
--- `deadline`.
+-- The places in pools the claims below took from their players (pool, player, session, each):
+-- the caller drops them in their pools' slots (DROP) once the script is done.
+local DROPS = {}
+-- Marks `player` matched by offer `id` until `deadline`; a place they held in a pool joins
+-- DROPS.
 local function claim(player, id, deadline)
   local who = redis.call('HGET', MM .. 'who', player)
   if who then
     local w = split(who, F)
-    if w[1] == 'w' then drop(w[2], player) end
+    if w[1] == 'w' then
+      DROPS[#DROPS + 1] = w[2]
+      DROPS[#DROPS + 1] = player
+      DROPS[#DROPS + 1] = w[3] or ''
+    end
   end
   redis.call('HSET', MM .. 'who', player, 'o' .. F .. id .. F .. fmt(deadline))
 end

@@ -1,21 +1,17 @@
 -- PLACE (services/matchmaking/src/store/redis.rs; arguments by name: `PLACE_ARGS`)
--- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
--- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: two routing keys (see PRELUDE); runs in the pool's slot.
 -- A: pool (its name), player, session (the stream's place), lease_ms (the renewed lease).
+--
+-- `waiting` and the standing (the lease renewed) while the place is the session's; `matching`
+-- while a pairing of the pool is being made for the player; else `gone` (the caller then asks
+-- PLACE_WHO whether an offer's accept took the player).
 local P, player = A.pool, A.player
-local who = redis.call('HGET', MM .. 'who', player)
-if not who then return {'gone'} end
-local w = split(who, F)
--- An offer's accept took the player out of the pool: their stream waits for its outcome.
-if w[1] == 'o' then
-  if redis.call('HGET', MM .. 'of:' .. w[2], 's') == 'accepting' or tonumber(w[3] or '0') > tnow() then
-    return {'matching'}
-  end
+local rec = redis.call('HGET', pk(P, 'e'), player)
+if not rec then
+  if redis.call('HEXISTS', pk(P, 'km'), player) == 1 then return {'matching'} end
   return {'gone'}
 end
-if w[2] ~= P then return {'gone'} end
-if w[1] == 'm' then return {'matching'} end
-if w[3] ~= A.session then return {'gone'} end
+if session_of(rec) ~= A.session then return {'gone'} end
 local rank = redis.call('ZRANK', pk(P, 'j'), player)
 if not rank then return {'gone'} end
 redis.call('ZADD', pk(P, 'l'), 'XX', fmt(tnow() + tonumber(A.lease_ms)), player)

@@ -1,27 +1,26 @@
 -- UNMAKE (services/matchmaking/src/store/redis.rs; arguments by name: `UNMAKE_ARGS`)
--- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
--- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
--- A: pool (its name), pairing (its id).
+-- KEYS: two routing keys (see PRELUDE); runs in the store's slot (MM), then UNMAKE_POOL in the
+-- pool's.
+-- A: pool (its name), pairing (its id), members (packed: player and session, each), ttl (ms
+-- the pairing is remembered as undone, `unmade:<pairing>`).
 --
--- Players still being matched go back with their places and leases; those whose stream closed
--- meanwhile are let go.
-local P = A.pool
-local rec = redis.call('HGET', pk(P, 'k'), A.pairing)
-if not rec then return 0 end
-redis.call('HDEL', pk(P, 'k'), A.pairing)
-local r = unpk(rec)
-for i = 2, #r, 5 do
-  local player = r[i]
-  local who = redis.call('HGET', MM .. 'who', player)
-  if who == 'm' .. F .. P then
-    redis.call('HSET', pk(P, 'e'), player, r[i + 1])
-    redis.call('ZADD', pk(P, 'l'), r[i + 4], player)
-    redis.call('ZADD', pk(P, 'j'), r[i + 2], player)
-    redis.call('HSET', pk(P, 'w'), player, r[i + 3])
-    redis.call('HSET', MM .. 'who', player, 'w' .. F .. P .. F .. split(r[i + 1], F)[1])
-  elseif who == 'm' .. F .. P .. F .. 'gone' then
-    redis.call('HDEL', MM .. 'who', player)
+-- A pairing whose match could not be created: players still marked by it wait in the pool
+-- again under their sessions; those who left meanwhile (`gone`) are let go. Returns the players
+-- who go back (for UNMAKE_POOL), or nil when the pairing's match was recorded (MATCHED).
+if redis.call('EXISTS', MM .. 'made:' .. A.pairing) == 1 then return false end
+-- Undone for good: a late claim (a wave whose lock ran out) or MATCHED of it changes nothing.
+redis.call('SET', MM .. 'unmade:' .. A.pairing, '1', 'PX', A.ttl)
+local t = unpk(A.members)
+local back = {}
+for i = 1, #t, 2 do
+  local who = redis.call('HGET', MM .. 'who', t[i])
+  if ours(who, A.pool, A.pairing) then
+    if split(who, F)[#split(who, F)] == 'gone' then
+      redis.call('HDEL', MM .. 'who', t[i])
+    else
+      redis.call('HSET', MM .. 'who', t[i], 'w' .. F .. A.pool .. F .. t[i + 1])
+      back[#back + 1] = t[i]
+    end
   end
 end
-redis.call('SADD', MM .. 'pools', P)
-return 1
+return back

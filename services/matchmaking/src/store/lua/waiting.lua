@@ -1,23 +1,24 @@
 -- WAITING (services/matchmaking/src/store/redis.rs; arguments by name: `WAITING_ARGS`)
--- KEYS: only two routing keys, never there (they name the store's slot on a cluster): the keys are
--- named from the arguments, after the prefix MM (`mm:`, or `mm:{mm}:` on a cluster) (pool `mm:q:{pool}:…`, player `mm:found:<player>`, …).
+-- KEYS: two routing keys (see PRELUDE); runs in the pool's slot (then UNWHO in the store's, for
+-- the places that expired).
 -- A: pool (its name).
 --
--- Drops expired places; returns player, joined, record, missed, lease end for each place.
+-- Drops expired places. Returns 1 when the pool is empty (no places, no pairings being made)
+-- else 0, then the expired places packed (player and session, each), then player, joined,
+-- record, missed, lease end for each place.
 local P = A.pool
 local now = tnow()
+local expired = {}
 for _, player in ipairs(redis.call('ZRANGEBYSCORE', pk(P, 'l'), '-inf', fmt(now))) do
-  drop(P, player)
-  local who = redis.call('HGET', MM .. 'who', player)
-  if who then
-    local w = split(who, F)
-    if w[1] == 'w' and w[2] == P then redis.call('HDEL', MM .. 'who', player) end
+  local rec = redis.call('HGET', pk(P, 'e'), player)
+  if rec then
+    expired[#expired + 1] = player
+    expired[#expired + 1] = session_of(rec)
   end
+  drop(P, player)
 end
-if redis.call('HLEN', pk(P, 'e')) == 0 and redis.call('HLEN', pk(P, 'k')) == 0 then
-  redis.call('SREM', MM .. 'pools', P)
-end
-local out = {}
+local empty = redis.call('HLEN', pk(P, 'e')) == 0 and redis.call('HLEN', pk(P, 'k')) == 0
+local out = {empty and 1 or 0, pack(expired)}
 local js = redis.call('ZRANGE', pk(P, 'j'), 0, -1, 'WITHSCORES')
 for i = 1, #js, 2 do
   local rec = redis.call('HGET', pk(P, 'e'), js[i])
