@@ -894,10 +894,10 @@ impl PoolStore for RedisStore {
         (max_waiting, max_pools): (usize, usize),
     ) -> Result<Joined, StoreError> {
         // The player's state first (in the store's slot), then the place (in the pool's), then
-        // the old place dropped (in its pool's). Between the steps a wave may pair a place whose
-        // player's state moved on: its claim finds that and gives the others back (`claim`).
+        // the old place dropped (in its pool's). Between the steps a wave may read a place whose
+        // player's state moved on: its ghost sweep (`waiting`) or its claim (`claim`) finds it.
         let mut unstuck = false;
-        let r = loop {
+        let (old_pool, old_session) = loop {
             let mut args = JOIN_ARGS.args();
             args.set("pool", pool)
                 .set("player", &entry.player)
@@ -915,12 +915,11 @@ impl PoolStore for RedisStore {
                     unstuck = true;
                 }
                 [s] if s == "pools" => return Ok(Joined::TooManyPools),
-                [s, _, _, _] if s == "ok" => break r,
+                [s, _, old_pool, old_session] if s == "ok" => {
+                    break (old_pool.clone(), old_session.clone());
+                }
                 other => return Err(corrupt(&format!("join answered {other:?}"))),
             }
-        };
-        let [_, _, old_pool, old_session] = r.as_slice() else {
-            unreachable!("matched above")
         };
         let mut args = JOIN_POOL_ARGS.args();
         args.set("pool", pool)
@@ -944,7 +943,7 @@ impl PoolStore for RedisStore {
                 args.set("player", &entry.player).set("now", now);
                 let _: i64 = self.run(&self.scripts.unjoin, args).await?;
                 if !old_pool.is_empty() {
-                    self.drop_place(old_pool, &entry.player, old_session)
+                    self.drop_place(&old_pool, &entry.player, &old_session)
                         .await?;
                 }
                 return Ok(Joined::Full);
@@ -956,7 +955,7 @@ impl PoolStore for RedisStore {
             self.list_pool(pool).await?;
         }
         if !old_pool.is_empty() {
-            self.drop_place(old_pool, &entry.player, old_session)
+            self.drop_place(&old_pool, &entry.player, &old_session)
                 .await?;
         }
         let waiting = item(1).and_then(|n| usize::try_from(n).ok()).unwrap_or(1);

@@ -13,6 +13,7 @@ use arbiter_matchmaking::pool::{Follow, Pairing, Pool};
 use arbiter_matchmaking::store::memory::MemoryStore;
 use arbiter_matchmaking::store::redis::RedisStore;
 use arbiter_matchmaking::store::{Applied, Place, PoolStore};
+use arbiter_redis_conn::RedisConfig;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -794,4 +795,124 @@ async fn pools_live_in_their_own_slots_and_follow_a_moved_slot_on_a_cluster() {
     let players: HashSet<&String> = asked.iter().flat_map(|m| &m.players).collect();
     assert_eq!(players.len(), 6, "no player twice");
     assert!(mm.store().making(&chess).await.unwrap().is_empty());
+}
+
+/// Two replicas, three pools, waves over every pool on both replicas without pause, and 160
+/// players on eight tasks joining pools at random (switching pools as they go), leaving, and
+/// acknowledging their matches found to join again: 3,200 calls. Whatever the interleaving: a
+/// join that finds matches found finds one (a player is never in two pairings at once), nobody
+/// waits in two pools, and every pool with players is listed for waves.
+async fn random_joins_leaves_and_waves_keep_every_player_in_one_place(redis: RedisConfig) {
+    let short = Tuning {
+        wave_lock_ms: 200,
+        ..tuning()
+    };
+    let backends = [
+        FakeMatches::new(Mode::Slow(5)),
+        FakeMatches::new(Mode::Slow(5)),
+    ];
+    let mut replicas = Vec::new();
+    for b in &backends {
+        replicas.push(Arc::new(Matchmaker::new(
+            RedisStore::connect(redis.clone()).await.unwrap(),
+            b.clone(),
+            short.clone(),
+        )));
+    }
+    let variants = [Variant::Chess, Variant::Glinski, Variant::Byzantine];
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let mut loops = Vec::new();
+    for r in &replicas {
+        for v in variants {
+            let (r, stop, name) = (Arc::clone(r), stop.clone(), pool(v).name());
+            loops.push(tokio::spawn(async move {
+                while !*stop.borrow() {
+                    let _ = r.wave(&name).await;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }));
+        }
+    }
+    let doubles = Arc::new(Mutex::new(Vec::<String>::new()));
+    let found_joins = Arc::new(Mutex::new(0usize));
+    let mut tasks = Vec::new();
+    for t in 0..8u64 {
+        let replicas: Vec<_> = replicas.iter().map(Arc::clone).collect();
+        let (doubles, found_joins) = (Arc::clone(&doubles), Arc::clone(&found_joins));
+        tasks.push(tokio::spawn(async move {
+            // Xorshift, seeded per task: the same calls every run (their interleaving varies).
+            let mut seed = 12_345 + t * 7_919;
+            let mut rnd = move || {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed
+            };
+            for _ in 0..400 {
+                let player = format!("s{t}-{}", rnd() % 20);
+                let r = &replicas[(rnd() % 2) as usize];
+                let v = variants[(rnd() % 3) as usize];
+                if rnd() % 4 == 0 {
+                    let _ = r.leave(&player).await;
+                } else if let Ok(Ticket::Found(found)) = r.join(spec(&player, v)).await {
+                    *found_joins.lock().unwrap() += 1;
+                    if found.len() > 1 {
+                        doubles.lock().unwrap().push(format!("{player}: {found:?}"));
+                    }
+                    for f in found {
+                        r.acknowledge(&player, &f.match_id).await.unwrap();
+                    }
+                }
+                if rnd() % 3 == 0 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    stop_tx.send(true).unwrap();
+    for l in loops {
+        l.await.unwrap();
+    }
+    assert!(
+        doubles.lock().unwrap().is_empty(),
+        "{:?}",
+        doubles.lock().unwrap()
+    );
+    // The waves ran while the players came and went (not only at the end).
+    assert!(*found_joins.lock().unwrap() > 20);
+    let store = RedisStore::connect(redis).await.unwrap();
+    let listed = store.pools().await.unwrap();
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for v in variants {
+        let name = pool(v).name();
+        for p in waiting_players(&store, &name).await {
+            assert!(listed.contains(&name), "{p} waits in {name}, not listed");
+            if let Some(other) = seen.insert(p.clone(), name.clone()) {
+                panic!("{p} waits in {other} and in {name}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn random_joins_leaves_and_waves_keep_every_player_in_one_place_on_redis() {
+    let redis = arbiter_testkit::redis().await;
+    random_joins_leaves_and_waves_keep_every_player_in_one_place(
+        redis.secure("arbiter-matchmaking"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn random_joins_leaves_and_waves_keep_every_player_in_one_place_on_a_cluster() {
+    let cluster = tokio::task::spawn_blocking(arbiter_testkit::cluster::RedisCluster::start)
+        .await
+        .unwrap();
+    random_joins_leaves_and_waves_keep_every_player_in_one_place(RedisConfig::plain(
+        &cluster.url_as("arbiter-matchmaking"),
+    ))
+    .await;
 }
