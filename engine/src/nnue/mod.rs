@@ -337,14 +337,7 @@ impl Accumulator {
         }
         for (c, roles) in pieces.iter().enumerate() {
             for (r, &bb) in roles.iter().enumerate() {
-                let mut bb = bb;
-                while bb != 0 {
-                    let sq = bb.trailing_zeros() as usize;
-                    bb &= bb - 1;
-                    for view in 0..2 {
-                        add(&mut self.views[view], net.column(feature(view, c, r, sq)));
-                    }
-                }
+                self.apply(net, c, r, bb, add);
             }
         }
         self.pieces = *pieces;
@@ -361,25 +354,31 @@ impl Accumulator {
         let before = self.pieces;
         for (c, (olds, news)) in before.iter().zip(pieces).enumerate() {
             for (r, (&old, &new)) in olds.iter().zip(news).enumerate() {
-                let mut gone = old & !new;
-                while gone != 0 {
-                    let sq = gone.trailing_zeros() as usize;
-                    gone &= gone - 1;
-                    for view in 0..2 {
-                        sub(&mut self.views[view], net.column(feature(view, c, r, sq)));
-                    }
-                }
-                let mut come = new & !old;
-                while come != 0 {
-                    let sq = come.trailing_zeros() as usize;
-                    come &= come - 1;
-                    for view in 0..2 {
-                        add(&mut self.views[view], net.column(feature(view, c, r, sq)));
-                    }
-                }
+                self.apply(net, c, r, old & !new, sub);
+                self.apply(net, c, r, new & !old, add);
             }
         }
         self.pieces = *pieces;
+    }
+
+    /// Adds (`op` = `add`) or takes away (`sub`) in both views the columns of the pieces of
+    /// colour `c` and role `r` on the squares of `squares`.
+    #[inline(always)]
+    fn apply(
+        &mut self,
+        net: &Network,
+        c: usize,
+        r: usize,
+        mut squares: u64,
+        op: fn(&mut [i16], &[i16]),
+    ) {
+        while squares != 0 {
+            let sq = squares.trailing_zeros() as usize;
+            squares &= squares - 1;
+            for view in 0..2 {
+                op(&mut self.views[view], net.column(feature(view, c, r, sq)));
+            }
+        }
     }
 
     /// Becomes a copy of `other` (no allocation when the widths match).

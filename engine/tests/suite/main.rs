@@ -9,6 +9,28 @@ use std::sync::atomic::AtomicBool;
 mod nnue;
 mod search;
 
+/// A small deterministic generator (xorshift64*) for the tests' random games and networks.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number below `n` (`n` > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() >> 33) as usize % n
+    }
+
+    /// A number in −`range`..=`range`.
+    fn signed(&mut self, range: i64) -> i16 {
+        ((self.next() % (2 * range as u64 + 1)) as i64 - range) as i16
+    }
+}
+
 /// A clock that never moves (results compared between searches include the time).
 struct Frozen;
 

@@ -2,26 +2,11 @@
 //! equals the one computed from scratch, the evaluation is the same from either colour's side,
 //! and the search with a network plays legal, reproducible moves and still finds mates.
 
-use crate::search_with;
+use crate::{Rng, search_with};
 use arbiter_core::{Chess, Position};
 use arbiter_engine::nnue::{Accumulator, INPUTS, Network, Pieces};
 use arbiter_engine::{Engine, EnginePosition, Limits};
 use std::sync::Arc;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn signed(&mut self, range: i64) -> i16 {
-        ((self.next() % (2 * range as u64 + 1)) as i64 - range) as i16
-    }
-}
 
 fn network(hidden: usize, seed: u64) -> Network {
     let mut rng = Rng(seed | 1);
@@ -48,7 +33,7 @@ fn games(seed: u64, count: usize) -> Vec<Vec<Chess>> {
                 if moves.is_empty() {
                     break;
                 }
-                pos.play_unchecked(moves[(rng.next() % moves.len() as u64) as usize]);
+                pos.play_unchecked(moves[rng.below(moves.len())]);
                 line.push(pos);
             }
             line

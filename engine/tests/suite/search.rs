@@ -2,7 +2,7 @@
 //! core's rules), simple tactics, legality over random positions, every kind of limit, the stop
 //! check interval, reproducibility and MultiPV.
 
-use crate::{Frozen, search_with};
+use crate::{Frozen, Rng, search_with};
 use arbiter_core::byzantine::{ByzantineRules, ByzantineVariant};
 use arbiter_core::crazyhouse::HouseRules;
 use arbiter_core::{Byzantine, Chess, Color, Crazyhouse, Glinski, Position};
@@ -27,18 +27,6 @@ impl TimeSource for Ticking {
 
 fn search<P: EnginePosition>(pos: &P, limits: Limits, multipv: usize) -> SearchResult<P::Move> {
     search_with(&mut Engine::<P>::new(8), pos, limits, multipv)
-}
-
-/// Small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-    }
 }
 
 /// Positions met in random games from `start` (games end at their ending or after 120 plies).

@@ -7,7 +7,8 @@ use arbiter_core::Variant;
 use arbiter_core::clock::TimeControl;
 use arbiter_core::pairing::wave::RatingRange;
 
-const FIELD: char = '\u{1f}';
+/// The separator of a record's fields (U+001F), also in the Redis store's marks and states.
+pub(crate) const FIELD: char = '\u{1f}';
 const ITEM: char = '\u{1e}';
 
 /// A pool: one variant, one time control, rated or casual.

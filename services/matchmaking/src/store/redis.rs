@@ -69,7 +69,7 @@ use crate::offer::{
     Accepting, Created, DeclineReason, Ended, NewOffer, Offer, OfferKind, OfferLimits, OfferState,
     Terms,
 };
-use crate::pool::{Entry, Follow, History, Making, Pairing, Waiting};
+use crate::pool::{Entry, FIELD, Follow, History, Making, Pairing, Waiting};
 use arbiter_redis_conn::Connection;
 use arbiter_redis_conn::script::{Args, BASICS, Constant, Schema, constants};
 use arbiter_redis_conn::{RedisConfig, connect_in_background, wait_connected};
@@ -726,7 +726,7 @@ impl RedisStore {
     /// Forgets `player`'s `mark` (being matched by a pool's pairing) when the pairing is no
     /// longer in its pool and no match was recorded for it ([`UNSTICK`]): true when it did.
     async fn unstick(&self, player: &str, mark: &str) -> Result<bool, StoreError> {
-        let fields: Vec<&str> = mark.split('\u{1f}').collect();
+        let fields: Vec<&str> = mark.split(FIELD).collect();
         let (pool, pairing) = match fields.as_slice() {
             ["m", pool] | ["m", pool, "gone"] => (*pool, ""),
             ["m", pool, pairing] | ["m", pool, pairing, "gone"] => (*pool, *pairing),
@@ -830,10 +830,11 @@ fn making_of(id: String, rec: &str) -> Result<Making, StoreError> {
     })
 }
 
-/// A pairing's players and their sessions, packed (as [`COMMIT`] answers them).
-fn members_of(m: &Making) -> String {
-    let items: Vec<String> = m
-        .members
+/// The places of `waiting` packed as the scripts read them (player, session, player, …): a
+/// wave's waiting players for the ghost sweep ([`LIVE`]), a pairing's players as [`COMMIT`]
+/// answers them.
+fn places_of(waiting: &[Waiting]) -> String {
+    let items: Vec<String> = waiting
         .iter()
         .flat_map(|w| [w.entry.player.clone(), w.entry.session.to_string()])
         .collect();
@@ -934,32 +935,30 @@ impl PoolStore for RedisStore {
             .first()
             .and_then(|v| redis::from_redis_value(v).ok())
             .unwrap_or_default();
-        match status.as_str() {
+        let joined = match status.as_str() {
             "full" => {
                 // The place held elsewhere was given up with the player's state (JOIN replaced
-                // it); the state is forgotten and that place dropped.
+                // it): the state is forgotten, and that place dropped below.
                 let mut args = UNJOIN_ARGS.args();
-                let now = format!("w\u{1f}{pool}\u{1f}{}", entry.session);
+                let now = format!("w{FIELD}{pool}{FIELD}{}", entry.session);
                 args.set("player", &entry.player).set("now", now);
                 let _: i64 = self.run(&self.scripts.unjoin, args).await?;
-                if !old_pool.is_empty() {
-                    self.drop_place(&old_pool, &entry.player, &old_session)
-                        .await?;
-                }
-                return Ok(Joined::Full);
+                Joined::Full
             }
-            "waiting" => {}
+            "waiting" => {
+                if item(2) == Some(1) {
+                    self.list_pool(pool).await?;
+                }
+                let waiting = item(1).and_then(|n| usize::try_from(n).ok()).unwrap_or(1);
+                Joined::Waiting { waiting }
+            }
             other => return Err(corrupt(&format!("join answered {other:?}"))),
-        }
-        if item(2) == Some(1) {
-            self.list_pool(pool).await?;
-        }
+        };
         if !old_pool.is_empty() {
             self.drop_place(&old_pool, &entry.player, &old_session)
                 .await?;
         }
-        let waiting = item(1).and_then(|n| usize::try_from(n).ok()).unwrap_or(1);
-        Ok(Joined::Waiting { waiting })
+        Ok(joined)
     }
 
     async fn place(
@@ -1066,12 +1065,8 @@ impl PoolStore for RedisStore {
         // Ghosts (places whose player's state moved on, their step in the pool not done) are
         // dropped before the pairing: each wave clears those a failure or a stopped replica
         // left, so that no stream shows such a place for long.
-        let asked: Vec<String> = waiting
-            .iter()
-            .flat_map(|w| [w.entry.player.clone(), w.entry.session.to_string()])
-            .collect();
         let mut args = LIVE_ARGS.args();
-        args.set("pool", pool).set("places", pack(&asked));
+        args.set("pool", pool).set("places", places_of(&waiting));
         let ghosts: String = self.run(&self.scripts.live, args).await?;
         let list = unpack(&ghosts).ok_or_else(|| corrupt("ghost places"))?;
         if !list.is_empty() {
@@ -1130,7 +1125,7 @@ impl PoolStore for RedisStore {
         // A pairing is made only once claimed: one committed by a wave that stopped before its
         // claim is claimed here (or found void, or recorded already, and finished).
         let stored = self.pairings(pool).await?;
-        let members: Vec<String> = stored.iter().map(|(_, m)| members_of(m)).collect();
+        let members: Vec<String> = stored.iter().map(|(_, m)| places_of(&m.members)).collect();
         let asked: Vec<(&str, &str)> = stored
             .iter()
             .zip(&members)
@@ -1181,7 +1176,7 @@ impl PoolStore for RedisStore {
         let mut args = UNMAKE_ARGS.args();
         args.set("pool", pool)
             .set("pairing", pairing)
-            .set("members", members_of(&m))
+            .set("members", places_of(&m.members))
             .set("ttl", FOUND_TTL_MS);
         let back: Option<Vec<String>> = self.run(&self.scripts.unmake, args).await?;
         let Some(back) = back else {
@@ -1680,7 +1675,7 @@ mod tests {
             .query_async(&mut conn)
             .await
             .unwrap();
-        who.map(|w| w.split('\u{1f}').map(str::to_owned).collect())
+        who.map(|w| w.split(FIELD).map(str::to_owned).collect())
     }
 
     async fn place(store: &RedisStore, pool: &str, player: &str, session: u64) -> Place {
@@ -1792,7 +1787,15 @@ mod tests {
             .set("session", 7)
             .set("max_pools", 10);
         let r: Vec<String> = store.run(&store.scripts.join, args).await.unwrap();
-        assert_eq!(r, ["ok", "w\u{1f}chess:blitz:5+3\u{1f}1", chess, "1"]);
+        assert_eq!(
+            r,
+            [
+                "ok",
+                format!("w{FIELD}chess:blitz:5+3{FIELD}1").as_str(),
+                chess,
+                "1"
+            ]
+        );
         let pairing = Pairing {
             id: "p1".into(),
             members: vec!["ann".into(), "bob".into()],
@@ -1865,7 +1868,7 @@ mod tests {
         let _: i64 = redis::cmd("HSET")
             .arg(store.key("who"))
             .arg("bob")
-            .arg(format!("m\u{1f}{chess}"))
+            .arg(format!("m{FIELD}{chess}"))
             .query_async(&mut conn)
             .await
             .unwrap();
@@ -1879,7 +1882,7 @@ mod tests {
         assert!(wave_pairs(&store, chess, "p2", &["cid", "dan"]).await);
         let mut args = UNSTICK_ARGS.args();
         args.set("player", "cid")
-            .set("mark", format!("m\u{1f}{chess}\u{1f}p2"))
+            .set("mark", format!("m{FIELD}{chess}{FIELD}p2"))
             .set("pairing", "p2");
         let _: String = redis::cmd("SET")
             .arg(store.key("made:p2"))
