@@ -233,6 +233,12 @@ enum Command {
         /// accepts H0 (A − B = ELO0) or H1 (A − B = ELO1); --pairs is then the most played.
         #[arg(long, value_name = "ELO0,ELO1")]
         sprt: Option<String>,
+        /// Play each `arbiter` build through `PATH uci`, one process per player and game
+        /// thread for all its games (`ucinewgame` before each), so that it keeps its table and
+        /// histories from move to move as in a real game; its arguments may be --nodes,
+        /// --depth, --movetime and --hash. Standard chess and crazyhouse only.
+        #[arg(long)]
+        uci: bool,
     },
     /// The standard chess and Glinski weights' data and fitting (Texel's method): generate
     /// labelled positions by self-play, then tune the weights on them.
@@ -929,6 +935,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
             max_plies,
             concurrency,
             sprt,
+            uci,
         } => {
             use arbiter_cli::selfplay::{MatchConfig, Player, Sprt, play_match};
             let sprt = sprt
@@ -949,6 +956,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 max_plies: max_plies.clamp(1, 10_000),
                 concurrency,
                 sprt,
+                uci,
             };
             let report = play_match(
                 &cfg,

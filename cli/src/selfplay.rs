@@ -1,14 +1,18 @@
 //! `arbiter selfplay`: a match between two players on fixed random openings, each opening
 //! played twice with colours swapped, reporting the score and an Elo difference with its 95 %
-//! error bar. A player is any `arbiter` build (each move is one `PATH analyze …` run, with the
-//! player's own arguments: limits, hash) or the built-in one-ply greedy player. Games are judged
-//! by the core's rules (`GameState`): every automatic ending, and claimable draws are claimed;
-//! a game reaching the ply cap is a draw.
+//! error bar. A player is any `arbiter` build or the built-in one-ply greedy (or random) player.
+//! A build plays each move as one `PATH analyze …` run with the player's own arguments (limits,
+//! hash), starting cold every move; or, with [`MatchConfig::uci`] (standard chess and
+//! crazyhouse), as one `PATH uci` process per player and game thread, told `ucinewgame` before
+//! each game, so that it keeps its tables and histories from move to move as in a real game.
+//! Games are judged by the core's rules (`GameState`): every automatic ending, and claimable
+//! draws are claimed; a game reaching the ply cap is a draw.
 
 use crate::CliError;
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Position, Variant};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -102,6 +106,201 @@ impl Player {
     }
 }
 
+/// What a UCI player is told: its `Hash` and the `go` line of every move, from the same
+/// arguments an `analyze` player takes (`--nodes`, `--depth`, `--movetime`, `--hash`; the
+/// others have no UCI equivalent and are refused). `field` names the arguments in errors.
+fn uci_settings(args: &[String], field: &str) -> Result<(Option<u64>, String), CliError> {
+    let mut hash = None;
+    let mut go = Vec::new();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = |v: Option<&String>| {
+            v.and_then(|v| v.parse::<u64>().ok())
+                .filter(|v| *v >= 1)
+                .ok_or_else(|| CliError::input(field, format!("{flag} needs a positive number")))
+        };
+        match flag.as_str() {
+            "--hash" => hash = Some(value(it.next())?),
+            "--nodes" | "--depth" | "--movetime" => {
+                go.push(format!("{} {}", &flag[2..], value(it.next())?));
+            }
+            other => {
+                return Err(CliError::input(
+                    field,
+                    format!(
+                        "{other} has no UCI equivalent (--uci takes --nodes, --depth, --movetime and --hash)"
+                    ),
+                ));
+            }
+        }
+    }
+    if go.is_empty() {
+        go.push("nodes 20000".to_owned());
+    }
+    Ok((hash, format!("go {}", go.join(" "))))
+}
+
+/// An `arbiter uci` process kept running through the games of one thread.
+struct UciEngine {
+    name: String,
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    /// The `go` line of every move.
+    go: String,
+}
+
+impl UciEngine {
+    /// Starts `path uci`, sets its variant and hash and waits until it is ready.
+    fn start(
+        path: &PathBuf,
+        args: &[String],
+        variant: Variant,
+        field: &str,
+    ) -> Result<Self, CliError> {
+        let (hash, go) = uci_settings(args, field)?;
+        let name = path.display().to_string();
+        let mut child = Command::new(path)
+            .arg("uci")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| CliError::input(format!("running {name}"), e))?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(CliError::failed(format!("{name}: no pipes")));
+        };
+        let mut engine = UciEngine {
+            name,
+            child,
+            input,
+            output: BufReader::new(output),
+            go,
+        };
+        engine.send("uci")?;
+        engine.wait_for("uciok")?;
+        if variant == Variant::Crazyhouse {
+            engine.send("setoption name UCI_Variant value crazyhouse")?;
+        }
+        if let Some(h) = hash {
+            engine.send(&format!("setoption name Hash value {h}"))?;
+        }
+        Ok(engine)
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), CliError> {
+        writeln!(self.input, "{line}")
+            .and_then(|()| self.input.flush())
+            .map_err(|e| CliError::io(format!("writing to {}", self.name), e))
+    }
+
+    /// Reads lines until one starts with `word`; returns it. An `info string error` line (a
+    /// refused option or position) fails the match.
+    fn wait_for(&mut self, word: &str) -> Result<String, CliError> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .output
+                .read_line(&mut line)
+                .map_err(|e| CliError::io(format!("reading from {}", self.name), e))?;
+            if n == 0 {
+                return Err(CliError::failed(format!("{} exited", self.name)));
+            }
+            let text = line.trim_end();
+            if text.starts_with("info string error") {
+                return Err(CliError::failed(format!("{}: {text}", self.name)));
+            }
+            if text.split_whitespace().next() == Some(word) {
+                return Ok(text.to_owned());
+            }
+        }
+    }
+
+    /// Forgets the last game (`ucinewgame`) and waits until that is done.
+    fn new_game(&mut self) -> Result<(), CliError> {
+        self.send("ucinewgame")?;
+        self.send("isready")?;
+        self.wait_for("readyok").map(drop)
+    }
+
+    /// The move the engine plays after `moves` from `start`.
+    fn best_move(
+        &mut self,
+        start: &AnyPosition,
+        moves: &[String],
+    ) -> Result<Option<String>, CliError> {
+        let mut position = format!("position fen {}", start.to_text());
+        if !moves.is_empty() {
+            position.push_str(" moves ");
+            position.push_str(&moves.join(" "));
+        }
+        self.send(&position)?;
+        let go = self.go.clone();
+        self.send(&go)?;
+        let line = self.wait_for("bestmove")?;
+        match line.split_whitespace().nth(1) {
+            None | Some("(none)") => Ok(None),
+            Some(m) => Ok(Some(m.to_owned())),
+        }
+    }
+}
+
+impl Drop for UciEngine {
+    fn drop(&mut self) {
+        // `quit` ends it at once; a process that ignores it is killed.
+        let _ = self.send("quit");
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            if !matches!(self.child.try_wait(), Ok(Some(_))) {
+                let _ = self.child.kill();
+            }
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A player as one game thread plays it: through [`Player::choose`], or through a UCI engine
+/// that thread keeps running.
+struct Seat<'a> {
+    player: &'a Player,
+    uci: Option<UciEngine>,
+}
+
+impl<'a> Seat<'a> {
+    /// The seat of `player`; an `arbiter` build under `--uci` is started now.
+    fn new(player: &'a Player, cfg: &MatchConfig, field: &str) -> Result<Seat<'a>, CliError> {
+        let uci = match player {
+            Player::Arbiter { path, args } if cfg.uci => {
+                Some(UciEngine::start(path, args, cfg.variant, field)?)
+            }
+            _ => None,
+        };
+        Ok(Seat { player, uci })
+    }
+
+    fn new_game(&mut self) -> Result<(), CliError> {
+        match &mut self.uci {
+            Some(e) => e.new_game(),
+            None => Ok(()),
+        }
+    }
+
+    fn choose(
+        &mut self,
+        start: &AnyPosition,
+        moves: &[String],
+        pos: &AnyPosition,
+        rules: &[String],
+        rng: &mut Rng,
+    ) -> Result<Option<String>, CliError> {
+        match &mut self.uci {
+            Some(e) => e.best_move(start, moves),
+            None => self.player.choose(start, moves, pos, rules, rng),
+        }
+    }
+}
+
 /// Small deterministic generator (xorshift64*), for openings and the greedy player's ties.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
@@ -140,6 +339,10 @@ pub struct MatchConfig {
     pub concurrency: usize,
     /// A sequential test that may end the match before `pairs` openings are played.
     pub sprt: Option<Sprt>,
+    /// Play `arbiter` builds through `PATH uci`, one process per player and game thread kept
+    /// for all its games, instead of one `PATH analyze` process per move (standard chess and
+    /// crazyhouse, without rule options).
+    pub uci: bool,
 }
 
 /// A sequential probability ratio test of H0 "A − B = `elo0`" against H1 "A − B = `elo1`"
@@ -349,14 +552,16 @@ pub fn random_opening<P: Position + Clone>(start: &P, plies: u32, rng: &mut Rng)
 }
 
 /// Plays one game; A's points.
-fn game(
+fn game<'p>(
     cfg: &MatchConfig,
     start: &AnyPosition,
-    white: &Player,
-    black: &Player,
+    white: &mut Seat<'p>,
+    black: &mut Seat<'p>,
     a_is_white: bool,
     seed: u64,
 ) -> Result<f64, CliError> {
+    white.new_game()?;
+    black.new_game()?;
     let mut rng = Rng::new(seed);
     let mut state = GameState::new(start.clone());
     let mut played: Vec<String> = Vec::new();
@@ -374,9 +579,9 @@ fn game(
         }
         // `white` is the player who moves first from the opening.
         let mover = if state.position().turn() == start.turn() {
-            white
+            &mut *white
         } else {
-            black
+            &mut *black
         };
         let pos = state.position().clone();
         let Some(text) = mover.choose(start, &played, &pos, &cfg.rules, &mut rng)? else {
@@ -412,6 +617,20 @@ pub fn play_match(
             "a bughouse board cannot be played alone",
         ));
     }
+    if cfg.uci {
+        if !matches!(cfg.variant, Variant::Chess | Variant::Crazyhouse) || !cfg.rules.is_empty() {
+            return Err(CliError::input(
+                "--uci",
+                "UCI play is for standard chess and crazyhouse without rule options",
+            ));
+        }
+        // Refuse arguments without a UCI equivalent before any game starts.
+        for (player, field) in [(a, "--a-args"), (b, "--b-args")] {
+            if let Player::Arbiter { args, .. } = player {
+                uci_settings(args, field)?;
+            }
+        }
+    }
     let start = crate::load_position(cfg.variant, None, &cfg.rules)?;
     let next = AtomicUsize::new(0);
     let points = Mutex::new(vec![None; cfg.pairs * 2]);
@@ -421,6 +640,12 @@ pub fn play_match(
     std::thread::scope(|scope| {
         for _ in 0..cfg.concurrency.clamp(1, 64) {
             scope.spawn(|| {
+                let fail = |e| *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                let (mut seat_a, mut seat_b) =
+                    match (Seat::new(a, cfg, "--a-args"), Seat::new(b, cfg, "--b-args")) {
+                        (Ok(x), Ok(y)) => (x, y),
+                        (Err(e), _) | (_, Err(e)) => return fail(e),
+                    };
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     if g >= cfg.pairs * 2
@@ -432,7 +657,11 @@ pub fn play_match(
                     let pair = g / 2;
                     let a_white = g.is_multiple_of(2);
                     let open = opening(cfg, &start, pair);
-                    let (w, bl) = if a_white { (a, b) } else { (b, a) };
+                    let (w, bl) = if a_white {
+                        (&mut seat_a, &mut seat_b)
+                    } else {
+                        (&mut seat_b, &mut seat_a)
+                    };
                     match game(cfg, &open, w, bl, a_white, cfg.seed ^ g as u64) {
                         Ok(p) => {
                             progress(&format!(
@@ -457,10 +686,7 @@ pub fn play_match(
                                 }
                             }
                         }
-                        Err(e) => {
-                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                            return;
-                        }
+                        Err(e) => return fail(e),
                     }
                 }
             });
@@ -534,6 +760,59 @@ mod tests {
     }
 
     #[test]
+    fn uci_settings_translate_the_analyze_limits_and_refuse_the_rest() {
+        let args = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        let (hash, go) = uci_settings(&args("--nodes 40000 --hash 16"), "--a-args").unwrap();
+        assert_eq!((hash, go.as_str()), (Some(16), "go nodes 40000"));
+        let (hash, go) = uci_settings(&args("--depth 5 --movetime 200"), "--a-args").unwrap();
+        assert_eq!((hash, go.as_str()), (None, "go depth 5 movetime 200"));
+        assert_eq!(uci_settings(&[], "--a-args").unwrap().1, "go nodes 20000");
+        for bad in [
+            "--net x.nnue",
+            "--nodes",
+            "--nodes 0",
+            "--hash -1",
+            "--multipv 2",
+        ] {
+            let e = uci_settings(&args(bad), "--b-args").unwrap_err();
+            assert!(e.to_string().contains("--b-args"), "{bad}: {e}");
+        }
+        // Variants UCI does not speak, and rule options, are refused before any game.
+        let cfg = MatchConfig {
+            variant: Variant::Glinski,
+            rules: Vec::new(),
+            pairs: 1,
+            opening_plies: 2,
+            seed: 1,
+            max_plies: 10,
+            concurrency: 1,
+            sprt: None,
+            uci: true,
+        };
+        let engine = Player::parse("/nonexistent/arbiter", "--nodes 100");
+        let e = play_match(&cfg, &engine, &Player::Greedy, &|_| {}).unwrap_err();
+        assert!(e.to_string().contains("--uci"), "{e}");
+        let chess = MatchConfig {
+            variant: Variant::Chess,
+            rules: vec!["chess960=true".into()],
+            ..cfg.clone()
+        };
+        assert!(play_match(&chess, &engine, &Player::Greedy, &|_| {}).is_err());
+        let bad_args = MatchConfig {
+            rules: Vec::new(),
+            ..chess
+        };
+        let e = play_match(
+            &bad_args,
+            &Player::Greedy,
+            &Player::parse("/nonexistent/arbiter", "--eval-off mobility"),
+            &|_| {},
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("--b-args"), "{e}");
+    }
+
+    #[test]
     fn sprt_ends_a_lopsided_match_early() {
         let cfg = MatchConfig {
             variant: Variant::Byzantine,
@@ -544,6 +823,7 @@ mod tests {
             max_plies: 300,
             concurrency: 2,
             sprt: Some(Sprt::parse("0,50").unwrap()),
+            uci: false,
         };
         let r = play_match(&cfg, &Player::Greedy, &Player::Random, &|_| {}).unwrap();
         let t = r.sprt.expect("a test was asked for");
@@ -565,6 +845,7 @@ mod tests {
             max_plies: 60,
             concurrency: 2,
             sprt: None,
+            uci: false,
         };
         let lines = Mutex::new(Vec::new());
         let r = play_match(&cfg, &Player::Greedy, &Player::Greedy, &|l| {

@@ -877,6 +877,43 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
         text.lines().last().unwrap().starts_with("A v B: 2 games"),
         "{text}"
     );
+    // Builds kept running over UCI through every game of their thread, in chess and crazyhouse.
+    for variant in ["chess", "crazyhouse"] {
+        let out = arbiter(
+            &[
+                "selfplay",
+                "--uci",
+                "--variant",
+                variant,
+                "--a",
+                bin,
+                "--a-args",
+                "--nodes 500 --hash 1",
+                "--b",
+                bin,
+                "--b-args",
+                "--depth 2",
+                "--pairs",
+                "2",
+                "--concurrency",
+                "2",
+                "--max-plies",
+                "40",
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{variant}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("game ")).count(),
+            4,
+            "{variant}: {text}"
+        );
+        assert!(
+            text.lines().last().unwrap().starts_with("A v B: 4 games"),
+            "{variant}: {text}"
+        );
+    }
     // A sequential test: greedy against random in Byzantine is decided long before 300 pairs.
     let out = arbiter(
         &[
@@ -926,6 +963,19 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
             "selfplay", "--a", "greedy", "--b", "greedy", "--sprt", "10,0",
         ],
         vec!["selfplay", "--a", "greedy", "--b", "greedy", "--sprt", "x"],
+        vec![
+            "selfplay",
+            "--uci",
+            "--variant",
+            "glinski",
+            "--a",
+            bin,
+            "--b",
+            "greedy",
+        ],
+        vec![
+            "selfplay", "--uci", "--a", bin, "--a-args", "--net x", "--b", "greedy",
+        ],
     ] {
         assert_eq!(arbiter(&args, None).status.code(), Some(2), "{args:?}");
     }
