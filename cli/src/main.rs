@@ -359,6 +359,10 @@ enum TexelStep {
         /// Transposition table of each thread, MiB (1 to 1024).
         #[arg(long, default_value_t = 8)]
         hash: usize,
+        /// Evaluate with this network (`arbiter nnue train`; standard chess) instead of the
+        /// hand-written evaluation.
+        #[arg(long)]
+        net: Option<std::path::PathBuf>,
         /// The file to write.
         #[arg(long)]
         out: std::path::PathBuf,
@@ -404,9 +408,14 @@ enum NnueStep {
         /// about 70 bytes of memory while training (20,000,000: about 1.4 GB).
         #[arg(long, default_value_t = 20_000_000)]
         limit: usize,
-        /// The hidden layer's width (8 to 1024).
-        #[arg(long, default_value_t = 128)]
-        hidden: usize,
+        /// The hidden layer's width (8 to 1024; default 128). With --init, the network's own
+        /// width, and a different --hidden is refused.
+        #[arg(long)]
+        hidden: Option<usize>,
+        /// Continue training from this network (trained earlier, perhaps on other data)
+        /// instead of random weights.
+        #[arg(long)]
+        init: Option<std::path::PathBuf>,
         /// Passes over the data (1 to 1000).
         #[arg(long, default_value_t = 12)]
         epochs: usize,
@@ -560,6 +569,7 @@ fn nnue(step: NnueStep) -> Result<String, CliError> {
         out,
         limit,
         hidden,
+        init,
         epochs,
         drop_at,
         batch,
@@ -572,7 +582,7 @@ fn nnue(step: NnueStep) -> Result<String, CliError> {
     } = step;
     let epochs = in_range("--epochs", epochs, 1, 1000)?;
     let cfg = arbiter_engine::nnue::train::TrainConfig {
-        hidden: in_range("--hidden", hidden, 8, 1024)?,
+        hidden: in_range("--hidden", hidden.unwrap_or(128), 8, 1024)?,
         epochs,
         batch: in_range("--batch", batch, 16, 1_000_000)?,
         learning_rate: in_range("--learning-rate", learning_rate, f32::MIN_POSITIVE, 1.0)?,
@@ -589,12 +599,35 @@ fn nnue(step: NnueStep) -> Result<String, CliError> {
         lambda: in_range("--lambda", lambda, 0.0, 1.0)?,
         validation_every: in_range("--validation-every", validation_every, 2, 1000)?,
     };
+    let init = match init {
+        Some(path) => {
+            let net = arbiter_cli::nnue::load_network(
+                &path,
+                arbiter_core::Variant::Chess.name(),
+                "--init",
+            )?;
+            if let Some(hidden) = hidden
+                && hidden != net.hidden()
+            {
+                return Err(CliError::input(
+                    "--hidden",
+                    format!(
+                        "{hidden}, but the --init network has {} hidden units",
+                        net.hidden()
+                    ),
+                ));
+            }
+            Some(net)
+        }
+        None => None,
+    };
     let file = std::fs::File::open(&data)
         .map_err(|e| CliError::io(format!("--data: {}", data.display()), e))?;
     let summary = arbiter_cli::nnue::train_chess(
         std::io::BufReader::new(file),
         &data_cfg,
         &cfg,
+        init.as_ref(),
         &mut |line| eprintln!("{line}"),
     )?;
     std::fs::write(&out, summary.network.to_bytes())
@@ -622,8 +655,21 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
             max_plies,
             threads,
             hash,
+            net,
             out,
         } => {
+            let network = match net {
+                Some(path) => {
+                    let name = match variant {
+                        TexelVariant::Chess => arbiter_core::Variant::Chess.name(),
+                        TexelVariant::Glinski => arbiter_core::Variant::Glinski.name(),
+                    };
+                    Some(std::sync::Arc::new(arbiter_cli::nnue::load_network(
+                        &path, name, "--net",
+                    )?))
+                }
+                None => None,
+            };
             let cfg = GenConfig {
                 games: in_range("--games", games, 1, 1_000_000)?,
                 nodes: in_range("--nodes", nodes, 100, 10_000_000)?,
@@ -632,6 +678,7 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
                 max_plies: in_range("--max-plies", max_plies, 1, 2000)?,
                 threads: in_range("--threads", threads, 1, 64)?,
                 hash_mib: in_range("--hash", hash, 1, 1024)?,
+                network,
             };
             match variant {
                 TexelVariant::Chess => texel_generate::<Chess>(&cfg, &out),
@@ -1036,6 +1083,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 Some(path) => Some(std::sync::Arc::new(arbiter_cli::nnue::load_network(
                     &path,
                     arbiter_core::Position::variant(&p).name(),
+                    "--net",
                 )?)),
                 None => None,
             };

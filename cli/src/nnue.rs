@@ -6,16 +6,22 @@ use crate::texel::for_each_sample;
 use arbiter_core::{Chess, Color};
 use arbiter_engine::EnginePosition;
 use arbiter_engine::nnue::Network;
-use arbiter_engine::nnue::train::{EpochReport, TrainConfig, TrainingPosition, train};
+use arbiter_engine::nnue::train::{
+    EpochReport, FloatNetwork, TrainConfig, TrainingPosition, train, train_from,
+};
 use std::io::BufRead;
 
 /// The largest network file read: the widest network the format allows, and some.
 pub const MAX_NETWORK_BYTES: u64 = 8 << 20;
 
-/// Reads a network file for `variant` (the field `--net` names in errors).
-pub fn load_network(path: &std::path::Path, variant: &str) -> Result<Network, CliError> {
+/// Reads a network file for `variant`; errors name `flag` (`--net`, `--init`) and the path.
+pub fn load_network(
+    path: &std::path::Path,
+    variant: &str,
+    flag: &str,
+) -> Result<Network, CliError> {
     use std::io::Read;
-    let field = || format!("--net: {}", path.display());
+    let field = || format!("{flag}: {}", path.display());
     let file = std::fs::File::open(path).map_err(|e| CliError::io(field(), e))?;
     let mut bytes = Vec::new();
     file.take(MAX_NETWORK_BYTES + 1)
@@ -70,11 +76,14 @@ pub struct TrainSummary {
 }
 
 /// Reads standard chess positions labelled with a score (`POSITION | RESULT | SCORE`), trains a
-/// network on them and returns it; `progress` gets a line per epoch.
+/// network on them and returns it; `progress` gets a line per epoch. With `init`, training
+/// continues from that network's weights (its width, not `cfg.hidden`) instead of random ones:
+/// a network trained on earlier data goes on learning from new data.
 pub fn train_chess(
     input: impl BufRead,
     data: &DataConfig,
     cfg: &TrainConfig,
+    init: Option<&Network>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<TrainSummary, CliError> {
     let mut train_set = Vec::new();
@@ -128,14 +137,25 @@ pub fn train_chess(
                 .count() as f64
             / seen as f64
     ));
+    let start = init.map(FloatNetwork::from_network);
+    if let Some(start) = &start {
+        progress(&format!(
+            "continuing from the given network: validation loss {:.6}",
+            start.loss(&validation, cfg.k)
+        ));
+    }
     let mut epochs = Vec::new();
-    let net = train(cfg, &mut train_set, &validation, &mut |r| {
+    let mut report = |r: &EpochReport| {
         progress(&format!(
             "epoch {}: training loss {:.6}, validation loss {:.6}",
             r.epoch, r.train_loss, r.validation_loss
         ));
         epochs.push(*r);
-    });
+    };
+    let net = match start {
+        Some(start) => train_from(start, cfg, &mut train_set, &validation, &mut report),
+        None => train(cfg, &mut train_set, &validation, &mut report),
+    };
     let network = net
         .quantize(arbiter_core::Variant::Chess.name())
         .ok_or_else(|| CliError::failed("the trained network could not be quantized"))?;
@@ -209,7 +229,7 @@ mod tests {
         };
         let text = lines(3500);
         let mut said = Vec::new();
-        let summary = train_chess(text.as_bytes(), &data, &cfg(), &mut |l| {
+        let summary = train_chess(text.as_bytes(), &data, &cfg(), None, &mut |l| {
             said.push(l.to_owned())
         })
         .unwrap();
@@ -228,12 +248,32 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("chess.nnue");
         std::fs::write(&path, summary.network.to_bytes()).unwrap();
-        assert_eq!(load_network(&path, "chess").unwrap(), summary.network);
-        let e = load_network(&path, "crazyhouse").unwrap_err().to_string();
+        let loaded = load_network(&path, "chess", "--net").unwrap();
+        assert_eq!(loaded, summary.network);
+        // Training continues from it: the first report is its loss on the held-out block, and
+        // the first epoch's is near it, not back at a random network's.
+        let mut again = Vec::new();
+        let more = train_chess(text.as_bytes(), &data, &cfg(), Some(&loaded), &mut |l| {
+            again.push(l.to_owned())
+        })
+        .unwrap();
+        assert_eq!(again.len(), 4, "{again:?}");
+        assert!(again[1].starts_with("continuing from"), "{again:?}");
+        assert!(
+            more.epochs[0].validation_loss < summary.epochs[0].validation_loss,
+            "{:?} vs {:?}",
+            more.epochs,
+            summary.epochs
+        );
+        let e = load_network(&path, "crazyhouse", "--net")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a network for chess, not for crazyhouse"), "{e}");
         std::fs::write(&path, b"ARBNNUE1").unwrap();
-        let e = load_network(&path, "chess").unwrap_err().to_string();
-        assert!(e.contains("--net") && e.contains("truncated"), "{e}");
+        let e = load_network(&path, "chess", "--init")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--init") && e.contains("truncated"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -245,11 +285,11 @@ mod tests {
             validation_every: 2,
         };
         let text = format!("# comment\n{} | 1\n", Chess::default().to_text());
-        let e = train_chess(text.as_bytes(), &data, &cfg(), &mut |_| {})
+        let e = train_chess(text.as_bytes(), &data, &cfg(), None, &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2: no score"), "{e}");
-        let e = train_chess("".as_bytes(), &data, &cfg(), &mut |_| {})
+        let e = train_chess("".as_bytes(), &data, &cfg(), None, &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(e.contains("too few"), "{e}");

@@ -106,11 +106,23 @@ impl Player {
     }
 }
 
-/// What a UCI player is told: its `Hash` and the `go` line of every move, from the same
-/// arguments an `analyze` player takes (`--nodes`, `--depth`, `--movetime`, `--hash`; the
+/// What a UCI player is told.
+#[derive(Debug, PartialEq)]
+struct UciSettings {
+    /// The `Hash` option, MiB.
+    hash: Option<u64>,
+    /// The `EvalFile` option: a network for standard chess.
+    eval_file: Option<String>,
+    /// The `go` line of every move.
+    go: String,
+}
+
+/// What a UCI player is told, from the same arguments an `analyze` player takes (`--nodes`,
+/// `--depth`, `--movetime` for the `go` line, `--hash`, and `--net` in standard chess; the
 /// others have no UCI equivalent and are refused). `field` names the arguments in errors.
-fn uci_settings(args: &[String], field: &str) -> Result<(Option<u64>, String), CliError> {
+fn uci_settings(args: &[String], variant: Variant, field: &str) -> Result<UciSettings, CliError> {
     let mut hash = None;
+    let mut eval_file = None;
     let mut go = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -121,6 +133,18 @@ fn uci_settings(args: &[String], field: &str) -> Result<(Option<u64>, String), C
         };
         match flag.as_str() {
             "--hash" => hash = Some(value(it.next())?),
+            "--net" => {
+                let path = it.next().filter(|p| !p.trim().is_empty()).ok_or_else(|| {
+                    CliError::input(field, "--net needs the path of a network file")
+                })?;
+                if variant != Variant::Chess {
+                    return Err(CliError::input(
+                        field,
+                        "--net: networks evaluate standard chess only",
+                    ));
+                }
+                eval_file = Some(path.clone());
+            }
             "--nodes" | "--depth" | "--movetime" => {
                 go.push(format!("{} {}", &flag[2..], value(it.next())?));
             }
@@ -128,7 +152,7 @@ fn uci_settings(args: &[String], field: &str) -> Result<(Option<u64>, String), C
                 return Err(CliError::input(
                     field,
                     format!(
-                        "{other} has no UCI equivalent (--uci takes --nodes, --depth, --movetime and --hash)"
+                        "{other} has no UCI equivalent (--uci takes --nodes, --depth, --movetime, --hash and --net)"
                     ),
                 ));
             }
@@ -137,7 +161,11 @@ fn uci_settings(args: &[String], field: &str) -> Result<(Option<u64>, String), C
     if go.is_empty() {
         go.push("nodes 20000".to_owned());
     }
-    Ok((hash, format!("go {}", go.join(" "))))
+    Ok(UciSettings {
+        hash,
+        eval_file,
+        go: format!("go {}", go.join(" ")),
+    })
 }
 
 /// An `arbiter uci` process kept running through the games of one thread.
@@ -158,7 +186,11 @@ impl UciEngine {
         variant: Variant,
         field: &str,
     ) -> Result<Self, CliError> {
-        let (hash, go) = uci_settings(args, field)?;
+        let UciSettings {
+            hash,
+            eval_file,
+            go,
+        } = uci_settings(args, variant, field)?;
         let name = path.display().to_string();
         let mut child = Command::new(path)
             .arg("uci")
@@ -184,6 +216,9 @@ impl UciEngine {
         }
         if let Some(h) = hash {
             engine.send(&format!("setoption name Hash value {h}"))?;
+        }
+        if let Some(path) = eval_file {
+            engine.send(&format!("setoption name EvalFile value {path}"))?;
         }
         Ok(engine)
     }
@@ -627,7 +662,14 @@ pub fn play_match(
         // Refuse arguments without a UCI equivalent before any game starts.
         for (player, field) in [(a, "--a-args"), (b, "--b-args")] {
             if let Player::Arbiter { args, .. } = player {
-                uci_settings(args, field)?;
+                // A network file that would not load is refused now, not by each engine.
+                if let Some(path) = uci_settings(args, cfg.variant, field)?.eval_file {
+                    crate::nnue::load_network(
+                        std::path::Path::new(&path),
+                        Variant::Chess.name(),
+                        &format!("{field}: --net"),
+                    )?;
+                }
             }
         }
     }
@@ -762,19 +804,32 @@ mod tests {
     #[test]
     fn uci_settings_translate_the_analyze_limits_and_refuse_the_rest() {
         let args = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
-        let (hash, go) = uci_settings(&args("--nodes 40000 --hash 16"), "--a-args").unwrap();
-        assert_eq!((hash, go.as_str()), (Some(16), "go nodes 40000"));
-        let (hash, go) = uci_settings(&args("--depth 5 --movetime 200"), "--a-args").unwrap();
-        assert_eq!((hash, go.as_str()), (None, "go depth 5 movetime 200"));
-        assert_eq!(uci_settings(&[], "--a-args").unwrap().1, "go nodes 20000");
+        let chess = Variant::Chess;
+        let s = uci_settings(&args("--nodes 40000 --hash 16"), chess, "--a-args").unwrap();
+        assert_eq!(
+            (s.hash, s.eval_file, s.go.as_str()),
+            (Some(16), None, "go nodes 40000")
+        );
+        let s = uci_settings(&args("--depth 5 --movetime 200 --net n.nnue"), chess, "-").unwrap();
+        assert_eq!(
+            (s.hash, s.eval_file.as_deref(), s.go.as_str()),
+            (None, Some("n.nnue"), "go depth 5 movetime 200")
+        );
+        assert_eq!(
+            uci_settings(&[], chess, "--a-args").unwrap().go,
+            "go nodes 20000"
+        );
+        let e = uci_settings(&args("--net n.nnue"), Variant::Crazyhouse, "--b-args").unwrap_err();
+        assert!(e.to_string().contains("standard chess only"), "{e}");
         for bad in [
-            "--net x.nnue",
+            "--net",
+            "--eval-off king_safety",
             "--nodes",
             "--nodes 0",
             "--hash -1",
             "--multipv 2",
         ] {
-            let e = uci_settings(&args(bad), "--b-args").unwrap_err();
+            let e = uci_settings(&args(bad), chess, "--b-args").unwrap_err();
             assert!(e.to_string().contains("--b-args"), "{bad}: {e}");
         }
         // Variants UCI does not speak, and rule options, are refused before any game.

@@ -11,9 +11,11 @@
 use crate::CliError;
 use crate::selfplay::{Rng, random_opening};
 use arbiter_core::{Color, GameState};
+use arbiter_engine::nnue::Network;
 use arbiter_engine::tune::{Sample, Tunable};
 use arbiter_engine::{Control, Engine, Limits, SearchOptions, SystemTime};
 use std::io::{BufRead, Read};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// What to generate.
@@ -33,6 +35,10 @@ pub struct GenConfig {
     pub threads: usize,
     /// Transposition table per thread, MiB.
     pub hash_mib: usize,
+    /// The network the engine evaluates with ([`Engine::set_network`]; for standard chess),
+    /// or `None` for the variant's own evaluation. Data for the next network can come from the
+    /// games of the last one.
+    pub network: Option<Arc<Network>>,
 }
 
 /// What was generated.
@@ -136,6 +142,7 @@ pub fn generate<P: Tunable>(
             let (next, stop) = (&next, &stop);
             scope.spawn(move || {
                 let mut engine = Engine::<P>::new(cfg.hash_mib);
+                engine.set_network(cfg.network.clone());
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     if g >= cfg.games || stop.load(Ordering::Relaxed) {
@@ -263,6 +270,7 @@ mod tests {
             max_plies: 120,
             threads,
             hash_mib: 1,
+            network: None,
         }
     }
 
@@ -303,6 +311,45 @@ mod tests {
     fn generation_is_reproducible_and_labels_quiet_positions() {
         reproducible_and_quiet::<Chess>();
         reproducible_and_quiet::<Glinski>();
+    }
+
+    #[test]
+    fn a_network_evaluates_the_games_when_given() {
+        // A network that says +123 for whoever is to move: every score the search reports is
+        // ±123, or 0 where a repetition decided.
+        let flat = Network::from_parts(
+            "chess",
+            8,
+            vec![0; 768 * 8],
+            vec![0; 8],
+            vec![0; 16],
+            20_074,
+        )
+        .unwrap();
+        let with_net = GenConfig {
+            games: 2,
+            network: Some(Arc::new(flat)),
+            ..cfg(1)
+        };
+        let (lines, _) = run::<Chess>(&with_net);
+        assert!(!lines.is_empty());
+        let scores: Vec<i32> = lines
+            .iter()
+            .map(|l| Sample::<Chess>::parse(l).unwrap().score.unwrap())
+            .collect();
+        assert!(
+            scores.iter().all(|s| [0, 123].contains(&s.abs())),
+            "{scores:?}"
+        );
+        assert!(scores.iter().any(|s| s.abs() == 123), "{scores:?}");
+        // Without it the hand-written evaluation gives other scores.
+        let (own, _) = run::<Chess>(&GenConfig { games: 2, ..cfg(1) });
+        assert!(
+            own.iter()
+                .any(|l| ![0, 123]
+                    .contains(&Sample::<Chess>::parse(l).unwrap().score.unwrap().abs())),
+            "{own:?}"
+        );
     }
 
     #[test]

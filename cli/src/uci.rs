@@ -3,7 +3,7 @@
 //! and crazyhouse (`UCI_Variant`), so that chess GUIs and python-chess can drive it.
 //!
 //! Commands: `uci`, `isready`, `setoption` (`Hash`, `Threads`, `MultiPV`, `Move Overhead`,
-//! `UCI_Variant`, `UCI_Chess960`), `ucinewgame`, `position (startpos | fen FEN) [moves …]`, `go` (`wtime btime
+//! `UCI_Variant`, `UCI_Chess960`, `EvalFile`), `ucinewgame`, `position (startpos | fen FEN) [moves …]`, `go` (`wtime btime
 //! winc binc movestogo depth nodes movetime mate infinite ponder`), `stop`, `ponderhit`, `quit`.
 //! The search runs on its own thread; the input loop keeps reading, so `stop` and `isready`
 //! are answered during a search. A search under `infinite` or `ponder` reports `bestmove` only
@@ -154,6 +154,10 @@ impl Session {
                     &self.out,
                     "option name UCI_Chess960 type check default false",
                 );
+                say(
+                    &self.out,
+                    "option name EvalFile type string default <empty>",
+                );
                 say(&self.out, "uciok");
             }
             "isready" => say(&self.out, "readyok"),
@@ -255,6 +259,28 @@ impl Session {
                 }
                 _ => None,
             },
+            // A network for standard chess and Chess960 (`arbiter nnue train`); empty (or
+            // `<empty>`, the default) for the hand-written evaluation. Crazyhouse keeps its own.
+            "evalfile" => {
+                let network = match value {
+                    "" | "<empty>" => None,
+                    path => match crate::nnue::load_network(
+                        std::path::Path::new(path),
+                        arbiter_core::Variant::Chess.name(),
+                        "EvalFile",
+                    ) {
+                        Ok(net) => Some(Arc::new(net)),
+                        Err(e) => {
+                            say(&self.out, &format!("info string error: {e}"));
+                            return;
+                        }
+                    },
+                };
+                self.finish();
+                let mut e = self.engines.lock().unwrap_or_else(|e| e.into_inner());
+                e.chess.set_network(network);
+                Some(())
+            }
             _ => {
                 say(&self.out, &format!("info string unknown option: {name}"));
                 return;
@@ -592,6 +618,55 @@ mod tests {
         );
         assert_eq!(text.matches("info string error").count(), 4, "{text}");
         assert!(text.contains("unknown command: foo") && text.ends_with("readyok\n"));
+    }
+
+    #[test]
+    fn eval_file_loads_a_network_and_empty_restores_the_own_evaluation() {
+        // A network that says +123 for whoever is to move: a one-ply search scores −123.
+        let flat = arbiter_engine::nnue::Network::from_parts(
+            "chess",
+            8,
+            vec![0; 768 * 8],
+            vec![0; 8],
+            vec![0; 16],
+            20_074,
+        )
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("arbiter-uci-net-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flat.nnue");
+        std::fs::write(&path, flat.to_bytes()).unwrap();
+        let path = path.display();
+        // Each session ends with its search: the end of the input lets it finish.
+        let depth_one = |script: String| {
+            let text = session(&script);
+            let line = text.lines().find(|l| l.starts_with("info depth 1 "));
+            (line.unwrap_or_default().to_owned(), text)
+        };
+        let (with_net, text) = depth_one(format!(
+            "uci\nsetoption name EvalFile value {path}\ngo depth 1\n"
+        ));
+        assert!(
+            text.contains("option name EvalFile type string default <empty>"),
+            "{text}"
+        );
+        assert!(with_net.contains(" score cp -123 "), "{text}");
+        let (without, text) = depth_one(format!(
+            "setoption name EvalFile value {path}\nsetoption name EvalFile value <empty>\n\
+             go depth 1\n"
+        ));
+        assert!(
+            without.contains(" score cp ") && !without.contains(" score cp -123 "),
+            "{text}"
+        );
+        let text = session(&format!(
+            "setoption name EvalFile value {path}.missing\nisready\n"
+        ));
+        assert!(
+            text.contains(&format!("info string error: EvalFile: {path}.missing")),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

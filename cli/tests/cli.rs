@@ -939,6 +939,11 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
         "{text}"
     );
     assert!(text.lines().filter(|l| l.starts_with("game ")).count() < 200);
+    // Not a network file: refused (exit 2) before any game.
+    let not_a_net = format!(
+        "--net {}",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")
+    );
     for args in [
         vec!["selfplay", "--a", "greedy", "--b", "greedy", "--pairs", "0"],
         vec![
@@ -974,7 +979,29 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
             "greedy",
         ],
         vec![
-            "selfplay", "--uci", "--a", bin, "--a-args", "--net x", "--b", "greedy",
+            "selfplay",
+            "--uci",
+            "--a",
+            bin,
+            "--a-args",
+            "--eval-off king_safety",
+            "--b",
+            "greedy",
+        ],
+        vec![
+            "selfplay", "--uci", "--a", bin, "--a-args", &not_a_net, "--b", "greedy",
+        ],
+        vec![
+            "selfplay",
+            "--uci",
+            "--variant",
+            "crazyhouse",
+            "--a",
+            bin,
+            "--a-args",
+            "--net x",
+            "--b",
+            "greedy",
         ],
     ] {
         assert_eq!(arbiter(&args, None).status.code(), Some(2), "{args:?}");
@@ -1137,6 +1164,103 @@ fn texel_generates_data_that_tune_reads_and_refuses_bad_settings() {
         let out = arbiter(&args, None);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn nnue_trains_continues_from_a_network_and_refuses_a_wrong_width() {
+    let dir = std::env::temp_dir().join(format!("arbiter-nnue-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (data, first, second) = (path("data.txt"), path("a.nnue"), path("b.nnue"));
+    let out = arbiter(
+        &[
+            "texel",
+            "generate",
+            "--games",
+            "24",
+            "--nodes",
+            "100",
+            "--threads",
+            "2",
+            "--out",
+            &data,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let train = |extra: &[&str], out_path: &str| {
+        let mut args = vec![
+            "nnue",
+            "train",
+            "--data",
+            &data,
+            "--out",
+            out_path,
+            "--epochs",
+            "2",
+            "--validation-every",
+            "2",
+            "--threads",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        arbiter(&args, None)
+    };
+    let out = train(&["--hidden", "16"], &first);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("(16 hidden)"), "{}", stdout(&out));
+    // Continued: the network's width without --hidden, and its loss reported first.
+    let out = train(&["--init", &first], &second);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("(16 hidden)"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("continuing from the given network: validation loss"),
+        "{}",
+        stderr(&out)
+    );
+    let out = arbiter(&["analyze", "--net", &second, "--nodes", "2000"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The next data can come from the network's own games; Glinski has no network.
+    let more = path("more.txt");
+    let out = arbiter(
+        &[
+            "texel", "generate", "--games", "2", "--nodes", "100", "--net", &second, "--out", &more,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("2 games"), "{}", stdout(&out));
+    let out = arbiter(
+        &[
+            "texel",
+            "generate",
+            "--variant",
+            "glinski",
+            "--net",
+            &second,
+            "--out",
+            &more,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a network for chess, not for glinski"),
+        "{}",
+        stderr(&out)
+    );
+    for (extra, needle) in [
+        (
+            vec!["--init", first.as_str(), "--hidden", "32"],
+            "--hidden: 32, but the --init network has 16 hidden units",
+        ),
+        (vec!["--init", data.as_str()], "--init: "),
+    ] {
+        let out = train(&extra, &second);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{extra:?}: {}", stderr(&out));
     }
     std::fs::remove_dir_all(&dir).ok();
 }

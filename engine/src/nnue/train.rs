@@ -209,6 +209,24 @@ impl FloatNetwork {
         }
     }
 
+    /// The weights of a quantized network, for training to continue from them (`--init`):
+    /// [`FloatNetwork::quantize`] undone, so that quantizing the result gives `net` again.
+    pub fn from_network(net: &Network) -> FloatNetwork {
+        let f = |w: i16, scale: i32| f32::from(w) / scale as f32;
+        FloatNetwork {
+            hidden: net.hidden,
+            input_weights: net.input_weights.iter().map(|&w| f(w, QA)).collect(),
+            input_bias: net.input_bias.iter().map(|&w| f(w, QA)).collect(),
+            output_weights: net.output_weights.iter().map(|&w| f(w, QB)).collect(),
+            output_bias: net.output_bias as f32 / (QA * QB) as f32,
+        }
+    }
+
+    /// The width of the hidden layer.
+    pub fn hidden(&self) -> usize {
+        self.hidden
+    }
+
     /// The hidden layers from both views (before clipping).
     fn hidden_layers(&self, p: &TrainingPosition) -> [Vec<f32>; 2] {
         let mut views = [self.input_bias.clone(), self.input_bias.clone()];
@@ -366,16 +384,29 @@ impl Adam {
     }
 }
 
-/// Trains a network on `train` (shuffled each epoch from the seed), reporting the loss on
-/// `validation` after each epoch to `report`.
+/// Trains a network of `cfg.hidden` units from random weights on `train` (shuffled each epoch
+/// from the seed), reporting the loss on `validation` after each epoch to `report`.
 pub fn train(
     cfg: &TrainConfig,
     train: &mut [TrainingPosition],
     validation: &[TrainingPosition],
     report: &mut dyn FnMut(&EpochReport),
 ) -> FloatNetwork {
-    let hidden = cfg.hidden.clamp(1, super::MAX_HIDDEN);
-    let mut net = FloatNetwork::new(hidden, cfg.seed);
+    let start = FloatNetwork::new(cfg.hidden.clamp(1, super::MAX_HIDDEN), cfg.seed);
+    train_from(start, cfg, train, validation, report)
+}
+
+/// Trains `net` further, as [`train`] does from random weights: a network trained on one set of
+/// positions continues on another (its width is kept; `cfg.hidden` is not read). Adam's moments
+/// start from zero.
+pub fn train_from(
+    mut net: FloatNetwork,
+    cfg: &TrainConfig,
+    train: &mut [TrainingPosition],
+    validation: &[TrainingPosition],
+    report: &mut dyn FnMut(&EpochReport),
+) -> FloatNetwork {
+    let hidden = net.hidden;
     let mut adam = Adam {
         first: Grads::zeros(hidden),
         second: Grads::zeros(hidden),
@@ -532,6 +563,43 @@ mod tests {
         pawn[0][0] = 1 << 27;
         assert!(q.evaluate_pieces(&queen, 0) > q.evaluate_pieces(&pawn, 0));
         assert!(q.evaluate_pieces(&queen, 1) < q.evaluate_pieces(&pawn, 1));
+    }
+
+    #[test]
+    fn training_continues_from_a_quantized_network() {
+        let mut data = material_positions(6000, 21);
+        let validation = material_positions(500, 22);
+        let short = TrainConfig {
+            epochs: 2,
+            drop_at: 2,
+            ..cfg(2)
+        };
+        let first = train(&short, &mut data.clone(), &validation, &mut |_| {});
+        let q = first.quantize("chess").unwrap();
+        // Undoing the quantization and doing it again gives the same network.
+        let restored = FloatNetwork::from_network(&q);
+        assert_eq!(restored.hidden(), 16);
+        assert_eq!(restored.quantize("chess").unwrap(), q);
+        let (float_loss, restored_loss) = (
+            first.loss(&validation, 1.0),
+            restored.loss(&validation, 1.0),
+        );
+        assert!(
+            (float_loss - restored_loss).abs() <= float_loss * 0.05,
+            "{float_loss} vs {restored_loss}"
+        );
+        // Continued, its first epoch starts where the first run stopped: below where a run from
+        // random weights gets in its first epoch.
+        let mut continued = Vec::new();
+        train_from(restored, &short, &mut data.clone(), &validation, &mut |r| {
+            continued.push(r.validation_loss)
+        });
+        let mut fresh = Vec::new();
+        train(&short, &mut data, &validation, &mut |r| {
+            fresh.push(r.validation_loss)
+        });
+        assert!(continued[0] < fresh[0], "{continued:?} vs {fresh:?}");
+        assert!(continued[1] < fresh[1], "{continued:?} vs {fresh:?}");
     }
 
     #[test]
