@@ -167,6 +167,22 @@ pub fn train_chess(
     })
 }
 
+/// A chess network that evaluates every position at +123 centipawns for the side to move (no
+/// piece weighs anything; the output bias is 123 · QA · QB / 400, rounded up): a search with it
+/// reports only ±123 (or 0, a draw), which the tests recognise.
+#[cfg(test)]
+pub(crate) fn constant_network() -> Network {
+    Network::from_parts(
+        "chess",
+        8,
+        vec![0; 768 * 8],
+        vec![0; 8],
+        vec![0; 16],
+        20_074,
+    )
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

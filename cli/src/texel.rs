@@ -317,15 +317,7 @@ mod tests {
     fn a_network_evaluates_the_games_when_given() {
         // A network that says +123 for whoever is to move: every score the search reports is
         // ±123, or 0 where a repetition decided.
-        let flat = Network::from_parts(
-            "chess",
-            8,
-            vec![0; 768 * 8],
-            vec![0; 8],
-            vec![0; 16],
-            20_074,
-        )
-        .unwrap();
+        let flat = crate::nnue::constant_network();
         let with_net = GenConfig {
             games: 2,
             network: Some(Arc::new(flat)),

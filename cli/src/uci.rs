@@ -623,15 +623,7 @@ mod tests {
     #[test]
     fn eval_file_loads_a_network_and_empty_restores_the_own_evaluation() {
         // A network that says +123 for whoever is to move: a one-ply search scores −123.
-        let flat = arbiter_engine::nnue::Network::from_parts(
-            "chess",
-            8,
-            vec![0; 768 * 8],
-            vec![0; 8],
-            vec![0; 16],
-            20_074,
-        )
-        .unwrap();
+        let flat = crate::nnue::constant_network();
         let dir = std::env::temp_dir().join(format!("arbiter-uci-net-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("flat.nnue");
