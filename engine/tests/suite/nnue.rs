@@ -136,3 +136,25 @@ fn the_search_with_a_network_is_legal_reproducible_and_finds_mates() {
     let r = search_with(&mut e, &pos, Limits::depth(3), 1);
     assert_eq!(pos.move_to_uci(r.best.unwrap()), "a1a8");
 }
+
+/// The network the project keeps (`engine/nets/chess.nnue`, trained by the commands in
+/// docs/engine.md): it loads, and it has learnt what every chess evaluation must know.
+#[test]
+fn the_kept_network_loads_and_knows_material() {
+    let net = Network::from_bytes(include_bytes!("../../nets/chess.nnue")).unwrap();
+    assert_eq!((net.variant(), net.hidden()), ("chess", 128));
+    let eval = |fen: &str| {
+        let pos = Chess::from_fen(fen).unwrap();
+        net.evaluate_pieces(&pos.nnue_pieces().unwrap(), pos.turn().index())
+    };
+    let start = eval("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
+    assert!(start.abs() < 100, "start position {start}");
+    // Black without its queen: far better for white, whoever is to move.
+    let white = eval("rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
+    let black = eval("rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1");
+    assert!(white > 500 && black < -500, "{white} {black}");
+    // And a rook more is worth more than a pawn more.
+    let rook = eval("4k3/pppppppp/8/8/8/8/PPPPPPPP/4K2R w - - 0 1");
+    let pawn = eval("4k3/ppppppp1/8/8/8/8/PPPPPPPP/4K3 w - - 0 1");
+    assert!(rook > pawn && pawn > 0, "{rook} {pawn}");
+}
