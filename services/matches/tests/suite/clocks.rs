@@ -20,7 +20,7 @@ use arbiter_matches::record::StoredEvent;
 use arbiter_matches::seats::SeatKey;
 use arbiter_matches::store::memory::MemoryStore;
 use arbiter_matches::store::redis::RedisStore;
-use arbiter_matches::store::{MatchStore, Retention};
+use arbiter_matches::store::{MatchStore, Retention, StoreError};
 use arbiter_matches::{MatchError, MatchLimits, Matches, MatchesConfig};
 use arbiter_proto::common::v1 as common;
 use arbiter_proto::matches::v1::{self as pb, match_service_client::MatchServiceClient};
@@ -488,9 +488,12 @@ pub(crate) async fn wait_over<S: MatchStore>(
 ) -> Arc<arbiter_matches::record::Record> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        let r = m.get(id).await.unwrap();
-        if r.outcome.is_some() {
-            return r;
+        // A read that finds the store unavailable (a Redis Cluster changing under load) is
+        // made again, as a client would, until the time is up.
+        match m.get(id).await {
+            Ok(r) if r.outcome.is_some() => return r,
+            Ok(_) | Err(MatchError::Store(StoreError::Unavailable(_))) => {}
+            Err(e) => panic!("{id}: {e}"),
         }
         assert!(
             tokio::time::Instant::now() < deadline,
