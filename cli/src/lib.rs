@@ -207,13 +207,13 @@ fn check_request(request: &AnalyzeRequest) -> Result<(), CliError> {
 /// `arbiter analyze`: plays `moves` (UCI or SAN) from `pos`, then analyses the position reached
 /// with the positions on the way as its history (so the search sees repetitions). Writes an
 /// `info` line to `progress` per finished line of each iteration, then returns the last line,
-/// `bestmove MOVE` (`bestmove (none)` without a legal move). With a `network`, the variant it
-/// is for is evaluated by it (see [`arbiter_engine::nnue`]).
+/// `bestmove MOVE` (`bestmove (none)` without a legal move), evaluating as `evaluation` says
+/// (see [`arbiter_engine::nnue`]).
 pub fn analyze(
     pos: &AnyPosition,
     moves: &[String],
     request: &AnalyzeRequest,
-    network: Option<std::sync::Arc<arbiter_engine::nnue::Network>>,
+    evaluation: arbiter_engine::nnue::Evaluation,
     progress: &mut dyn std::io::Write,
 ) -> Result<String, CliError> {
     use arbiter_engine::analyze::{AnalysisSettings, Engines};
@@ -239,10 +239,7 @@ pub fn analyze(
     let pos = &reached;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut failed = None;
-    let mut engines = Engines::new(request.hash_mib);
-    if let Some(net) = network {
-        engines = engines.with_network(net);
-    }
+    let mut engines = Engines::new(request.hash_mib).with_evaluation(evaluation);
     let result = engines.analyze(
         pos,
         &history,

@@ -152,11 +152,11 @@ enum Command {
         /// in self-play (Glinski and Byzantine): mobility, centre, pawns, king, bare, citadel.
         #[arg(long, value_name = "TERMS", default_value = "")]
         eval_off: String,
-        /// Evaluate with this network (a file from `arbiter nnue train`) instead of the
-        /// hand-written evaluation; the network must be for the position's variant (standard
-        /// chess).
-        #[arg(long, value_name = "FILE")]
-        net: Option<std::path::PathBuf>,
+        /// Standard chess's evaluation: `built-in` (the default: the network built into the
+        /// engine), `none` (the hand-written evaluation), or a network file from `arbiter nnue
+        /// train`, which must be for the position's variant.
+        #[arg(long, value_name = "FILE|none|built-in")]
+        net: Option<String>,
         /// Run the search on an external UCI engine: NAME=PATH[,KEY=VALUE]... with the keys
         /// processes, threads, hash (MiB; --hash otherwise), timeout (seconds of silence before
         /// the process is deemed hung and restarted), variants (e.g. chess+crazyhouse), and any
@@ -359,10 +359,11 @@ enum TexelStep {
         /// Transposition table of each thread, MiB (1 to 1024).
         #[arg(long, default_value_t = 8)]
         hash: usize,
-        /// Evaluate with this network (`arbiter nnue train`; standard chess) instead of the
-        /// hand-written evaluation.
-        #[arg(long)]
-        net: Option<std::path::PathBuf>,
+        /// The games' evaluation: `built-in` (the default: the network built into the
+        /// engine), `none` (the hand-written evaluation), or a network file from `arbiter nnue
+        /// train`.
+        #[arg(long, value_name = "FILE|none|built-in")]
+        net: Option<String>,
         /// The file to write.
         #[arg(long)]
         out: std::path::PathBuf,
@@ -658,17 +659,13 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
             net,
             out,
         } => {
-            let network = match net {
-                Some(path) => {
-                    let name = match variant {
-                        TexelVariant::Chess => arbiter_core::Variant::Chess.name(),
-                        TexelVariant::Glinski => arbiter_core::Variant::Glinski.name(),
-                    };
-                    Some(std::sync::Arc::new(arbiter_cli::nnue::load_network(
-                        &path, name, "--net",
-                    )?))
-                }
-                None => None,
+            let name = match variant {
+                TexelVariant::Chess => arbiter_core::Variant::Chess.name(),
+                TexelVariant::Glinski => arbiter_core::Variant::Glinski.name(),
+            };
+            let evaluation = match net {
+                Some(value) => arbiter_cli::nnue::evaluation(&value, name, "--net")?,
+                None => arbiter_engine::nnue::Evaluation::BuiltIn,
             };
             let cfg = GenConfig {
                 games: in_range("--games", games, 1, 1_000_000)?,
@@ -678,7 +675,7 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
                 max_plies: in_range("--max-plies", max_plies, 1, 2000)?,
                 threads: in_range("--threads", threads, 1, 64)?,
                 hash_mib: in_range("--hash", hash, 1, 1024)?,
-                network,
+                evaluation,
             };
             match variant {
                 TexelVariant::Chess => texel_generate::<Chess>(&cfg, &out),
@@ -1079,16 +1076,16 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 multipv,
                 hash_mib: hash,
             };
-            let network = match net {
-                Some(path) => Some(std::sync::Arc::new(arbiter_cli::nnue::load_network(
-                    &path,
+            let evaluation = match net {
+                Some(value) => arbiter_cli::nnue::evaluation(
+                    &value,
                     arbiter_core::Position::variant(&p).name(),
                     "--net",
-                )?)),
-                None => None,
+                )?,
+                None => arbiter_engine::nnue::Evaluation::BuiltIn,
             };
             let mut stdout = std::io::stdout();
-            arbiter_cli::analyze(&p, &moves, &request, network, &mut stdout)?
+            arbiter_cli::analyze(&p, &moves, &request, evaluation, &mut stdout)?
         }
         Command::AnalyzePgn {
             file,

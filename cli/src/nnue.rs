@@ -1,20 +1,24 @@
 //! `arbiter nnue`: training the network of [`arbiter_engine::nnue`] on positions from
-//! `arbiter texel generate`, and loading a network file for `analyze --net`.
+//! `arbiter texel generate` (from nothing, or continuing from a network: `--init`), and the
+//! evaluation the engine commands take from `--net` (`analyze`, `texel generate`, `selfplay
+//! --uci`) and UCI's `EvalFile` ([`evaluation`], [`load_network`]): the built-in network, a
+//! network file, or `none` for the hand-written evaluation.
 
 use crate::CliError;
 use crate::texel::for_each_sample;
 use arbiter_core::{Chess, Color};
 use arbiter_engine::EnginePosition;
-use arbiter_engine::nnue::Network;
 use arbiter_engine::nnue::train::{
     EpochReport, FloatNetwork, TrainConfig, TrainingPosition, train, train_from,
 };
+use arbiter_engine::nnue::{Evaluation, Network};
 use std::io::BufRead;
 
 /// The largest network file read: the widest network the format allows, and some.
 pub const MAX_NETWORK_BYTES: u64 = 8 << 20;
 
-/// Reads a network file for `variant`; errors name `flag` (`--net`, `--init`) and the path.
+/// Reads a network file that evaluates `variant` ([`Network::evaluates`]); errors name `flag`
+/// (`--net`, `--init`) and the path.
 pub fn load_network(
     path: &std::path::Path,
     variant: &str,
@@ -34,7 +38,7 @@ pub fn load_network(
         ));
     }
     let net = Network::from_bytes(&bytes).map_err(|e| CliError::input(field(), e))?;
-    if net.variant() != variant {
+    if !net.evaluates(variant) {
         return Err(CliError::input(
             field(),
             format!("a network for {}, not for {variant}", net.variant()),
@@ -42,6 +46,24 @@ pub fn load_network(
     }
     Ok(net)
 }
+
+/// What `--net VALUE` (or UCI's `EvalFile`) selects: `none` the hand-written evaluation,
+/// `built-in` the network built into the engine for standard chess (the default, as if not
+/// given), anything else the network file at that path, which must be for `variant` (a file
+/// named `none` is `./none`). Errors name `flag`.
+pub fn evaluation(value: &str, variant: &str, flag: &str) -> Result<Evaluation, CliError> {
+    match value {
+        NONE => Ok(Evaluation::HandWritten),
+        BUILT_IN => Ok(Evaluation::BuiltIn),
+        path => load_network(std::path::Path::new(path), variant, flag)
+            .map(|net| Evaluation::Network(std::sync::Arc::new(net))),
+    }
+}
+
+/// The `--net` value for the hand-written evaluation.
+pub const NONE: &str = "none";
+/// The `--net` value for the built-in network (the default).
+pub const BUILT_IN: &str = "built-in";
 
 /// How the labelled positions become training targets, and how many are held out.
 #[derive(Clone, Debug, PartialEq)]

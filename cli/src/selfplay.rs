@@ -135,7 +135,7 @@ fn uci_settings(args: &[String], variant: Variant, field: &str) -> Result<UciSet
             "--hash" => hash = Some(value(it.next())?),
             "--net" => {
                 let path = it.next().filter(|p| !p.trim().is_empty()).ok_or_else(|| {
-                    CliError::input(field, "--net needs the path of a network file")
+                    CliError::input(field, "--net needs a network file, none or built-in")
                 })?;
                 if variant != Variant::Chess {
                     return Err(CliError::input(
@@ -663,9 +663,9 @@ pub fn play_match(
         for (player, field) in [(a, "--a-args"), (b, "--b-args")] {
             if let Player::Arbiter { args, .. } = player {
                 // A network file that would not load is refused now, not by each engine.
-                if let Some(path) = uci_settings(args, cfg.variant, field)?.eval_file {
-                    crate::nnue::load_network(
-                        std::path::Path::new(&path),
+                if let Some(value) = uci_settings(args, cfg.variant, field)?.eval_file {
+                    crate::nnue::evaluation(
+                        &value,
                         Variant::Chess.name(),
                         &format!("{field}: --net"),
                     )?;

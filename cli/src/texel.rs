@@ -11,11 +11,10 @@
 use crate::CliError;
 use crate::selfplay::{Rng, random_opening};
 use arbiter_core::{Color, GameState};
-use arbiter_engine::nnue::Network;
+use arbiter_engine::nnue::Evaluation;
 use arbiter_engine::tune::{Sample, Tunable};
 use arbiter_engine::{Control, Engine, Limits, SearchOptions, SystemTime};
 use std::io::{BufRead, Read};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// What to generate.
@@ -35,10 +34,9 @@ pub struct GenConfig {
     pub threads: usize,
     /// Transposition table per thread, MiB.
     pub hash_mib: usize,
-    /// The network the engine evaluates with ([`Engine::set_network`]; for standard chess),
-    /// or `None` for the variant's own evaluation. Data for the next network can come from the
-    /// games of the last one.
-    pub network: Option<Arc<Network>>,
+    /// How the engine evaluates (the default: the built-in network for standard chess). Data
+    /// for the next network comes from the games of the last one.
+    pub evaluation: Evaluation,
 }
 
 /// What was generated.
@@ -142,7 +140,10 @@ pub fn generate<P: Tunable>(
             let (next, stop) = (&next, &stop);
             scope.spawn(move || {
                 let mut engine = Engine::<P>::new(cfg.hash_mib);
-                engine.set_network(cfg.network.clone());
+                engine.set_network(
+                    cfg.evaluation
+                        .network_for::<P>(arbiter_core::Position::variant(&P::start()).name()),
+                );
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     if g >= cfg.games || stop.load(Ordering::Relaxed) {
@@ -260,6 +261,7 @@ pub fn for_each_sample<P: Tunable>(
 mod tests {
     use super::*;
     use arbiter_core::{Chess, Glinski};
+    use std::sync::Arc;
 
     fn cfg(threads: usize) -> GenConfig {
         GenConfig {
@@ -270,7 +272,7 @@ mod tests {
             max_plies: 120,
             threads,
             hash_mib: 1,
-            network: None,
+            evaluation: Evaluation::BuiltIn,
         }
     }
 
@@ -320,7 +322,7 @@ mod tests {
         let flat = crate::nnue::constant_network();
         let with_net = GenConfig {
             games: 2,
-            network: Some(Arc::new(flat)),
+            evaluation: Evaluation::Network(Arc::new(flat)),
             ..cfg(1)
         };
         let (lines, _) = run::<Chess>(&with_net);
@@ -335,7 +337,11 @@ mod tests {
         );
         assert!(scores.iter().any(|s| s.abs() == 123), "{scores:?}");
         // Without it the hand-written evaluation gives other scores.
-        let (own, _) = run::<Chess>(&GenConfig { games: 2, ..cfg(1) });
+        let (own, _) = run::<Chess>(&GenConfig {
+            games: 2,
+            evaluation: Evaluation::HandWritten,
+            ..cfg(1)
+        });
         assert!(
             own.iter()
                 .any(|l| ![0, 123]

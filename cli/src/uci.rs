@@ -156,7 +156,7 @@ impl Session {
                 );
                 say(
                     &self.out,
-                    "option name EvalFile type string default <empty>",
+                    "option name EvalFile type string default <built-in>",
                 );
                 say(&self.out, "uciok");
             }
@@ -259,22 +259,22 @@ impl Session {
                 }
                 _ => None,
             },
-            // A network for standard chess and Chess960 (`arbiter nnue train`); empty (or
-            // `<empty>`, the default) for the hand-written evaluation. Crazyhouse keeps its own.
+            // Standard chess's and Chess960's evaluation: the built-in network (`<built-in>`,
+            // the default, or `built-in`), the hand-written one (`none`, or empty), or a
+            // network file (`arbiter nnue train`). Crazyhouse keeps its own.
             "evalfile" => {
-                let network = match value {
-                    "" | "<empty>" => None,
-                    path => match crate::nnue::load_network(
-                        std::path::Path::new(path),
-                        arbiter_core::Variant::Chess.name(),
-                        "EvalFile",
-                    ) {
-                        Ok(net) => Some(Arc::new(net)),
-                        Err(e) => {
-                            say(&self.out, &format!("info string error: {e}"));
-                            return;
-                        }
-                    },
+                let value = match value {
+                    "<built-in>" => crate::nnue::BUILT_IN,
+                    "" | "<empty>" => crate::nnue::NONE,
+                    other => other,
+                };
+                let chess = arbiter_core::Variant::Chess.name();
+                let network = match crate::nnue::evaluation(value, chess, "EvalFile") {
+                    Ok(e) => e.network_for::<Chess>(chess),
+                    Err(e) => {
+                        say(&self.out, &format!("info string error: {e}"));
+                        return;
+                    }
                 };
                 self.finish();
                 let mut e = self.engines.lock().unwrap_or_else(|e| e.into_inner());
@@ -621,7 +621,7 @@ mod tests {
     }
 
     #[test]
-    fn eval_file_loads_a_network_and_empty_restores_the_own_evaluation() {
+    fn eval_file_chooses_the_built_in_network_a_file_or_the_hand_written_evaluation() {
         // A network that says +123 for whoever is to move: a one-ply search scores −123.
         let flat = crate::nnue::constant_network();
         let dir = std::env::temp_dir().join(format!("arbiter-uci-net-{}", std::process::id()));
@@ -639,18 +639,31 @@ mod tests {
             "uci\nsetoption name EvalFile value {path}\ngo depth 1\n"
         ));
         assert!(
-            text.contains("option name EvalFile type string default <empty>"),
+            text.contains("option name EvalFile type string default <built-in>"),
             "{text}"
         );
         assert!(with_net.contains(" score cp -123 "), "{text}");
-        let (without, text) = depth_one(format!(
-            "setoption name EvalFile value {path}\nsetoption name EvalFile value <empty>\n\
-             go depth 1\n"
-        ));
-        assert!(
-            without.contains(" score cp ") && !without.contains(" score cp -123 "),
-            "{text}"
-        );
+        // The built-in network (the default) and the hand-written evaluation score the start
+        // position each its own way, whichever value names them.
+        let score = |line: &str| {
+            let cp = line.split(" score cp ").nth(1).unwrap_or_default();
+            cp.split(' ').next().unwrap_or_default().to_owned()
+        };
+        let start = |value: &str| {
+            let (line, text) = depth_one(format!(
+                "setoption name EvalFile value {path}\nsetoption name EvalFile value {value}\n\
+                 go depth 1\n"
+            ));
+            let cp = score(&line);
+            assert!(!cp.is_empty() && cp != "-123", "{text}");
+            cp
+        };
+        let built_in = start("<built-in>");
+        assert_eq!(score(&depth_one("go depth 1\n".into()).0), built_in);
+        assert_eq!(start("built-in"), built_in);
+        let hand_written = start("none");
+        assert_eq!(start("<empty>"), hand_written);
+        assert_ne!(built_in, hand_written);
         let text = session(&format!(
             "setoption name EvalFile value {path}.missing\nisready\n"
         ));

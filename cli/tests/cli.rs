@@ -1222,6 +1222,24 @@ fn nnue_trains_continues_from_a_network_and_refuses_a_wrong_width() {
     );
     let out = arbiter(&["analyze", "--net", &second, "--nodes", "2000"], None);
     assert!(out.status.success(), "{}", stderr(&out));
+    // Without --net (or with `built-in`) standard chess is evaluated by the built-in network;
+    // `none` is the hand-written evaluation, which scores the same search otherwise.
+    let score = |net: &[&str]| {
+        let mut args = vec!["analyze", "--depth", "5"];
+        args.extend_from_slice(net);
+        let out = arbiter(&args, None);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        let line = text.lines().rfind(|l| l.starts_with("info depth 5 "));
+        let cp = line
+            .and_then(|l| l.split(" score cp ").nth(1))
+            .unwrap_or_default();
+        cp.split(' ').next().unwrap_or_default().to_owned()
+    };
+    let built_in = score(&[]);
+    assert!(!built_in.is_empty());
+    assert_eq!(score(&["--net", "built-in"]), built_in);
+    assert_ne!(score(&["--net", "none"]), built_in);
     // The next data can come from the network's own games; Glinski has no network.
     let more = path("more.txt");
     let out = arbiter(

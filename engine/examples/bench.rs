@@ -5,10 +5,12 @@
 //! cargo run --release -p arbiter-engine --example bench                  # every variant
 //! cargo run --release -p arbiter-engine --example bench -- --variant chess --depth 14
 //! cargo run --release -p arbiter-engine --example bench -- --variant chess --net chess.nnue
+//! cargo run --release -p arbiter-engine --example bench -- --variant chess --net none
 //! ```
 //!
-//! With `--net FILE` (from `arbiter nnue train`), the variant the network is for is evaluated by
-//! it.
+//! Standard chess is evaluated by the built-in network unless `--net` says otherwise: with
+//! `--net FILE` (from `arbiter nnue train`) the variant the network is for is evaluated by it,
+//! with `--net none` every variant by its hand-written evaluation.
 //!
 //! Each variant searches its start position and positions reached by seeded random moves from it
 //! (so the positions do not depend on the engine), each with a fresh engine and a 16 MiB table,
@@ -19,7 +21,7 @@
 
 use arbiter_core::{AnyPosition, Position, Variant};
 use arbiter_engine::analyze::{AnalysisSettings, Engines};
-use arbiter_engine::nnue::Network;
+use arbiter_engine::nnue::{Evaluation, Network};
 use arbiter_engine::{Limits, SearchOptions, SystemTime};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -85,7 +87,7 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut only: Option<Variant> = None;
     let mut depth: Option<u32> = None;
-    let mut net: Option<Arc<Network>> = None;
+    let mut net = Evaluation::BuiltIn;
     while let Some(arg) = args.next() {
         let value = args.next();
         match (arg.as_str(), value) {
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
+            ("--net", Some(none)) if none == "none" => net = Evaluation::HandWritten,
             ("--net", Some(path)) => {
                 // At most 8 MiB, as `arbiter analyze --net` reads.
                 let mut bytes = Vec::new();
@@ -113,7 +116,7 @@ fn main() -> ExitCode {
                     .map_err(|e| e.to_string())
                     .and_then(|_| Network::from_bytes(&bytes).map_err(|e| e.to_string()))
                 {
-                    Ok(n) => net = Some(Arc::new(n)),
+                    Ok(n) => net = Evaluation::Network(Arc::new(n)),
                     Err(e) => {
                         eprintln!("--net: {path}: {e}");
                         return ExitCode::from(2);
@@ -121,7 +124,7 @@ fn main() -> ExitCode {
                 }
             }
             _ => {
-                eprintln!("usage: bench [--variant VARIANT] [--depth N] [--net FILE]");
+                eprintln!("usage: bench [--variant VARIANT] [--depth N] [--net FILE|none]");
                 return ExitCode::from(2);
             }
         }
@@ -145,10 +148,7 @@ fn main() -> ExitCode {
         let begun = Instant::now();
         for pos in &positions {
             // A fresh engine per position.
-            let mut engines = Engines::new(settings.hash_mib);
-            if let Some(n) = &net {
-                engines = engines.with_network(n.clone());
-            }
+            let mut engines = Engines::new(settings.hash_mib).with_evaluation(net.clone());
             let a = engines.analyze(pos, &[], &settings, &stop, &time, &mut |_| {});
             nodes += a.nodes;
             let line = format!("{:?} {} {} {}", a.best, a.score, a.depth, a.nodes);

@@ -2,7 +2,7 @@
 //! [`Position::move_to_uci`] writes: what the CLI's `analyze` and the services use.
 
 use crate::hooks::EnginePosition;
-use crate::nnue::Network;
+use crate::nnue::Evaluation;
 use crate::score::Reported;
 use crate::search::{Control, Engine, Info, SearchOptions};
 use crate::time::{Limits, TimeSource};
@@ -143,14 +143,14 @@ pub struct Engines {
     crazyhouse: Option<Engine<arbiter_core::Crazyhouse>>,
     glinski: Option<Engine<arbiter_core::Glinski>>,
     byzantine: Option<Engine<arbiter_core::Byzantine>>,
-    network: Option<Arc<Network>>,
+    evaluation: Evaluation,
 }
 
 impl fmt::Debug for Engines {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engines")
             .field("hash_mib", &self.hash_mib)
-            .field("network", &self.network)
+            .field("evaluation", &self.evaluation)
             .finish_non_exhaustive()
     }
 }
@@ -164,11 +164,11 @@ impl Engines {
         }
     }
 
-    /// Engines that evaluate with `network` the variant it is for ([`Network::variant`]); the
-    /// others keep their own evaluation.
-    pub fn with_network(self, network: Arc<Network>) -> Engines {
+    /// Engines that evaluate as `evaluation` says (the default: each variant's built-in
+    /// network where it has one).
+    pub fn with_evaluation(self, evaluation: Evaluation) -> Engines {
         Engines {
-            network: Some(network),
+            evaluation,
             chess: None,
             crazyhouse: None,
             glinski: None,
@@ -211,18 +211,20 @@ impl Engines {
         fn on<'e, P: EnginePosition>(
             engine: &'e mut Option<Engine<P>>,
             hash_mib: usize,
-            network: Option<&Arc<Network>>,
+            evaluation: &Evaluation,
             pos: &P,
         ) -> &'e mut Engine<P> {
             engine.get_or_insert_with(|| {
                 let mut e = Engine::new(hash_mib);
-                let name = pos.variant().name();
-                e.set_network(network.filter(|n| n.variant() == name).cloned());
+                let network = evaluation.network_for::<P>(pos.variant().name());
+                if network.as_ref().map(Arc::as_ptr) != e.network().map(Arc::as_ptr) {
+                    e.set_network(network);
+                }
                 e
             })
         }
         let hash = self.hash_mib;
-        let net = self.network.as_ref();
+        let net = &self.evaluation;
         let settle = &mut |l| l;
         match pos {
             AnyPosition::Chess(p) => run_on(

@@ -66,6 +66,13 @@ pub trait EnginePosition: Position {
         None
     }
 
+    /// The network a new [`Engine`](crate::Engine) for this variant evaluates with: the one
+    /// built into the engine for it ([`crate::nnue::chess`] for standard chess), or `None`
+    /// (the default) for the hand-written [`evaluate`](Self::evaluate).
+    fn built_in_network() -> Option<std::sync::Arc<crate::nnue::Network>> {
+        None
+    }
+
     /// An ending the rules declare while moves remain (dead positions, bare kings), checked at
     /// every node; `None` for most positions. Endings without legal moves are found by the
     /// search through [`Position::terminal`].

@@ -150,14 +150,26 @@ pub struct Engine<P: EnginePosition> {
     accumulators: Vec<Accumulator>,
 }
 
+/// The hidden layers a search keeps with `network`: one per ply (none without a network).
+fn accumulators(network: Option<&Network>) -> Vec<Accumulator> {
+    match network {
+        Some(net) => vec![Accumulator::new(net); MAX_PLY + 2],
+        None => Vec::new(),
+    }
+}
+
 impl<P: EnginePosition> Engine<P> {
-    /// An engine with a transposition table of about `hash_mib` MiB.
+    /// An engine with a transposition table of about `hash_mib` MiB, evaluating with the
+    /// variant's built-in network where it has one ([`EnginePosition::built_in_network`]:
+    /// standard chess), else with its hand-written evaluation; [`set_network`](Self::set_network)
+    /// changes that.
     pub fn new(hash_mib: usize) -> Engine<P> {
+        let network = P::built_in_network();
         Engine {
             tt: Table::new(hash_mib),
             histories: Histories::new(),
-            network: None,
-            accumulators: Vec::new(),
+            accumulators: accumulators(network.as_deref()),
+            network,
         }
     }
 
@@ -166,10 +178,7 @@ impl<P: EnginePosition> Engine<P> {
     /// variant gives no pieces to a network ([`EnginePosition::nnue_pieces`]) keeps its own
     /// evaluation regardless. The table is cleared: its stored evaluations were the other's.
     pub fn set_network(&mut self, network: Option<Arc<Network>>) {
-        self.accumulators = match &network {
-            Some(net) => vec![Accumulator::new(net); MAX_PLY + 2],
-            None => Vec::new(),
-        };
+        self.accumulators = accumulators(network.as_deref());
         self.network = network;
         self.clear();
     }

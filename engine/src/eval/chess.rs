@@ -621,6 +621,10 @@ impl EnginePosition for Chess {
         Some(pieces)
     }
 
+    fn built_in_network() -> Option<std::sync::Arc<crate::nnue::Network>> {
+        Some(crate::nnue::chess())
+    }
+
     fn piece_to(&self, m: Move) -> usize {
         piece_to(self.board(), m)
     }

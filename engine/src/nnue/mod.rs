@@ -20,10 +20,56 @@
 //! the trainer works in `f32` and [`train::FloatNetwork::quantize`] converts. A network is data
 //! the project makes (`arbiter nnue train` on positions from `arbiter texel generate`); the file
 //! format is [`Network::to_bytes`].
+//!
+//! One network is built in: [`chess`], the kept network for standard chess and Chess960
+//! (`engine/nets/chess.nnue`), with which every engine evaluates those positions unless told
+//! otherwise ([`Evaluation`]). The other variants keep their hand-written evaluations.
 
 pub mod train;
 
+use crate::hooks::EnginePosition;
 use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+/// The built-in network for standard chess: the file `engine/nets/chess.nnue`, compiled in.
+static CHESS: LazyLock<Arc<Network>> = LazyLock::new(|| {
+    let net = Network::from_bytes(include_bytes!("../../nets/chess.nnue"))
+        .expect("the built-in chess network is a valid file (tested)");
+    Arc::new(net)
+});
+
+/// The network built in for standard chess and Chess960 (read once, then shared): the
+/// evaluation [`Evaluation::BuiltIn`] gives those positions.
+pub fn chess() -> Arc<Network> {
+    Arc::clone(&CHESS)
+}
+
+/// Which evaluation an engine uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Evaluation {
+    /// Each variant's built-in network where it has one
+    /// ([`EnginePosition::built_in_network`]: standard chess), its hand-written evaluation
+    /// elsewhere. The default.
+    #[default]
+    BuiltIn,
+    /// Every variant's hand-written evaluation ([`EnginePosition::evaluate`]).
+    HandWritten,
+    /// This network for the variants it evaluates ([`Network::evaluates`]); the other
+    /// variants as under [`BuiltIn`](Evaluation::BuiltIn).
+    Network(Arc<Network>),
+}
+
+impl Evaluation {
+    /// The network an engine for positions of type `P`, of the variant named `variant`,
+    /// evaluates with under this choice; `None` for its hand-written evaluation.
+    pub fn network_for<P: EnginePosition>(&self, variant: &str) -> Option<Arc<Network>> {
+        match self {
+            Evaluation::HandWritten => None,
+            Evaluation::Network(net) if net.evaluates(variant) => Some(Arc::clone(net)),
+            Evaluation::BuiltIn | Evaluation::Network(_) => P::built_in_network(),
+        }
+    }
+}
 
 /// Inputs: two colours (the viewer's, the other) × six roles × 64 squares.
 pub const INPUTS: usize = 768;
@@ -156,6 +202,12 @@ impl Network {
     /// The variant it evaluates (its [`Variant::name`](arbiter_core::Variant::name)).
     pub fn variant(&self) -> &str {
         &self.variant
+    }
+
+    /// Whether it evaluates positions of the variant named `variant`: its own, and for a chess
+    /// network Chess960 too (the same board and pieces; only the start and castling differ).
+    pub fn evaluates(&self, variant: &str) -> bool {
+        self.variant == variant || (self.variant == "chess" && variant == "chess960")
     }
 
     /// The width of the hidden layer.

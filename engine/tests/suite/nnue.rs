@@ -4,7 +4,7 @@
 
 use crate::{Rng, search_with};
 use arbiter_core::{Chess, Position};
-use arbiter_engine::nnue::{Accumulator, INPUTS, Network, Pieces};
+use arbiter_engine::nnue::{Accumulator, Evaluation, INPUTS, Network, Pieces};
 use arbiter_engine::{Engine, EnginePosition, Limits};
 use std::sync::Arc;
 
@@ -111,6 +111,7 @@ fn the_search_with_a_network_is_legal_reproducible_and_finds_mates() {
         .filter(|p| !p.legal_moves().is_empty())
         .collect();
     let mut hce = Engine::<Chess>::new(4);
+    hce.set_network(None);
     // An engine reused across positions: its accumulators are left from the searches before,
     // which must not change a result.
     let mut reused = Engine::<Chess>::new(4);
@@ -138,11 +139,53 @@ fn the_search_with_a_network_is_legal_reproducible_and_finds_mates() {
 }
 
 /// The network the project keeps (`engine/nets/chess.nnue`, trained by the commands in
-/// docs/engine.md): it loads, and it has learnt what every chess evaluation must know.
+/// docs/engine.md): it is the one built in, a new chess engine evaluates with it (the other
+/// variants with their own evaluations), and it has learnt what every chess evaluation must know.
 #[test]
-fn the_kept_network_loads_and_knows_material() {
-    let net = Network::from_bytes(include_bytes!("../../nets/chess.nnue")).unwrap();
+fn the_kept_network_is_built_in_and_knows_material() {
+    let net = arbiter_engine::nnue::chess();
+    let file = Network::from_bytes(include_bytes!("../../nets/chess.nnue")).unwrap();
+    assert_eq!(*net, file);
     assert_eq!((net.variant(), net.hidden()), ("chess", 128));
+    let used = |e: Option<&Arc<Network>>| e.map(|n| n.checksum());
+    assert_eq!(
+        used(Engine::<Chess>::new(1).network()),
+        Some(net.checksum())
+    );
+    assert_eq!(
+        used(Engine::<arbiter_core::Crazyhouse>::new(1).network()),
+        None
+    );
+    assert_eq!(
+        used(Engine::<arbiter_core::Glinski>::new(1).network()),
+        None
+    );
+    assert_eq!(
+        used(Engine::<arbiter_core::Byzantine>::new(1).network()),
+        None
+    );
+    // The choices engines are made with: the built-in network, none, or a given one for its
+    // variant only.
+    let given = Arc::new(network(8, 3));
+    let choose = |e: Evaluation| {
+        (
+            used(e.network_for::<Chess>("chess").as_ref()),
+            used(
+                e.network_for::<arbiter_core::Crazyhouse>("crazyhouse")
+                    .as_ref(),
+            ),
+        )
+    };
+    assert_eq!(choose(Evaluation::BuiltIn), (Some(net.checksum()), None));
+    assert_eq!(choose(Evaluation::HandWritten), (None, None));
+    assert_eq!(
+        choose(Evaluation::Network(given.clone())),
+        (Some(given.checksum()), None)
+    );
+    // A chess network evaluates Chess960 too, and no other variant.
+    let chess960 = Evaluation::Network(given.clone()).network_for::<Chess>("chess960");
+    assert_eq!(used(chess960.as_ref()), Some(given.checksum()));
+    assert!(!given.evaluates("crazyhouse") && !given.evaluates("glinski"));
     let eval = |fen: &str| {
         let pos = Chess::from_fen(fen).unwrap();
         net.evaluate_pieces(&pos.nnue_pieces().unwrap(), pos.turn().index())
