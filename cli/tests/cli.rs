@@ -1223,7 +1223,7 @@ fn nnue_trains_continues_from_a_network_and_refuses_a_wrong_width() {
     let out = arbiter(&["analyze", "--net", &second, "--nodes", "2000"], None);
     assert!(out.status.success(), "{}", stderr(&out));
     // Without --net (or with `built-in`) standard chess is evaluated by the built-in network;
-    // `none` is the hand-written evaluation, which scores the same search otherwise.
+    // with `none` by the hand-written evaluation, which scores the same search differently.
     let score = |net: &[&str]| {
         let mut args = vec!["analyze", "--depth", "5"];
         args.extend_from_slice(net);
