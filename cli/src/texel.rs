@@ -139,10 +139,10 @@ pub fn generate<P: Tunable>(
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
             scope.spawn(move || {
-                let mut engine = Engine::<P>::new(cfg.hash_mib);
-                engine.set_network(
-                    cfg.evaluation
-                        .network_for::<P>(arbiter_core::Position::variant(&P::start()).name()),
+                let variant = arbiter_core::Position::variant(&P::start()).name();
+                let mut engine = Engine::<P>::with_network(
+                    cfg.hash_mib,
+                    cfg.evaluation.network_for::<P>(variant),
                 );
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,6 @@ use crate::time::{Limits, TimeSource};
 use crate::tt::Bound;
 use arbiter_core::{AnyPosition, Position};
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Progress of an analysis, moves as text.
@@ -215,12 +214,7 @@ impl Engines {
             pos: &P,
         ) -> &'e mut Engine<P> {
             engine.get_or_insert_with(|| {
-                let mut e = Engine::new(hash_mib);
-                let network = evaluation.network_for::<P>(pos.variant().name());
-                if network.as_ref().map(Arc::as_ptr) != e.network().map(Arc::as_ptr) {
-                    e.set_network(network);
-                }
-                e
+                Engine::with_network(hash_mib, evaluation.network_for::<P>(pos.variant().name()))
             })
         }
         let hash = self.hash_mib;

@@ -164,7 +164,13 @@ impl<P: EnginePosition> Engine<P> {
     /// standard chess), else with its hand-written evaluation; [`set_network`](Self::set_network)
     /// changes that.
     pub fn new(hash_mib: usize) -> Engine<P> {
-        let network = P::built_in_network();
+        Engine::with_network(hash_mib, P::built_in_network())
+    }
+
+    /// An engine with a transposition table of about `hash_mib` MiB, evaluating with `network`
+    /// (`None`: the variant's own evaluation), as [`set_network`](Self::set_network) on a new
+    /// engine would, without first setting up the built-in one.
+    pub fn with_network(hash_mib: usize, network: Option<Arc<Network>>) -> Engine<P> {
         Engine {
             tt: Table::new(hash_mib),
             histories: Histories::new(),
