@@ -2,10 +2,13 @@
 Fairy-Stockfish at a Skill Level for crazyhouse), with python-chess driving both.
 
 Usage: python match.py ARBITER OPPONENT --games N [--tc 10+0.1] [--variant chess|crazyhouse]
-                       [--opponent-option NAME=VALUE ...] [--seed S]
+                       [--opponent-option NAME=VALUE ...] [--arbiter-option NAME=VALUE ...]
+                       [--seed S]
 
 Games start from random 4-ply openings, each played with colours swapped; the output is the
-score with an Elo difference and its 95 % interval.
+score with an Elo difference and its 95 % interval. `--arbiter-option EvalFile=FILE` plays
+arbiter with another network than its built-in one (`EvalFile=none`: the hand-written
+evaluation).
 """
 import argparse
 import math
@@ -46,6 +49,7 @@ def main():
     p.add_argument("--tc", default="10+0.1")
     p.add_argument("--variant", default="chess")
     p.add_argument("--opponent-option", action="append", default=[])
+    p.add_argument("--arbiter-option", action="append", default=[])
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
     base, inc = (float(x) for x in a.tc.split("+"))
@@ -55,6 +59,7 @@ def main():
     with chess.engine.SimpleEngine.popen_uci([a.arbiter, "uci"]) as arbiter, \
             chess.engine.SimpleEngine.popen_uci(a.opponent) as opponent:
         opponent.configure({k: v for k, v in (o.split("=", 1) for o in a.opponent_option)})
+        arbiter.configure({k: v for k, v in (o.split("=", 1) for o in a.arbiter_option)})
         for pair in range(a.games // 2):
             opening = make()
             for _ in range(4):
