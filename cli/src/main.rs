@@ -236,9 +236,14 @@ enum Command {
         /// Play each `arbiter` build through `PATH uci`, one process per player and game
         /// thread for all its games (`ucinewgame` before each), so that it keeps its table and
         /// histories from move to move as in a real game; its arguments may be --nodes,
-        /// --depth, --movetime and --hash. Standard chess and crazyhouse only.
+        /// --depth, --movetime, --hash and --net. Standard chess and crazyhouse only.
         #[arg(long)]
         uci: bool,
+        /// A game clock BASE+INC in seconds (e.g. 10+0.1), with --uci: each engine is told
+        /// both players' times (`go wtime … btime … winc … binc …`, besides any limits in its
+        /// arguments) and loses when its time runs out.
+        #[arg(long, value_name = "BASE+INC")]
+        tc: Option<String>,
     },
     /// The standard chess and Glinski weights' data and fitting (Texel's method): generate
     /// labelled positions by self-play, then tune the weights on them.
@@ -980,8 +985,14 @@ fn run(cli: Cli) -> Result<String, CliError> {
             concurrency,
             sprt,
             uci,
+            tc,
         } => {
-            use arbiter_cli::selfplay::{MatchConfig, Player, Sprt, play_match};
+            use arbiter_cli::selfplay::{MatchConfig, Player, Sprt, TimeControl, play_match};
+            let clock = tc
+                .as_deref()
+                .map(TimeControl::parse)
+                .transpose()
+                .map_err(|e| CliError::input("", e))?;
             let sprt = sprt
                 .as_deref()
                 .map(Sprt::parse)
@@ -1001,6 +1012,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
                 concurrency,
                 sprt,
                 uci,
+                clock,
             };
             let report = play_match(
                 &cfg,

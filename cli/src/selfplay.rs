@@ -4,8 +4,8 @@
 //! A build plays each move as one `PATH analyze …` run with the player's own arguments (limits,
 //! hash), starting cold every move; or, with [`MatchConfig::uci`] (standard chess and
 //! crazyhouse), as one `PATH uci` process per player and game thread, told `ucinewgame` before
-//! each game, so that it keeps its tables and histories from move to move as in a real game.
-//! Games are judged by the core's rules (`GameState`): every automatic ending, and claimable
+//! each game, so that it keeps its tables and histories from move to move as in a real game,
+//! optionally on a game clock ([`MatchConfig::clock`]). Games are judged by the core's rules (`GameState`): every automatic ending, and claimable
 //! draws are claimed; a game reaching the ply cap is a draw.
 
 use crate::CliError;
@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 /// One side of the match.
 #[derive(Debug, Clone)]
@@ -106,6 +107,75 @@ impl Player {
     }
 }
 
+/// A game clock for a match over UCI: each player starts with `base_ms` and gains
+/// `increment_ms` after each of its moves; the player whose time runs out loses (draws if the
+/// opponent cannot possibly mate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeControl {
+    /// Each player's time at the start, ms.
+    pub base_ms: u64,
+    /// Added after each move, ms.
+    pub increment_ms: u64,
+}
+
+impl TimeControl {
+    /// Reads `BASE+INC` in seconds, e.g. `10+0.1` (the base above zero and at most a day, the
+    /// increment at most an hour; both to the millisecond).
+    pub fn parse(text: &str) -> Result<TimeControl, String> {
+        let err = || format!("--tc: '{text}': expected BASE+INC in seconds, e.g. 10+0.1");
+        let (base, inc) = text.split_once('+').ok_or_else(err)?;
+        let ms = |t: &str, max: f64| {
+            t.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0 && *v <= max)
+                .map(|v| (v * 1000.0).round() as u64)
+        };
+        let base_ms = ms(base, 86_400.0).filter(|&b| b > 0).ok_or_else(err)?;
+        let increment_ms = ms(inc, 3_600.0).ok_or_else(err)?;
+        Ok(TimeControl {
+            base_ms,
+            increment_ms,
+        })
+    }
+}
+
+/// The players' clocks during a game, ms, White's then Black's (negative once a flag falls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Clocks {
+    left: [i64; 2],
+    increment_ms: u64,
+}
+
+impl Clocks {
+    fn new(tc: TimeControl) -> Clocks {
+        let base = i64::try_from(tc.base_ms).unwrap_or(i64::MAX);
+        Clocks {
+            left: [base; 2],
+            increment_ms: tc.increment_ms,
+        }
+    }
+
+    /// The clock part of a `go` line.
+    fn go(&self) -> String {
+        let [w, b] = self.left.map(|t| t.max(1));
+        let i = self.increment_ms;
+        format!("wtime {w} btime {b} winc {i} binc {i}")
+    }
+
+    /// Charges `used_ms` to the player of `side` (`Color::index`); false when its flag fell,
+    /// else it gains the increment.
+    fn charge(&mut self, side: usize, used_ms: u64) -> bool {
+        let t = &mut self.left[side];
+        *t = t.saturating_sub(i64::try_from(used_ms).unwrap_or(i64::MAX));
+        if *t <= 0 {
+            return false;
+        }
+        *t = t.saturating_add(i64::try_from(self.increment_ms).unwrap_or(i64::MAX));
+        true
+    }
+}
+
 /// What a UCI player is told.
 #[derive(Debug, PartialEq)]
 struct UciSettings {
@@ -113,14 +183,20 @@ struct UciSettings {
     hash: Option<u64>,
     /// The `EvalFile` option: a network for standard chess.
     eval_file: Option<String>,
-    /// The `go` line of every move.
-    go: String,
+    /// The limits of the `go` line of every move (after the clock's times, if any).
+    limits: String,
 }
 
 /// What a UCI player is told, from the same arguments an `analyze` player takes (`--nodes`,
 /// `--depth`, `--movetime` for the `go` line, `--hash`, and `--net` in standard chess; the
-/// others have no UCI equivalent and are refused). `field` names the arguments in errors.
-fn uci_settings(args: &[String], variant: Variant, field: &str) -> Result<UciSettings, CliError> {
+/// others have no UCI equivalent and are refused). Without a limit, `nodes 20000`, unless the
+/// game has a clock (`clocked`). `field` names the arguments in errors.
+fn uci_settings(
+    args: &[String],
+    variant: Variant,
+    field: &str,
+    clocked: bool,
+) -> Result<UciSettings, CliError> {
     let mut hash = None;
     let mut eval_file = None;
     let mut go = Vec::new();
@@ -158,13 +234,13 @@ fn uci_settings(args: &[String], variant: Variant, field: &str) -> Result<UciSet
             }
         }
     }
-    if go.is_empty() {
+    if go.is_empty() && !clocked {
         go.push("nodes 20000".to_owned());
     }
     Ok(UciSettings {
         hash,
         eval_file,
-        go: format!("go {}", go.join(" ")),
+        limits: go.join(" "),
     })
 }
 
@@ -174,8 +250,8 @@ struct UciEngine {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
-    /// The `go` line of every move.
-    go: String,
+    /// The limits of every `go` line.
+    limits: String,
 }
 
 impl UciEngine {
@@ -185,12 +261,13 @@ impl UciEngine {
         args: &[String],
         variant: Variant,
         field: &str,
+        clocked: bool,
     ) -> Result<Self, CliError> {
         let UciSettings {
             hash,
             eval_file,
-            go,
-        } = uci_settings(args, variant, field)?;
+            limits,
+        } = uci_settings(args, variant, field, clocked)?;
         let name = path.display().to_string();
         let mut child = Command::new(path)
             .arg("uci")
@@ -207,7 +284,7 @@ impl UciEngine {
             child,
             input,
             output: BufReader::new(output),
-            go,
+            limits,
         };
         engine.send("uci")?;
         engine.wait_for("uciok")?;
@@ -259,11 +336,12 @@ impl UciEngine {
         self.wait_for("readyok").map(drop)
     }
 
-    /// The move the engine plays after `moves` from `start`.
+    /// The move the engine plays after `moves` from `start`, on `clocks` if the game has them.
     fn best_move(
         &mut self,
         start: &AnyPosition,
         moves: &[String],
+        clocks: Option<&Clocks>,
     ) -> Result<Option<String>, CliError> {
         let mut position = format!("position fen {}", start.to_text());
         if !moves.is_empty() {
@@ -271,7 +349,7 @@ impl UciEngine {
             position.push_str(&moves.join(" "));
         }
         self.send(&position)?;
-        let go = self.go.clone();
+        let go = go_line(clocks, &self.limits);
         self.send(&go)?;
         let line = self.wait_for("bestmove")?;
         match line.split_whitespace().nth(1) {
@@ -279,6 +357,18 @@ impl UciEngine {
             Some(m) => Ok(Some(m.to_owned())),
         }
     }
+}
+
+/// `go` with the clocks' times, then the player's own limits.
+fn go_line(clocks: Option<&Clocks>, limits: &str) -> String {
+    let mut go = String::from("go");
+    for part in [clocks.map(Clocks::go).unwrap_or_default().as_str(), limits] {
+        if !part.is_empty() {
+            go.push(' ');
+            go.push_str(part);
+        }
+    }
+    go
 }
 
 impl Drop for UciEngine {
@@ -306,9 +396,13 @@ impl<'a> Seat<'a> {
     /// The seat of `player`; an `arbiter` build under `--uci` is started now.
     fn new(player: &'a Player, cfg: &MatchConfig, field: &str) -> Result<Seat<'a>, CliError> {
         let uci = match player {
-            Player::Arbiter { path, args } if cfg.uci => {
-                Some(UciEngine::start(path, args, cfg.variant, field)?)
-            }
+            Player::Arbiter { path, args } if cfg.uci => Some(UciEngine::start(
+                path,
+                args,
+                cfg.variant,
+                field,
+                cfg.clock.is_some(),
+            )?),
             _ => None,
         };
         Ok(Seat { player, uci })
@@ -328,9 +422,10 @@ impl<'a> Seat<'a> {
         pos: &AnyPosition,
         rules: &[String],
         rng: &mut Rng,
+        clocks: Option<&Clocks>,
     ) -> Result<Option<String>, CliError> {
         match &mut self.uci {
-            Some(e) => e.best_move(start, moves),
+            Some(e) => e.best_move(start, moves, clocks),
             None => self.player.choose(start, moves, pos, rules, rng),
         }
     }
@@ -378,6 +473,9 @@ pub struct MatchConfig {
     /// for all its games, instead of one `PATH analyze` process per move (standard chess and
     /// crazyhouse, without rule options).
     pub uci: bool,
+    /// A game clock (with [`uci`](Self::uci) only): engines are told the times left instead of
+    /// (or besides) their own limits, and a player whose time runs out loses.
+    pub clock: Option<TimeControl>,
 }
 
 /// A sequential probability ratio test of H0 "A − B = `elo0`" against H1 "A − B = `elo1`"
@@ -586,7 +684,8 @@ pub fn random_opening<P: Position + Clone>(start: &P, plies: u32, rng: &mut Rng)
     }
 }
 
-/// Plays one game; A's points.
+/// Plays one game; A's points and why the game ended (an [`EndReason`](arbiter_core::EndReason)
+/// name, or `ply-limit`).
 fn game<'p>(
     cfg: &MatchConfig,
     start: &AnyPosition,
@@ -594,7 +693,7 @@ fn game<'p>(
     black: &mut Seat<'p>,
     a_is_white: bool,
     seed: u64,
-) -> Result<f64, CliError> {
+) -> Result<(f64, &'static str), CliError> {
     white.new_game()?;
     black.new_game()?;
     let mut rng = Rng::new(seed);
@@ -605,12 +704,13 @@ fn game<'p>(
     } else {
         !start.turn()
     };
+    let mut clocks = cfg.clock.map(Clocks::new);
     for _ in 0..cfg.max_plies {
         if let Some(o) = state.outcome() {
-            return Ok(o.score.points(a_color));
+            return Ok((o.score.points(a_color), o.reason.name()));
         }
-        if !state.claimable_draws().is_empty() {
-            return Ok(0.5);
+        if let Some(claim) = state.claimable_draws().first() {
+            return Ok((0.5, claim.reason().name()));
         }
         // `white` is the player who moves first from the opening.
         let mover = if state.position().turn() == start.turn() {
@@ -619,7 +719,18 @@ fn game<'p>(
             &mut *black
         };
         let pos = state.position().clone();
-        let Some(text) = mover.choose(start, &played, &pos, &cfg.rules, &mut rng)? else {
+        let thinking = Instant::now();
+        let choice = mover.choose(start, &played, &pos, &cfg.rules, &mut rng, clocks.as_ref())?;
+        if let Some(c) = &mut clocks {
+            let used = u64::try_from(thinking.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if !c.charge(pos.turn().index(), used) {
+                let o = state
+                    .flag_fall(pos.turn())
+                    .map_err(|e| CliError::failed(format!("flag fall: {e}")))?;
+                return Ok((o.score.points(a_color), o.reason.name()));
+            }
+        }
+        let Some(text) = choice else {
             return Err(CliError::failed(format!(
                 "no move and no ending in {}",
                 pos.to_text()
@@ -636,7 +747,9 @@ fn game<'p>(
         played.push(pos.move_to_uci(m));
         state.play_checked(m);
     }
-    Ok(state.outcome().map_or(0.5, |o| o.score.points(a_color)))
+    Ok(state.outcome().map_or((0.5, "ply-limit"), |o| {
+        (o.score.points(a_color), o.reason.name())
+    }))
 }
 
 /// Plays the match; `progress` receives a line per game.
@@ -652,6 +765,12 @@ pub fn play_match(
             "a bughouse board cannot be played alone",
         ));
     }
+    if cfg.clock.is_some() && !cfg.uci {
+        return Err(CliError::input(
+            "--tc",
+            "a clock is for UCI play (--uci): an analyze player cannot be told its time",
+        ));
+    }
     if cfg.uci {
         if !matches!(cfg.variant, Variant::Chess | Variant::Crazyhouse) || !cfg.rules.is_empty() {
             return Err(CliError::input(
@@ -663,7 +782,8 @@ pub fn play_match(
         for (player, field) in [(a, "--a-args"), (b, "--b-args")] {
             if let Player::Arbiter { args, .. } = player {
                 // A network file that would not load is refused now, not by each engine.
-                if let Some(value) = uci_settings(args, cfg.variant, field)?.eval_file {
+                let settings = uci_settings(args, cfg.variant, field, cfg.clock.is_some())?;
+                if let Some(value) = settings.eval_file {
                     crate::nnue::evaluation(
                         &value,
                         Variant::Chess.name(),
@@ -705,9 +825,9 @@ pub fn play_match(
                         (&mut seat_b, &mut seat_a)
                     };
                     match game(cfg, &open, w, bl, a_white, cfg.seed ^ g as u64) {
-                        Ok(p) => {
+                        Ok((p, ending)) => {
                             progress(&format!(
-                                "game {} (opening {}, A {}): A scores {p}",
+                                "game {} (opening {}, A {}): A scores {p} ({ending})",
                                 g + 1,
                                 pair + 1,
                                 if a_white { "first" } else { "second" }
@@ -753,6 +873,7 @@ pub fn play_match(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arbiter_core::Color;
 
     #[test]
     fn elo_and_its_interval() {
@@ -802,24 +923,76 @@ mod tests {
     }
 
     #[test]
+    fn time_controls_and_clocks() {
+        let tc = TimeControl::parse("10+0.1").unwrap();
+        assert_eq!((tc.base_ms, tc.increment_ms), (10_000, 100));
+        assert_eq!(
+            TimeControl::parse(" 0.5 + 0 ").unwrap(),
+            TimeControl {
+                base_ms: 500,
+                increment_ms: 0
+            }
+        );
+        for bad in [
+            "", "10", "0+1", "-1+0", "10+-1", "x+1", "1e9+0", "NaN+0", "10+inf",
+        ] {
+            let e = TimeControl::parse(bad).unwrap_err();
+            assert!(e.starts_with("--tc"), "{bad}: {e}");
+        }
+        let mut c = Clocks::new(tc);
+        // White thinks 2.5 s: 7.6 s left with the increment; Black's clock is untouched.
+        assert!(c.charge(Color::White.index(), 2_500));
+        assert_eq!(c.left, [7_600, 10_000]);
+        assert_eq!(c.go(), "wtime 7600 btime 10000 winc 100 binc 100");
+        // Using exactly what is left is a flag fall, and so is any absurd time.
+        assert!(!c.charge(Color::White.index(), 7_600));
+        let mut c = Clocks::new(tc);
+        assert!(!c.charge(Color::Black.index(), u64::MAX));
+        assert_eq!(c.go(), "wtime 10000 btime 1 winc 100 binc 100");
+    }
+
+    #[test]
     fn uci_settings_translate_the_analyze_limits_and_refuse_the_rest() {
         let args = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
         let chess = Variant::Chess;
-        let s = uci_settings(&args("--nodes 40000 --hash 16"), chess, "--a-args").unwrap();
+        let go = |s: &UciSettings, clocks: Option<&Clocks>| go_line(clocks, &s.limits);
+        let s = uci_settings(&args("--nodes 40000 --hash 16"), chess, "--a-args", false).unwrap();
         assert_eq!(
-            (s.hash, s.eval_file, s.go.as_str()),
+            (s.hash, s.eval_file.as_deref(), go(&s, None).as_str()),
             (Some(16), None, "go nodes 40000")
         );
-        let s = uci_settings(&args("--depth 5 --movetime 200 --net n.nnue"), chess, "-").unwrap();
+        let s = uci_settings(
+            &args("--depth 5 --movetime 200 --net n.nnue"),
+            chess,
+            "-",
+            false,
+        )
+        .unwrap();
         assert_eq!(
-            (s.hash, s.eval_file.as_deref(), s.go.as_str()),
+            (s.hash, s.eval_file.as_deref(), go(&s, None).as_str()),
             (None, Some("n.nnue"), "go depth 5 movetime 200")
         );
+        let none = uci_settings(&[], chess, "--a-args", false).unwrap();
+        assert_eq!(go(&none, None), "go nodes 20000");
+        // On a clock, the times come first, and a player without limits gets none of its own.
+        let clocks = Clocks::new(TimeControl::parse("10+0.1").unwrap());
+        let none = uci_settings(&[], chess, "--a-args", true).unwrap();
         assert_eq!(
-            uci_settings(&[], chess, "--a-args").unwrap().go,
-            "go nodes 20000"
+            go(&none, Some(&clocks)),
+            "go wtime 10000 btime 10000 winc 100 binc 100"
         );
-        let e = uci_settings(&args("--net n.nnue"), Variant::Crazyhouse, "--b-args").unwrap_err();
+        let s = uci_settings(&args("--nodes 500"), chess, "--a-args", true).unwrap();
+        assert_eq!(
+            go(&s, Some(&clocks)),
+            "go wtime 10000 btime 10000 winc 100 binc 100 nodes 500"
+        );
+        let e = uci_settings(
+            &args("--net n.nnue"),
+            Variant::Crazyhouse,
+            "--b-args",
+            false,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("standard chess only"), "{e}");
         for bad in [
             "--net",
@@ -829,7 +1002,7 @@ mod tests {
             "--hash -1",
             "--multipv 2",
         ] {
-            let e = uci_settings(&args(bad), chess, "--b-args").unwrap_err();
+            let e = uci_settings(&args(bad), chess, "--b-args", false).unwrap_err();
             assert!(e.to_string().contains("--b-args"), "{bad}: {e}");
         }
         // Variants UCI does not speak, and rule options, are refused before any game.
@@ -843,6 +1016,7 @@ mod tests {
             concurrency: 1,
             sprt: None,
             uci: true,
+            clock: None,
         };
         let engine = Player::parse("/nonexistent/arbiter", "--nodes 100");
         let e = play_match(&cfg, &engine, &Player::Greedy, &|_| {}).unwrap_err();
@@ -879,6 +1053,7 @@ mod tests {
             concurrency: 2,
             sprt: Some(Sprt::parse("0,50").unwrap()),
             uci: false,
+            clock: None,
         };
         let r = play_match(&cfg, &Player::Greedy, &Player::Random, &|_| {}).unwrap();
         let t = r.sprt.expect("a test was asked for");
@@ -901,6 +1076,7 @@ mod tests {
             concurrency: 2,
             sprt: None,
             uci: false,
+            clock: None,
         };
         let lines = Mutex::new(Vec::new());
         let r = play_match(&cfg, &Player::Greedy, &Player::Greedy, &|l| {

@@ -914,6 +914,35 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
             "{variant}: {text}"
         );
     }
+    // On a game clock: engines told their times (one without limits of its own, one with a
+    // node limit too); a game may end on time, but each one ends.
+    let out = arbiter(
+        &[
+            "selfplay",
+            "--uci",
+            "--tc",
+            "2+0.02",
+            "--a",
+            bin,
+            "--a-args",
+            "--hash 1",
+            "--b",
+            bin,
+            "--b-args",
+            "--nodes 2000",
+            "--pairs",
+            "1",
+            "--max-plies",
+            "30",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().last().unwrap().starts_with("A v B: 2 games"),
+        "{text}"
+    );
     // A sequential test: greedy against random in Byzantine is decided long before 300 pairs.
     let out = arbiter(
         &[
@@ -968,6 +997,13 @@ fn selfplay_reports_a_score_and_refuses_bad_settings() {
             "selfplay", "--a", "greedy", "--b", "greedy", "--sprt", "10,0",
         ],
         vec!["selfplay", "--a", "greedy", "--b", "greedy", "--sprt", "x"],
+        // A clock needs UCI play, and a well-formed time control.
+        vec![
+            "selfplay", "--a", "greedy", "--b", "greedy", "--tc", "10+0.1",
+        ],
+        vec![
+            "selfplay", "--uci", "--a", "greedy", "--b", "greedy", "--tc", "10",
+        ],
         vec![
             "selfplay",
             "--uci",

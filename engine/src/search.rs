@@ -135,6 +135,8 @@ struct RootMove<M> {
     bound: Bound,
     previous: i32,
     pv: Vec<M>,
+    /// Nodes searched under this move in the current iteration (time management).
+    nodes: u64,
 }
 
 /// A search engine for positions of type `P`: the transposition table and the ordering
@@ -430,6 +432,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                     bound: Bound::Exact,
                     previous: estimate.clamp(-MATE, MATE),
                     pv: vec![mv],
+                    nodes: 0,
                 }
             })
             .collect();
@@ -439,9 +442,12 @@ impl<P: EnginePosition> Worker<'_, P> {
             .unwrap_or(MAX_PLY as u32 - 8)
             .clamp(1, MAX_PLY as u32 - 8);
         let mut completed = 0;
+        // Time management on a clock: how long the best move has held, and its last score.
+        let (mut stable, mut last_best) = (0u32, None::<(P::Move, i32)>);
         for depth in 1..=max_depth {
             for rm in root_moves.iter_mut() {
                 rm.score = -INFINITE;
+                rm.nodes = 0;
             }
             self.seldepth = 0;
             for line in 0..lines {
@@ -510,10 +516,30 @@ impl<P: EnginePosition> Worker<'_, P> {
                 && let Some(b) = self.budget
             {
                 let elapsed = self.elapsed();
-                // An iteration takes a few times the previous one: do not start one that
-                // cannot finish, and do not think over a forced move on a clock.
-                if elapsed >= b.soft_ms
-                    || (limits.clock.is_some() && elapsed >= b.soft_ms / 2)
+                // An iteration takes a few times the previous one: on a clock, a search whose
+                // best move has settled starts none after part of the soft budget (more of it
+                // while the best move changes, is contested or loses score), and a forced move
+                // is not thought over. A fixed time is used to the end.
+                let share = match limits.clock {
+                    Some(_) => {
+                        let best = &root_moves[0];
+                        let (moved, drop) = match last_best {
+                            Some((mv, score)) if !is_mate(score) && !is_mate(best.score) => {
+                                (mv != best.mv, score - best.score)
+                            }
+                            Some((mv, _)) => (mv != best.mv, 0),
+                            None => (true, 0),
+                        };
+                        stable = if moved { 0 } else { stable + 1 };
+                        let total: u64 = root_moves.iter().map(|rm| rm.nodes).sum();
+                        let fraction =
+                            (depth >= 6 && total > 0).then(|| best.nodes as f64 / total as f64);
+                        crate::time::soft_share(stable, fraction, drop)
+                    }
+                    None => 1.0,
+                };
+                last_best = Some((root_moves[0].mv, root_moves[0].score));
+                if elapsed as f64 >= b.soft_ms as f64 * share
                     || (limits.clock.is_some() && root_moves.len() == 1 && depth >= 4)
                 {
                     break;
@@ -574,6 +600,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             let mut child = pos.clone();
             child.play_unchecked(m);
             self.keys.push(child.repetition_key());
+            let before = self.nodes;
             let score = if i == first {
                 -self.negamax(&child, depth - 1, -beta, -alpha, 1, Some(m), true)
             } else {
@@ -584,6 +611,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 s
             };
             self.keys.pop();
+            rm.nodes += self.nodes - before;
             if self.aborted {
                 break;
             }

@@ -95,7 +95,7 @@ impl Limits {
 /// stops wherever it is at `hard_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
-    /// No new iteration after this.
+    /// No new iteration after this (on a game clock, after the [`soft_share`] of it).
     pub soft_ms: u64,
     /// Stop at once after this.
     pub hard_ms: u64,
@@ -140,6 +140,27 @@ pub fn budget(limits: &Limits, side: Color, overhead_ms: u64) -> Option<Budget> 
     }
 }
 
+/// The share of its soft budget after which a search on a game clock starts no new iteration,
+/// from how settled the last iterations left the position: the best move has stayed the same
+/// for `stable` iterations in a row, its subtree took `best_nodes` (0 to 1) of the last
+/// iteration's root nodes (`None` while iterations are too shallow for that to mean much), and
+/// the best score fell by `drop` centipawns since the iteration before (a rise counts as none).
+///
+/// A settled search (the same move for several iterations, most of the nodes spent proving it)
+/// stops at under half the soft budget; a new best move, a contested root or a falling score
+/// thinks up to the whole of it. The hard limit still ends an iteration under way.
+pub fn soft_share(stable: u32, best_nodes: Option<f64>, drop: i32) -> f64 {
+    // Each factor is 1 for an "average" iteration; their product scales the neutral share.
+    const NEUTRAL: f64 = 0.7;
+    const STABILITY: [f64; 6] = [1.4, 1.15, 1.0, 0.9, 0.85, 0.8];
+    let stability = STABILITY[(stable as usize).min(STABILITY.len() - 1)];
+    let nodes = best_nodes
+        .filter(|f| f.is_finite())
+        .map_or(1.0, |f| (1.55 - f.clamp(0.0, 1.0)) * 1.2);
+    let falling = 1.0 + f64::from(drop.clamp(0, 100)) / 200.0;
+    (NEUTRAL * stability * nodes * falling).clamp(0.2, 1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +201,28 @@ mod tests {
         };
         let b = budget(&huge, Color::White, 0).unwrap();
         assert!(b.hard_ms >= b.soft_ms && b.soft_ms > 0);
+    }
+
+    #[test]
+    fn settled_searches_stop_sooner_than_contested_ones() {
+        let settled = soft_share(6, Some(0.95), 0);
+        assert!(settled < 0.5, "{settled}");
+        // Each sign of doubt adds time, up to the whole soft budget.
+        assert!(soft_share(0, Some(0.95), 0) > settled);
+        assert!(soft_share(6, Some(0.3), 0) > settled);
+        assert!(soft_share(6, Some(0.95), 60) > settled);
+        assert!(soft_share(6, Some(0.95), -60) == settled);
+        assert_eq!(soft_share(0, Some(0.0), 500), 1.0);
+        // Monotone in each argument, and within bounds for any input.
+        for stable in 0..10 {
+            assert!(soft_share(stable + 1, None, 0) <= soft_share(stable, None, 0));
+        }
+        for f in [-1.0, 0.0, 0.5, 1.0, 7.0, f64::NAN] {
+            for drop in [i32::MIN, -1, 0, 40, i32::MAX] {
+                let s = soft_share(u32::MAX, Some(f), drop);
+                assert!((0.2..=1.0).contains(&s), "{f} {drop}: {s}");
+            }
+        }
     }
 
     #[test]

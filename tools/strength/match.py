@@ -41,6 +41,11 @@ def play(arbiter, opponent, board, arbiter_white, base, inc):
     return 1.0 if (outcome.winner == chess.WHITE) == arbiter_white else 0.0
 
 
+def uci_options(pairs):
+    """The UCI options given as NAME=VALUE arguments."""
+    return dict(o.split("=", 1) for o in pairs)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("arbiter")
@@ -58,8 +63,8 @@ def main():
     points = []
     with chess.engine.SimpleEngine.popen_uci([a.arbiter, "uci"]) as arbiter, \
             chess.engine.SimpleEngine.popen_uci(a.opponent) as opponent:
-        opponent.configure({k: v for k, v in (o.split("=", 1) for o in a.opponent_option)})
-        arbiter.configure({k: v for k, v in (o.split("=", 1) for o in a.arbiter_option)})
+        opponent.configure(uci_options(a.opponent_option))
+        arbiter.configure(uci_options(a.arbiter_option))
         for pair in range(a.games // 2):
             opening = make()
             for _ in range(4):

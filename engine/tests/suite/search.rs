@@ -9,8 +9,9 @@ use arbiter_core::{Byzantine, Chess, Color, Crazyhouse, Glinski, Position};
 use arbiter_engine::hooks::{MOVE_SLOTS, PIECE_TO_SLOTS};
 use arbiter_engine::score::{MATE_BOUND, Reported};
 use arbiter_engine::search::CHECK_EVERY;
+use arbiter_engine::time::budget;
 use arbiter_engine::{
-    Control, Engine, EnginePosition, Limits, SearchOptions, SearchResult, TimeSource,
+    Control, Engine, EnginePosition, GameClock, Limits, SearchOptions, SearchResult, TimeSource,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -408,6 +409,60 @@ fn time_is_read_every_check_interval_and_respected() {
         r.nodes
     );
     assert!(reads >= 50, "it searched until the time was spent");
+}
+
+#[test]
+fn a_clocked_search_starts_no_iteration_after_its_soft_budget_and_ends_by_the_hard_one() {
+    // 2.5 s left and no increment: a soft budget of 100 ms, a hard one of 500 (one millisecond
+    // per read of the clock, a read every CHECK_EVERY nodes at most).
+    let limits = Limits {
+        clock: Some(GameClock {
+            time_ms: [2_500, 2_500],
+            increment_ms: [0, 0],
+            moves_to_go: None,
+        }),
+        ..Limits::default()
+    };
+    let b = budget(&limits, Color::White, 0).unwrap();
+    assert_eq!((b.soft_ms, b.hard_ms), (100, 500));
+    for fen in [
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4",
+        "8/5pk1/6p1/8/2Q5/6P1/5PK1/4r3 w - - 0 40",
+    ] {
+        let pos = Chess::from_fen(fen).unwrap();
+        let clock = Ticking {
+            reads: AtomicU64::new(0),
+        };
+        let stop = AtomicBool::new(false);
+        let mut finished = Vec::new();
+        let r = Engine::<Chess>::new(8).search(
+            &pos,
+            &[],
+            &limits,
+            &SearchOptions {
+                multipv: 1,
+                move_overhead_ms: 0,
+            },
+            Control {
+                stop: &stop,
+                time: &clock,
+            },
+            &mut |i| finished.push(i.time_ms),
+        );
+        assert!(r.best.is_some(), "{fen}");
+        // Each iteration after the first began where the one before finished: before the soft
+        // budget (what share of it depends on how settled the search is).
+        let (last, started) = finished.split_last().expect("an iteration finished");
+        assert!(
+            started.iter().all(|&t| t < b.soft_ms),
+            "{fen}: {finished:?}"
+        );
+        assert!(
+            *last <= b.hard_ms && r.time_ms <= b.hard_ms + 1,
+            "{fen}: {r:?}"
+        );
+    }
 }
 
 /// A clock that raises the stop flag at its third read.
