@@ -5,8 +5,9 @@
 //! hash), starting cold every move; or, with [`MatchConfig::uci`] (standard chess and
 //! crazyhouse), as one `PATH uci` process per player and game thread, told `ucinewgame` before
 //! each game, so that it keeps its tables and histories from move to move as in a real game,
-//! optionally on a game clock ([`MatchConfig::clock`]). Games are judged by the core's rules (`GameState`): every automatic ending, and claimable
-//! draws are claimed; a game reaching the ply cap is a draw.
+//! optionally on a game clock ([`MatchConfig::clock`]). Games are judged by the core's rules
+//! (`GameState`): every automatic ending, and claimable draws are claimed; a game reaching the
+//! ply cap is a draw.
 
 use crate::CliError;
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Position, Variant};

@@ -443,7 +443,7 @@ impl<P: EnginePosition> Worker<'_, P> {
             .clamp(1, MAX_PLY as u32 - 8);
         let mut completed = 0;
         // Time management on a clock: how long the best move has held, and its last score.
-        let (mut stable, mut last_best) = (0u32, None::<(P::Move, i32)>);
+        let mut settling = crate::time::Settling::default();
         for depth in 1..=max_depth {
             for rm in root_moves.iter_mut() {
                 rm.score = -INFINITE;
@@ -523,22 +523,13 @@ impl<P: EnginePosition> Worker<'_, P> {
                 let share = match limits.clock {
                     Some(_) => {
                         let best = &root_moves[0];
-                        let (moved, drop) = match last_best {
-                            Some((mv, score)) if !is_mate(score) && !is_mate(best.score) => {
-                                (mv != best.mv, score - best.score)
-                            }
-                            Some((mv, _)) => (mv != best.mv, 0),
-                            None => (true, 0),
-                        };
-                        stable = if moved { 0 } else { stable + 1 };
                         let total: u64 = root_moves.iter().map(|rm| rm.nodes).sum();
                         let fraction =
                             (depth >= 6 && total > 0).then(|| best.nodes as f64 / total as f64);
-                        crate::time::soft_share(stable, fraction, drop)
+                        settling.share(best.mv, best.score, fraction)
                     }
                     None => 1.0,
                 };
-                last_best = Some((root_moves[0].mv, root_moves[0].score));
                 if elapsed as f64 >= b.soft_ms as f64 * share
                     || (limits.clock.is_some() && root_moves.len() == 1 && depth >= 4)
                 {

@@ -1,6 +1,7 @@
 //! Limits of a search and time management: how long to think on a game clock, read through an
 //! injected time source so that tests can drive time.
 
+use crate::score::is_mate;
 use arbiter_core::Color;
 use std::time::Instant;
 
@@ -161,6 +162,47 @@ pub fn soft_share(stable: u32, best_nodes: Option<f64>, drop: i32) -> f64 {
     (NEUTRAL * stability * nodes * falling).clamp(0.2, 1.0)
 }
 
+/// How settled a search on a game clock is, followed over its finished iterations: how many
+/// in a row kept the same best move, and the last best move and score. Each finished iteration
+/// reports to [`Settling::share`], which gives the [`soft_share`] to stop at.
+#[derive(Debug, Clone, Copy)]
+pub struct Settling<M> {
+    stable: u32,
+    last: Option<(M, i32)>,
+}
+
+impl<M> Default for Settling<M> {
+    fn default() -> Self {
+        Settling {
+            stable: 0,
+            last: None,
+        }
+    }
+}
+
+impl<M: Copy + PartialEq> Settling<M> {
+    /// Records a finished iteration (its best move, the move's score, and the share of the
+    /// root's nodes spent under it, `None` while that means little) and returns the share of
+    /// the soft budget after which no new iteration starts. A mate score on either side of the
+    /// comparison counts as no fall: mate distances are not centipawns.
+    pub fn share(&mut self, best: M, score: i32, best_nodes: Option<f64>) -> f64 {
+        let (moved, drop) = match self.last {
+            Some((mv, last)) if !is_mate(last) && !is_mate(score) => {
+                (mv != best, last.saturating_sub(score))
+            }
+            Some((mv, _)) => (mv != best, 0),
+            None => (true, 0),
+        };
+        self.stable = if moved {
+            0
+        } else {
+            self.stable.saturating_add(1)
+        };
+        self.last = Some((best, score));
+        soft_share(self.stable, best_nodes, drop)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +265,25 @@ mod tests {
                 assert!((0.2..=1.0).contains(&s), "{f} {drop}: {s}");
             }
         }
+    }
+
+    #[test]
+    fn settling_follows_the_best_move_and_its_score_across_iterations() {
+        let mut s = Settling::<u8>::default();
+        // The first iteration has no history: a new best move.
+        assert_eq!(s.share(1, 30, None), soft_share(0, None, 0));
+        assert_eq!(s.share(1, 35, None), soft_share(1, None, 0));
+        assert_eq!(s.share(1, 20, Some(0.9)), soft_share(2, Some(0.9), 15));
+        // Another best move starts the count again.
+        assert_eq!(s.share(2, 20, Some(0.9)), soft_share(0, Some(0.9), 0));
+        for stable in 1..=8 {
+            assert_eq!(s.share(2, 20, Some(0.9)), soft_share(stable, Some(0.9), 0));
+        }
+        // Into or out of a mate score is no centipawn fall.
+        let mate = crate::score::MATE - 3;
+        assert_eq!(s.share(2, -mate, None), soft_share(9, None, 0));
+        assert_eq!(s.share(2, 0, None), soft_share(10, None, 0));
+        assert_eq!(s.share(2, mate, None), soft_share(11, None, 0));
     }
 
     #[test]
