@@ -49,7 +49,8 @@ impl Topology {
         let built = sh("deploy/build-images.sh")?;
         println!("{built}");
         let topology = Topology { root, down: false };
-        // Anything left by an interrupted earlier run goes first.
+        // Anything left by an interrupted earlier run goes first (a network Docker will not
+        // remove is adopted by `up`).
         topology.teardown()?;
         topology.compose(&["up", "-d"])?;
         topology.wait_all_healthy(timeout)?;
@@ -217,19 +218,24 @@ impl Topology {
         }
     }
 
-    /// `down -v --remove-orphans`, clearing stale endpoints when Docker refuses to remove a
-    /// network.
+    /// `down -v --remove-orphans`, then what Docker's endpoint bookkeeping needs when it refuses
+    /// to remove a network. Returns the project networks Docker would not remove although they
+    /// hold no container (see [`Topology::leaked_networks`]); everything else of the project is
+    /// gone when this returns `Ok`.
     ///
     /// Docker's network store can keep an endpoint of a container that no longer exists (a
-    /// daemon bug, met here in one run of about eight, after the network cut): removing the
-    /// network then fails with "has active endpoints" although `docker network inspect` lists no
-    /// container, and the network outlives the run, in the daemon, for every later run. Such an
-    /// endpoint goes only with `docker network disconnect --force` under the container's name, so
-    /// that is done for every container name the project can have, and `down` runs again. What
-    /// was forced is printed.
-    fn teardown(&self) -> Result<(), String> {
+    /// daemon bug, met in about one run in eight, always on `backend`, the network of the
+    /// cut): removing the network then fails with "has active endpoints" although `docker
+    /// network inspect` lists no container. A stale endpoint goes with `docker network
+    /// disconnect --force` under the container's name, so that is tried for every container
+    /// name the project can have, and `down` runs again, three times two seconds apart. When
+    /// Docker still refuses, its count of the network's endpoints has leaked (no endpoint is left
+    /// to disconnect) and only a restart of the daemon clears it: the network is then left,
+    /// reported, and reused by the next `up` (compose adopts a network of the project's name and
+    /// labels), so it neither stops nor disturbs a later run.
+    fn teardown(&self) -> Result<Vec<String>, String> {
         let first = match self.compose(&["down", "-v", "--remove-orphans"]) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(Vec::new()),
             Err(e) if e.contains("has active endpoints") => e,
             Err(e) => return Err(e),
         };
@@ -243,32 +249,88 @@ impl Topology {
                 cleared.join(", ")
             }
         );
-        self.compose(&["down", "-v", "--remove-orphans"])
-            .map(drop)
-            .map_err(|e| {
-                format!(
-                    "{e}\n(a stale endpoint that `docker network disconnect --force` does not \
-                     clear goes only with a restart of the Docker daemon)"
-                )
-            })
+        for _ in 0..3 {
+            match self.compose(&["down", "-v", "--remove-orphans"]) {
+                Ok(_) => return Ok(Vec::new()),
+                Err(e) if e.contains("has active endpoints") => {
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let leaked = self.leaked_networks()?;
+        println!(
+            "e2e: Docker keeps network {} with no container but a leaked endpoint count (a \
+             daemon bug; a restart of the Docker daemon removes it); the next run reuses it",
+            leaked.join(", ")
+        );
+        Ok(leaked)
+    }
+
+    /// After `down` failed on a network with "has active endpoints" and nothing could be
+    /// disconnected: checks that no container of the project is left, removes every project
+    /// network Docker lets go and every project volume (compose stops at the first network it
+    /// cannot remove, before the volumes), and returns the networks left, each of which must
+    /// list no container.
+    ///
+    /// # Errors
+    /// A container of the project still there, a left network that lists a container, or any
+    /// other refusal.
+    fn leaked_networks(&self) -> Result<Vec<String>, String> {
+        let label = format!("label=com.docker.compose.project={PROJECT}");
+        let containers = self.docker(&["ps", "-aq", "--filter", &label])?;
+        if !containers.is_empty() {
+            return Err(format!(
+                "down -v left containers: {}",
+                containers.lines().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let mut leaked = Vec::new();
+        for net in self.project_networks()? {
+            match self.docker(&["network", "rm", &net]) {
+                Ok(_) => {}
+                Err(e) if e.contains("has active endpoints") => {
+                    let attached =
+                        self.docker(&["network", "inspect", "-f", "{{len .Containers}}", &net])?;
+                    if attached != "0" {
+                        return Err(format!("{net} still has {attached} containers: {e}"));
+                    }
+                    leaked.push(net);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let volumes = self.docker(&["volume", "ls", "-q", "--filter", &label])?;
+        for volume in volumes.lines() {
+            self.docker(&["volume", "rm", volume])?;
+        }
+        Ok(leaked)
+    }
+
+    /// The names of the project's networks.
+    fn project_networks(&self) -> Result<Vec<String>, String> {
+        let label = format!("label=com.docker.compose.project={PROJECT}");
+        Ok(self
+            .docker(&["network", "ls", "--filter", &label, "--format", "{{.Name}}"])?
+            .lines()
+            .map(str::to_owned)
+            .collect())
     }
 
     /// Force-disconnects, from each of the project's networks, every endpoint it lists and every
     /// container name compose gives the project's services (`<project>_<service>_1`). Returns
     /// `network: name` for each that went.
     fn clear_stale_endpoints(&self) -> Result<Vec<String>, String> {
-        let label = format!("label=com.docker.compose.project={PROJECT}");
-        let networks = self.docker(&["network", "ls", "-q", "--filter", &label])?;
         let services = self.services()?;
         let mut cleared = Vec::new();
-        for net in networks.lines() {
+        for net in self.project_networks()? {
             let listed = self
                 .docker(&[
                     "network",
                     "inspect",
                     "-f",
                     "{{range .Containers}}{{.Name}}\n{{end}}",
-                    net,
+                    &net,
                 ])
                 .unwrap_or_default();
             let mut names: Vec<String> = listed.lines().map(str::to_owned).collect();
@@ -277,7 +339,7 @@ impl Topology {
             names.dedup();
             for name in names.iter().filter(|n| !n.is_empty()) {
                 if self
-                    .docker(&["network", "disconnect", "--force", net, name])
+                    .docker(&["network", "disconnect", "--force", &net, name])
                     .is_ok()
                 {
                     cleared.push(format!("{net}: {name}"));
@@ -287,23 +349,31 @@ impl Topology {
         Ok(cleared)
     }
 
-    /// Takes the project down (`down -v`) and checks that nothing of it is left.
+    /// Takes the project down (`down -v`) and checks that nothing of it is left: no container,
+    /// no volume, no network but one Docker keeps with a leaked endpoint count (reported by
+    /// [`Topology::teardown`], holding no container).
     ///
     /// # Errors
     /// When `down` fails or something is left.
     pub fn down(mut self) -> Result<(), String> {
         self.down = true;
-        self.teardown()?;
+        let leaked = self.teardown()?;
         let label = format!("label=com.docker.compose.project={PROJECT}");
         let mut left = Vec::new();
-        for kind in [["ps", "-aq"], ["network", "ls"], ["volume", "ls"]] {
-            let mut args: Vec<&str> = kind.to_vec();
-            if kind[0] != "ps" {
-                args.push("-q");
+        for (kind, args) in [
+            ("container", ["ps", "-aq", "--filter", &label].as_slice()),
+            (
+                "volume",
+                ["volume", "ls", "-q", "--filter", &label].as_slice(),
+            ),
+        ] {
+            let out = self.docker(args)?;
+            left.extend(out.lines().map(|l| format!("{kind} {l}")));
+        }
+        for net in self.project_networks()? {
+            if !leaked.contains(&net) {
+                left.push(format!("network {net}"));
             }
-            args.extend(["--filter", &label]);
-            let out = self.docker(&args)?;
-            left.extend(out.lines().map(|l| format!("{} {l}", kind[0])));
         }
         if left.is_empty() {
             Ok(())
