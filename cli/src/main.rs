@@ -987,10 +987,12 @@ fn run(cli: Cli) -> Result<String, CliError> {
             uci,
             tc,
         } => {
-            use arbiter_cli::selfplay::{MatchConfig, Player, Sprt, TimeControl, play_match};
+            use arbiter_cli::selfplay::{
+                MatchConfig, Player, Sprt, parse_time_control, play_match,
+            };
             let clock = tc
                 .as_deref()
-                .map(TimeControl::parse)
+                .map(parse_time_control)
                 .transpose()
                 .map_err(|e| CliError::input("", e))?;
             let sprt = sprt

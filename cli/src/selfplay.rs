@@ -10,6 +10,7 @@
 //! ply cap is a draw.
 
 use crate::CliError;
+use arbiter_core::clock::{Bonus, Stage, TimeControl};
 use arbiter_core::{AnyPosition, GameState, Locale, Notation, Position, Variant};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -108,40 +109,33 @@ impl Player {
     }
 }
 
-/// A game clock for a match over UCI: each player starts with `base_ms` and gains
-/// `increment_ms` after each of its moves; the player whose time runs out loses (draws if the
-/// opponent cannot possibly mate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimeControl {
-    /// Each player's time at the start, ms.
-    pub base_ms: u64,
-    /// Added after each move, ms.
-    pub increment_ms: u64,
-}
-
-impl TimeControl {
-    /// Reads `BASE+INC` in seconds, e.g. `10+0.1` (the base above zero and at most a day, the
-    /// increment at most an hour; both to the millisecond).
-    pub fn parse(text: &str) -> Result<TimeControl, String> {
-        let err = || format!("--tc: '{text}': expected BASE+INC in seconds, e.g. 10+0.1");
-        let (base, inc) = text.split_once('+').ok_or_else(err)?;
-        let ms = |t: &str, max: f64| {
-            t.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0 && *v <= max)
-                .map(|v| (v * 1000.0).round() as u64)
-        };
-        let base_ms = ms(base, 86_400.0).filter(|&b| b > 0).ok_or_else(err)?;
-        let increment_ms = ms(inc, 3_600.0).ok_or_else(err)?;
-        Ok(TimeControl {
-            base_ms,
-            increment_ms,
-        })
+/// Reads `--tc`: `BASE+INC` in seconds, e.g. `10+0.1`, as a PGN `TimeControl` tag
+/// ([`TimeControl::from_pgn`]), to the millisecond: one sudden-death stage with a Fischer
+/// increment, written even when it is 0 (`60+0`), the base above zero and at most a day, the increment at most an hour.
+pub fn parse_time_control(text: &str) -> Result<TimeControl, String> {
+    let err = || format!("--tc: '{text}': expected BASE+INC in seconds, e.g. 10+0.1");
+    if !text.contains('+') {
+        return Err(err());
+    }
+    let tc = TimeControl::from_pgn(text.trim()).map_err(|e| format!("{} ({e})", err()))?;
+    match tc.stages() {
+        [
+            Stage {
+                moves: None,
+                time_ms: 1..=86_400_000,
+                bonus: Bonus::Increment(0..=3_600_000),
+            },
+        ] => Ok(tc),
+        _ => Err(err()),
     }
 }
 
 /// The players' clocks during a game, ms, White's then Black's (negative once a flag falls).
+///
+/// Not [`arbiter_core::clock::Clock`]: a hosted game's clock grants lag compensation (a grace of
+/// up to 2 s from a quota) because a client's moves cross a network; here the harness measures
+/// each engine's thinking itself, so a flag falls the moment the time is used up, as in
+/// cutechess, and an overrun is never forgiven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Clocks {
     left: [i64; 2],
@@ -149,11 +143,17 @@ struct Clocks {
 }
 
 impl Clocks {
-    fn new(tc: TimeControl) -> Clocks {
-        let base = i64::try_from(tc.base_ms).unwrap_or(i64::MAX);
+    /// Both players at the base time of `tc` (which [`parse_time_control`] checked to be one
+    /// Fischer stage).
+    fn new(tc: &TimeControl) -> Clocks {
+        let base = i64::try_from(tc.initial_ms()).unwrap_or(i64::MAX);
+        let increment_ms = match tc.stages().first().map(|s| s.bonus) {
+            Some(Bonus::Increment(ms)) => ms,
+            _ => 0,
+        };
         Clocks {
             left: [base; 2],
-            increment_ms: tc.increment_ms,
+            increment_ms,
         }
     }
 
@@ -475,7 +475,8 @@ pub struct MatchConfig {
     /// crazyhouse, without rule options).
     pub uci: bool,
     /// A game clock (with [`uci`](Self::uci) only): engines are told the times left instead of
-    /// (or besides) their own limits, and a player whose time runs out loses.
+    /// (or besides) their own limits, and a player whose time runs out loses. One Fischer stage
+    /// ([`parse_time_control`]).
     pub clock: Option<TimeControl>,
 }
 
@@ -705,7 +706,7 @@ fn game<'p>(
     } else {
         !start.turn()
     };
-    let mut clocks = cfg.clock.map(Clocks::new);
+    let mut clocks = cfg.clock.as_ref().map(Clocks::new);
     for _ in 0..cfg.max_plies {
         if let Some(o) = state.outcome() {
             return Ok((o.score.points(a_color), o.reason.name()));
@@ -925,29 +926,27 @@ mod tests {
 
     #[test]
     fn time_controls_and_clocks() {
-        let tc = TimeControl::parse("10+0.1").unwrap();
-        assert_eq!((tc.base_ms, tc.increment_ms), (10_000, 100));
+        let tc = parse_time_control("10+0.1").unwrap();
+        assert_eq!(tc, TimeControl::fischer(10_000, 100).unwrap());
         assert_eq!(
-            TimeControl::parse(" 0.5 + 0 ").unwrap(),
-            TimeControl {
-                base_ms: 500,
-                increment_ms: 0
-            }
+            parse_time_control(" 0.5 + 0 ").unwrap(),
+            TimeControl::fischer(500, 0).unwrap()
         );
         for bad in [
-            "", "10", "0+1", "-1+0", "10+-1", "x+1", "1e9+0", "NaN+0", "10+inf",
+            "", "10", "0+1", "-1+0", "10+-1", "x+1", "1e9+0", "NaN+0", "10+inf", "86401+0",
+            "10+3601", "40/60+1", "60+1:30", "60d1", "0.0001+0",
         ] {
-            let e = TimeControl::parse(bad).unwrap_err();
+            let e = parse_time_control(bad).unwrap_err();
             assert!(e.starts_with("--tc"), "{bad}: {e}");
         }
-        let mut c = Clocks::new(tc);
+        let mut c = Clocks::new(&tc);
         // White thinks 2.5 s: 7.6 s left with the increment; Black's clock is untouched.
         assert!(c.charge(Color::White.index(), 2_500));
         assert_eq!(c.left, [7_600, 10_000]);
         assert_eq!(c.go(), "wtime 7600 btime 10000 winc 100 binc 100");
         // Using exactly what is left is a flag fall, and so is any absurd time.
         assert!(!c.charge(Color::White.index(), 7_600));
-        let mut c = Clocks::new(tc);
+        let mut c = Clocks::new(&tc);
         assert!(!c.charge(Color::Black.index(), u64::MAX));
         assert_eq!(c.go(), "wtime 10000 btime 1 winc 100 binc 100");
     }
@@ -976,7 +975,7 @@ mod tests {
         let none = uci_settings(&[], chess, "--a-args", false).unwrap();
         assert_eq!(go(&none, None), "go nodes 20000");
         // On a clock, the times come first, and a player without limits gets none of its own.
-        let clocks = Clocks::new(TimeControl::parse("10+0.1").unwrap());
+        let clocks = Clocks::new(&parse_time_control("10+0.1").unwrap());
         let none = uci_settings(&[], chess, "--a-args", true).unwrap();
         assert_eq!(
             go(&none, Some(&clocks)),
