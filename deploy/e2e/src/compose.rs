@@ -350,8 +350,8 @@ impl Topology {
     }
 
     /// Takes the project down (`down -v`) and checks that nothing of it is left: no container,
-    /// no volume, no network but one Docker keeps with a leaked endpoint count (reported by
-    /// [`Topology::teardown`], holding no container).
+    /// no volume, no network but one Docker keeps with a leaked endpoint count (reported, and
+    /// holding no container: see the teardown's comment).
     ///
     /// # Errors
     /// When `down` fails or something is left.
