@@ -111,7 +111,8 @@ impl Player {
 
 /// Reads `--tc`: `BASE+INC` in seconds, e.g. `10+0.1`, as a PGN `TimeControl` tag
 /// ([`TimeControl::from_pgn`]), to the millisecond: one sudden-death stage with a Fischer
-/// increment, written even when it is 0 (`60+0`), the base above zero and at most a day, the increment at most an hour.
+/// increment, written even when it is 0 (`60+0`), the base above zero and at most a day, the
+/// increment at most an hour.
 pub fn parse_time_control(text: &str) -> Result<TimeControl, String> {
     let err = || format!("--tc: '{text}': expected BASE+INC in seconds, e.g. 10+0.1");
     if !text.contains('+') {
