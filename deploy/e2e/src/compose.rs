@@ -13,6 +13,14 @@ use std::time::{Duration, Instant};
 /// default name is not touched; it does use the same published ports).
 pub const PROJECT: &str = "arbitere2e";
 
+/// What of a compose project Docker lists.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Container,
+    Volume,
+    Network,
+}
+
 /// A running compose project.
 #[derive(Debug)]
 pub struct Topology {
@@ -277,16 +285,15 @@ impl Topology {
     /// A container of the project still there, a left network that lists a container, or any
     /// other refusal.
     fn leaked_networks(&self) -> Result<Vec<String>, String> {
-        let label = format!("label=com.docker.compose.project={PROJECT}");
-        let containers = self.docker(&["ps", "-aq", "--filter", &label])?;
+        let containers = self.project(Kind::Container)?;
         if !containers.is_empty() {
             return Err(format!(
                 "down -v left containers: {}",
-                containers.lines().collect::<Vec<_>>().join(", ")
+                containers.join(", ")
             ));
         }
         let mut leaked = Vec::new();
-        for net in self.project_networks()? {
+        for net in self.project(Kind::Network)? {
             match self.docker(&["network", "rm", &net]) {
                 Ok(_) => {}
                 Err(e) if e.contains("has active endpoints") => {
@@ -300,21 +307,21 @@ impl Topology {
                 Err(e) => return Err(e),
             }
         }
-        let volumes = self.docker(&["volume", "ls", "-q", "--filter", &label])?;
-        for volume in volumes.lines() {
-            self.docker(&["volume", "rm", volume])?;
+        for volume in self.project(Kind::Volume)? {
+            self.docker(&["volume", "rm", &volume])?;
         }
         Ok(leaked)
     }
 
-    /// The names of the project's networks.
-    fn project_networks(&self) -> Result<Vec<String>, String> {
+    /// The project's containers (ids), volumes or networks (names), by compose's project label.
+    fn project(&self, kind: Kind) -> Result<Vec<String>, String> {
         let label = format!("label=com.docker.compose.project={PROJECT}");
-        Ok(self
-            .docker(&["network", "ls", "--filter", &label, "--format", "{{.Name}}"])?
-            .lines()
-            .map(str::to_owned)
-            .collect())
+        let args: &[&str] = match kind {
+            Kind::Container => &["ps", "-aq", "--filter", &label],
+            Kind::Volume => &["volume", "ls", "-q", "--filter", &label],
+            Kind::Network => &["network", "ls", "--filter", &label, "--format", "{{.Name}}"],
+        };
+        Ok(self.docker(args)?.lines().map(str::to_owned).collect())
     }
 
     /// Force-disconnects, from each of the project's networks, every endpoint it lists and every
@@ -323,7 +330,7 @@ impl Topology {
     fn clear_stale_endpoints(&self) -> Result<Vec<String>, String> {
         let services = self.services()?;
         let mut cleared = Vec::new();
-        for net in self.project_networks()? {
+        for net in self.project(Kind::Network)? {
             let listed = self
                 .docker(&[
                     "network",
@@ -358,19 +365,11 @@ impl Topology {
     pub fn down(mut self) -> Result<(), String> {
         self.down = true;
         let leaked = self.teardown()?;
-        let label = format!("label=com.docker.compose.project={PROJECT}");
         let mut left = Vec::new();
-        for (kind, args) in [
-            ("container", ["ps", "-aq", "--filter", &label].as_slice()),
-            (
-                "volume",
-                ["volume", "ls", "-q", "--filter", &label].as_slice(),
-            ),
-        ] {
-            let out = self.docker(args)?;
-            left.extend(out.lines().map(|l| format!("{kind} {l}")));
+        for (kind, name) in [(Kind::Container, "container"), (Kind::Volume, "volume")] {
+            left.extend(self.project(kind)?.iter().map(|id| format!("{name} {id}")));
         }
-        for net in self.project_networks()? {
+        for net in self.project(Kind::Network)? {
             if !leaked.contains(&net) {
                 left.push(format!("network {net}"));
             }
