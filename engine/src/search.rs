@@ -241,6 +241,8 @@ impl<P: EnginePosition> Engine<P> {
                 .collect(),
             order: vec![Vec::new(); MAX_PLY + 2],
             quiets: vec![Vec::new(); MAX_PLY + 2],
+            excluded: vec![None; MAX_PLY + 2],
+            root_depth: 0,
             keys,
             null_floor: 0,
             nodes: 0,
@@ -268,6 +270,10 @@ struct Worker<'a, P: EnginePosition> {
     pv: Vec<Vec<P::Move>>,
     order: Vec<Vec<(i32, P::Move)>>,
     quiets: Vec<Vec<P::Move>>,
+    /// The move a singular-extension search at each ply leaves out (see [`Worker::negamax`]).
+    excluded: Vec<Option<P::Move>>,
+    /// The depth of the current iteration: extensions stop at twice as many plies from the root.
+    root_depth: i32,
     keys: Vec<u64>,
     /// Index in `keys` of the position after the latest null move on the path (0: none).
     null_floor: usize,
@@ -327,6 +333,14 @@ const LMR_HISTORY_DIVISOR: i32 = 16_384;
 /// Delta pruning in quiescence: a capture that, won outright, still leaves the static
 /// evaluation this far below alpha is not tried.
 const DELTA_MARGIN: i32 = 200;
+/// Singular extensions: from this depth, a table move whose stored lower or exact bound is at
+/// least `depth − SINGULAR_DEPTH_MARGIN` plies deep is tested against the other moves searched
+/// to half the depth, with a window `SINGULAR_MARGIN` centipawns per ply below its score.
+/// Accepted on a 5+0.05 clock (docs/performance.md); at 30,000–40,000 nodes a move, where
+/// searches seldom reach this depth, earlier forms from depth 6 were level or behind.
+const SINGULAR_MIN_DEPTH: i32 = 8;
+const SINGULAR_DEPTH_MARGIN: i32 = 3;
+const SINGULAR_MARGIN: i32 = 2;
 
 /// Late-move reduction for a move searched `index`-th at `depth`: `0.5 + ln(depth)·ln(index) /
 /// 2.4` plies, before the adjustments for PV nodes, improvement and history.
@@ -579,6 +593,7 @@ impl<P: EnginePosition> Worker<'_, P> {
     ) -> i32 {
         let mut best = -INFINITE;
         let window_low = alpha;
+        self.root_depth = depth;
         self.pv[0].clear();
         self.evals[0] = if pos.is_check() {
             -INFINITE
@@ -708,9 +723,17 @@ impl<P: EnginePosition> Worker<'_, P> {
         }
         self.seldepth = self.seldepth.max(ply);
         let key = pos.zobrist();
+        // A singular-extension search of this node leaves the table move out: it neither takes
+        // the stored bound nor the stored move (it searches the others), and stores nothing.
+        let excluded = self.excluded[ply];
         let entry = self.tt.probe(key);
-        let tt_move = entry.and_then(|e| e.mv);
+        let tt_move = if excluded.is_some() {
+            None
+        } else {
+            entry.and_then(|e| e.mv)
+        };
         if let Some(e) = entry
+            && excluded.is_none()
             && !pv_node
             && i32::from(e.depth) >= depth
         {
@@ -771,6 +794,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 + depth / NULL_MOVE_DEPTH_DIVISOR
                 + ((eval - beta) / NULL_MOVE_EVAL_DIVISOR).clamp(0, NULL_MOVE_EVAL_MAX);
             if null_ok
+                && excluded.is_none()
                 && depth - 1 - r >= 1
                 && eval >= beta
                 && !is_mate(beta)
@@ -799,7 +823,7 @@ impl<P: EnginePosition> Worker<'_, P> {
                 }
             }
         }
-        if tt_move.is_none() && depth >= IIR_MIN_DEPTH {
+        if tt_move.is_none() && excluded.is_none() && depth >= IIR_MIN_DEPTH {
             depth -= 1;
         }
         let counter = self.ordering.counter(pos, previous);
@@ -814,6 +838,9 @@ impl<P: EnginePosition> Worker<'_, P> {
         let mut searched = 0usize;
         let mut quiets = std::mem::take(&mut self.quiets[ply]);
         quiets.clear();
+        // Set when the node ends inside the loop (an abort, or a multi-cut): the buffers above
+        // go back to their slots before the return, whichever way the loop is left.
+        let mut exit = None;
         let mut i = 0;
         loop {
             if i == 1 && early.is_some() {
@@ -831,6 +858,9 @@ impl<P: EnginePosition> Worker<'_, P> {
             pick_next(&mut order, i);
             let (order_score, m) = order[i];
             i += 1;
+            if Some(m) == excluded {
+                continue;
+            }
             let tactical = pos.is_tactical(m);
             // Pruning is decided before the move is made: a pruned move costs no copy. Whether a
             // non-tactical move gives check is asked only when it decides: when the quiet rules
@@ -865,13 +895,52 @@ impl<P: EnginePosition> Worker<'_, P> {
                     continue;
                 }
             }
+            // Singular extension: when every other move falls well short of the table move's
+            // stored score, searched to half the depth, the table move is searched a ply deeper;
+            // when even the others beat beta, the node cuts off (several moves refute the
+            // line); when the table move alone is expected to beat beta, a ply shallower.
+            let mut extension = 0;
+            if Some(m) == tt_move
+                && depth >= SINGULAR_MIN_DEPTH
+                && (ply as i32) < 2 * self.root_depth
+                && let Some(e) = entry
+                && e.bound != Bound::Upper
+                && i32::from(e.depth) >= depth - SINGULAR_DEPTH_MARGIN
+                && let tt_score = from_tt(e.score, ply)
+                && !is_mate(tt_score)
+            {
+                let singular_beta = tt_score - SINGULAR_MARGIN * depth;
+                self.excluded[ply] = Some(m);
+                let s = self.negamax(
+                    pos,
+                    (depth - 1) / 2,
+                    singular_beta - 1,
+                    singular_beta,
+                    ply,
+                    previous,
+                    false,
+                );
+                self.excluded[ply] = None;
+                if self.aborted {
+                    exit = Some(0);
+                    break;
+                }
+                if s < singular_beta {
+                    extension = 1;
+                } else if singular_beta >= beta {
+                    exit = Some(singular_beta);
+                    break;
+                } else if tt_score >= beta {
+                    extension = -1;
+                }
+            }
             let mut child = pos.clone();
             child.play_unchecked(m);
             let gives_check = child.is_check();
             let quiet = !tactical && !gives_check;
             self.ordering.made(pos, ply, Some(m));
             self.keys.push(child.repetition_key());
-            let new_depth = depth - 1;
+            let new_depth = depth - 1 + extension;
             let score = if searched == 0 {
                 -self.negamax(&child, new_depth, -beta, -alpha, ply + 1, Some(m), true)
             } else {
@@ -929,9 +998,8 @@ impl<P: EnginePosition> Worker<'_, P> {
             };
             self.keys.pop();
             if self.aborted {
-                self.order[ply] = order;
-                self.quiets[ply] = quiets;
-                return 0;
+                exit = Some(0);
+                break;
             }
             searched += 1;
             if score > best {
@@ -955,6 +1023,14 @@ impl<P: EnginePosition> Worker<'_, P> {
         }
         self.order[ply] = order;
         self.quiets[ply] = quiets;
+        if let Some(score) = exit {
+            return score;
+        }
+        if excluded.is_some() {
+            // The best of the other moves (pruning spares the first one searched); `-INFINITE`
+            // when the excluded move is the only one, which makes it singular.
+            return best;
+        }
         let bound = if best >= beta {
             Bound::Lower
         } else if best_move.is_some() {
