@@ -502,10 +502,17 @@ pub fn mover(board: &Board, m: Move) -> Role {
     }
 }
 
-/// Static exchange evaluation: whether the exchanges on `m`'s destination leave the mover at
-/// least `threshold` up, each side recapturing with its least valuable attacker (x-rays
-/// through the pieces that have gone are seen; pins are not).
-pub fn see_ge(board: &Board, m: Move, threshold: i32, value: impl Fn(Role) -> i32) -> bool {
+/// Static exchange evaluation: whether the exchanges on `m`'s destination leave `turn` (the
+/// side playing `m`) at least `threshold` up, each side recapturing with its least valuable
+/// attacker (x-rays through the pieces that have gone are seen; pins are not). A dropped piece
+/// is exchanged like a moved one: a knight dropped where a pawn takes it loses the knight.
+pub fn see_ge(
+    board: &Board,
+    turn: Color,
+    m: Move,
+    threshold: i32,
+    value: impl Fn(Role) -> i32,
+) -> bool {
     if matches!(m.kind(), MoveKind::Castle | MoveKind::Promotion(_)) {
         return 0 >= threshold || gain_on(board, m, &value) >= threshold;
     }
@@ -519,18 +526,19 @@ pub fn see_ge(board: &Board, m: Move, threshold: i32, value: impl Fn(Role) -> i3
     if swap <= 0 {
         return true;
     }
-    let Some(color) = board.color_at(m.from()).filter(|_| !m.is_drop()) else {
-        // A drop captures nothing; whether the dropped piece survives is left to the search.
-        return true;
+    // A drop empties no square: only its destination fills.
+    let from = if m.is_drop() {
+        Bitboard(0)
+    } else {
+        Bitboard::from_square(m.from())
     };
-    let mut occupied =
-        board.occupied() ^ Bitboard::from_square(m.from()) ^ Bitboard::from_square(to);
+    let mut occupied = board.occupied() ^ from ^ Bitboard::from_square(to);
     if m.kind() == MoveKind::EnPassant
         && let Some(captured) = Square::from_coords(to.file(), m.from().rank())
     {
         occupied ^= Bitboard::from_square(captured);
     }
-    exchange(board, to, color, occupied, swap, &value)
+    exchange(board, to, turn, occupied, swap, &value)
 }
 
 fn exchange(
@@ -642,7 +650,7 @@ impl EnginePosition for Chess {
     }
 
     fn see_ge(&self, m: Move, threshold: i32) -> bool {
-        see_ge(self.board(), m, threshold, value)
+        see_ge(self.board(), self.turn(), m, threshold, value)
     }
 
     fn null_move_sound(&self) -> bool {

@@ -155,7 +155,7 @@ impl EnginePosition for Crazyhouse {
     }
 
     fn see_ge(&self, m: Move, threshold: i32) -> bool {
-        see_ge(self.chess().board(), m, threshold, value)
+        see_ge(self.chess().board(), self.turn(), m, threshold, value)
     }
 
     fn null_move_sound(&self) -> bool {
@@ -193,5 +193,31 @@ mod tests {
         let text = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1";
         let up = Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
         assert!(up.evaluate() > 300);
+    }
+
+    #[test]
+    fn a_dropped_piece_is_exchanged_like_a_moved_one() {
+        let pos = |text: &str| Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
+        let drop = |p: &Crazyhouse, uci: &str| {
+            p.parse_move(uci, Default::default(), Default::default())
+                .unwrap()
+        };
+        // A knight dropped where a pawn takes it loses the knight, defended or not.
+        let hanging = pos("4k3/8/3p4/8/8/8/8/4K3[N] w - - 0 1");
+        assert!(!hanging.see_ge(drop(&hanging, "N@e5"), 0));
+        assert!(
+            hanging.see_ge(drop(&hanging, "N@e4"), 0),
+            "nothing attacks e4"
+        );
+        let defended = pos("4k3/8/3p4/8/3P4/8/8/4K3[N] w - - 0 1");
+        assert!(!defended.see_ge(drop(&defended, "N@e5"), 0), "N for P");
+        assert!(defended.see_ge(drop(&defended, "N@e5"), -200));
+        // Attacked by a rook and defended by a pawn: the rook would lose itself for the knight.
+        let rook = pos("4k3/8/8/4r3/8/8/3P4/4K3[N] w - - 0 1");
+        assert!(rook.see_ge(drop(&rook, "N@e3"), 0));
+        // The same for Black, the side to move, dropping.
+        let black = pos("4k3/8/8/8/8/8/3P4/4K3[n] b - - 0 1");
+        assert!(!black.see_ge(drop(&black, "N@e3"), 0));
+        assert!(black.see_ge(drop(&black, "N@e4"), 0));
     }
 }
