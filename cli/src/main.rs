@@ -2,7 +2,7 @@
 //! library half of this crate and in `arbiter-core`.
 
 use arbiter_cli::{CliError, load_position};
-use arbiter_core::{Chess, Glinski, Locale, TextStyle, Variant};
+use arbiter_core::{Chess, Crazyhouse, Glinski, Locale, TextStyle, Variant};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -245,8 +245,8 @@ enum Command {
         #[arg(long, value_name = "BASE+INC")]
         tc: Option<String>,
     },
-    /// The standard chess and Glinski weights' data and fitting (Texel's method): generate
-    /// labelled positions by self-play, then tune the weights on them.
+    /// The standard chess, crazyhouse and Glinski weights' data and fitting (Texel's method):
+    /// generate labelled positions by self-play, then tune the weights on them.
     Texel {
         #[command(subcommand)]
         step: TexelStep,
@@ -340,7 +340,7 @@ enum TexelStep {
     /// position with its game's result ("POSITION | white's points"). The file depends only on
     /// the flags and the build, not on --threads.
     Generate {
-        /// The variant: chess or glinski.
+        /// The variant: chess, crazyhouse or glinski.
         #[arg(long, value_enum, default_value = "chess")]
         variant: TexelVariant,
         /// Games to play (1 to 1000000).
@@ -376,7 +376,8 @@ enum TexelStep {
     /// Fits the scaling K to the current weights, then tunes every weight by Texel's local
     /// search on a file from `generate`; prints the tuned weights as Rust source.
     Tune {
-        /// The variant of the positions (and of the weights tuned): chess or glinski.
+        /// The variant of the positions (and of the weights tuned): chess, crazyhouse or
+        /// glinski.
         #[arg(long, value_enum, default_value = "chess")]
         variant: TexelVariant,
         /// The labelled positions.
@@ -460,6 +461,7 @@ enum NnueStep {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum TexelVariant {
     Chess,
+    Crazyhouse,
     Glinski,
 }
 
@@ -666,6 +668,7 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
         } => {
             let name = match variant {
                 TexelVariant::Chess => arbiter_core::Variant::Chess.name(),
+                TexelVariant::Crazyhouse => arbiter_core::Variant::Crazyhouse.name(),
                 TexelVariant::Glinski => arbiter_core::Variant::Glinski.name(),
             };
             let evaluation = match net {
@@ -684,6 +687,7 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
             };
             match variant {
                 TexelVariant::Chess => texel_generate::<Chess>(&cfg, &out),
+                TexelVariant::Crazyhouse => texel_generate::<Crazyhouse>(&cfg, &out),
                 TexelVariant::Glinski => texel_generate::<Glinski>(&cfg, &out),
             }
         }
@@ -702,6 +706,7 @@ fn texel(step: TexelStep) -> Result<String, CliError> {
             };
             match variant {
                 TexelVariant::Chess => texel_tune::<Chess>(&cfg, &data, limit),
+                TexelVariant::Crazyhouse => texel_tune::<Crazyhouse>(&cfg, &data, limit),
                 TexelVariant::Glinski => texel_tune::<Glinski>(&cfg, &data, limit),
             }
         }

@@ -1,4 +1,5 @@
-//! `arbiter texel`: the data and the fitting behind the standard chess and Glinski weights.
+//! `arbiter texel`: the data and the fitting behind the standard chess, crazyhouse and Glinski
+//! weights.
 //!
 //! - [`generate`] plays engine-against-itself games of the variant at a fixed node count
 //!   from seeded random openings, and labels every quiet position of each game (side to move
@@ -313,6 +314,7 @@ mod tests {
     fn generation_is_reproducible_and_labels_quiet_positions() {
         reproducible_and_quiet::<Chess>();
         reproducible_and_quiet::<Glinski>();
+        reproducible_and_quiet::<arbiter_core::Crazyhouse>();
     }
 
     #[test]

@@ -1147,6 +1147,54 @@ fn texel_generates_data_that_tune_reads_and_refuses_bad_settings() {
         "{}",
         stdout(&out)
     );
+    // Crazyhouse: FEN with the pieces in hand in brackets, and the hand terms among the weights.
+    let house = dir.join("crazyhouse.txt");
+    let house_text = house.to_str().unwrap();
+    let out = arbiter(
+        &[
+            "texel",
+            "generate",
+            "--variant",
+            "crazyhouse",
+            "--games",
+            "2",
+            "--nodes",
+            "200",
+            "--out",
+            house_text,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = std::fs::read_to_string(&house).unwrap();
+    assert!(lines.lines().count() > 10, "{lines}");
+    assert!(
+        lines
+            .lines()
+            .all(|l| l.contains('[') && l.contains("] ") && l.split(" | ").count() == 3),
+        "{lines}"
+    );
+    let out = arbiter(
+        &[
+            "texel",
+            "tune",
+            "--variant",
+            "crazyhouse",
+            "--data",
+            house_text,
+            "--passes",
+            "1",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for needle in [
+        "board: super::chess::Weights {",
+        "in_hand: [",
+        "drop_danger: ",
+    ] {
+        assert!(stdout(&out).contains(needle), "{needle}: {}", stdout(&out));
+    }
     // Bad settings and bad data: exit status 2, naming the flag (and the line).
     let bad = dir.join("bad.txt");
     std::fs::write(&bad, "# a comment\nnot a position | 1\n").unwrap();

@@ -1,5 +1,6 @@
-//! Texel tuning of an evaluation's weights: standard chess ([`crate::eval::chess::Weights`])
-//! and Glinski ([`crate::eval::glinski::Weights`]), through the [`Tunable`] trait.
+//! Texel tuning of an evaluation's weights: standard chess ([`crate::eval::chess::Weights`]),
+//! crazyhouse ([`crate::eval::crazyhouse::Weights`]) and Glinski
+//! ([`crate::eval::glinski::Weights`]), through the [`Tunable`] trait.
 //!
 //! The method is Peter Österlund's, as published for Texel: given positions labelled with the
 //! result of the game they came from, find the weights that minimise the mean squared error
@@ -19,8 +20,9 @@
 //! does not depend on the number of threads.
 
 use crate::EnginePosition;
-use crate::eval::{chess, glinski};
-use arbiter_core::{Chess, Color, Glinski};
+use crate::eval::{chess, crazyhouse, glinski};
+use arbiter_core::crazyhouse::HouseRules;
+use arbiter_core::{Chess, Color, Crazyhouse, Glinski};
 
 /// A variant whose evaluation has named integer weights to tune.
 pub trait Tunable: EnginePosition + Clone + Send + Sync {
@@ -59,6 +61,33 @@ impl Tunable for Chess {
     }
     fn rust_literal(w: &chess::Weights) -> String {
         chess_literal(w)
+    }
+}
+
+impl Tunable for Crazyhouse {
+    type Weights = crazyhouse::Weights;
+    fn current() -> crazyhouse::Weights {
+        crazyhouse::WEIGHTS.clone()
+    }
+    fn visit(w: &mut crazyhouse::Weights, f: &mut dyn FnMut(&str, &mut i32)) {
+        w.visit(f)
+    }
+    fn evaluate_with(&self, w: &crazyhouse::Weights) -> i32 {
+        crazyhouse::evaluate_with(self, w)
+    }
+    fn start() -> Crazyhouse {
+        Crazyhouse::new(HouseRules::Crazyhouse)
+    }
+    fn parse_text(text: &str) -> Result<Crazyhouse, String> {
+        Crazyhouse::from_fen(text, HouseRules::Crazyhouse).map_err(|e| e.to_string())
+    }
+    fn rust_literal(w: &crazyhouse::Weights) -> String {
+        format!(
+            "Weights {{\n    board: super::chess::{},\n    in_hand: {:?},\n    drop_danger: {},\n}}",
+            chess_literal(&w.board),
+            w.in_hand,
+            w.drop_danger
+        )
     }
 }
 
@@ -484,6 +513,7 @@ mod tests {
     fn lines_round_trip_and_bad_lines_are_named() {
         lines_round_trip::<Chess>("8/8/8 w - - 0 1");
         lines_round_trip::<Glinski>("1/3/5 w");
+        lines_round_trip::<Crazyhouse>("8/8/8[Q] w - - 0 1");
     }
 
     /// The parameters round-trip, and each changes the evaluation of some position: none is
@@ -513,6 +543,10 @@ mod tests {
     fn parameters_round_trip_and_every_one_is_read() {
         every_parameter_is_read::<Chess>();
         every_parameter_is_read::<Glinski>();
+        every_parameter_is_read::<Crazyhouse>();
+        for p in positions::<Crazyhouse>(50, 2) {
+            assert_eq!(p.evaluate_with(&Crazyhouse::current()), p.evaluate());
+        }
         // The weights in use are the ones the engine evaluates with.
         for p in positions::<Glinski>(50, 2) {
             assert_eq!(p.evaluate_with(&Glinski::current()), p.evaluate());
@@ -542,6 +576,7 @@ mod tests {
     fn the_error_does_not_depend_on_threads() {
         error_ignores_threads::<Chess>();
         error_ignores_threads::<Glinski>();
+        error_ignores_threads::<Crazyhouse>();
     }
 
     /// Labels drawn from a known model: tuning from perturbed weights must lower the error and

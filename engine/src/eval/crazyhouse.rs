@@ -1,12 +1,13 @@
-//! Crazyhouse and one-board bughouse evaluation: the chess board terms with crazyhouse's
-//! lower values for the long-range pieces, pieces in hand worth more than on the board, king
-//! safety against drops (the empty squares around the king the enemy could drop on, weighed by
-//! what the enemy holds), and the initiative (a larger tempo: drops make every move count).
+//! Crazyhouse and one-board bughouse evaluation: the chess board terms with weights of their
+//! own, pieces in hand valued apart from the board, king safety against drops (the empty
+//! squares around the king the enemy could drop on, weighed by what the enemy holds), and the
+//! initiative (a larger tempo: drops make every move count). The weights are fitted to the
+//! results of crazyhouse self-play by Texel's method ([`crate::tune`]).
 //!
 //! A bughouse board is judged alone, with its current reserves: the partner's board is not seen.
 
 use super::chess::{
-    Pair, PawnCache, Weights, board_score_with, gain_on, mover, piece_to, see_ge, slot, taper,
+    Pair, PawnCache, PawnStructure, board_score_with, gain_on, mover, piece_to, see_ge, slot, taper,
 };
 use crate::hooks::EnginePosition;
 use arbiter_core::bitboard::{Bitboard, attacks};
@@ -14,70 +15,93 @@ use arbiter_core::chess::Move;
 use arbiter_core::{Color, Crazyhouse, Outcome, Position, Role};
 use std::sync::LazyLock;
 
-/// The board weights of crazyhouse.
+/// The weights of the crazyhouse evaluation: the board terms of chess (with their own values)
+/// and the terms of pieces in hand.
+#[derive(Clone, Debug)]
+pub struct Weights {
+    /// The board terms, as chess's evaluation reads them.
+    pub board: super::chess::Weights,
+    /// A piece in hand is worth its middlegame board value plus this, per role (pawn to queen).
+    pub in_hand: [i32; 5],
+    /// Per enemy piece in hand (knights and queens twice), per empty square next to the king
+    /// that no own piece guards.
+    pub drop_danger: i32,
+}
+
+impl Weights {
+    /// Walks every weight the evaluation reads, with a stable name, in a fixed order (the
+    /// parameters of [`crate::tune`]): the board terms as
+    /// [`chess::Weights::visit`](super::chess::Weights::visit) names them, then the hand terms.
+    pub fn visit(&mut self, f: &mut dyn FnMut(&str, &mut i32)) {
+        self.board.visit(f);
+        const ROLES: [&str; 5] = ["pawn", "knight", "bishop", "rook", "queen"];
+        for (role, v) in ROLES.iter().zip(self.in_hand.iter_mut()) {
+            f(&format!("in_hand.{role}"), v);
+        }
+        f("drop_danger", &mut self.drop_danger);
+    }
+}
+
+/// The weights the engine evaluates crazyhouse and bughouse boards with.
 pub static WEIGHTS: LazyLock<Weights> = LazyLock::new(|| Weights {
-    material: [
-        Pair(100, 100),
-        Pair(300, 300),
-        Pair(320, 320),
-        Pair(420, 440),
-        Pair(780, 800),
-        Pair(0, 0),
-    ],
-    mobility: [
-        Pair(0, 0),
-        Pair(3, 3),
-        Pair(3, 3),
-        Pair(2, 2),
-        Pair(1, 1),
-        Pair(0, 0),
-    ],
-    shield: 18,
-    attack_units: [0, 3, 2, 3, 5, 0],
-    tempo: 25,
-    // The board terms below were the chess values when these weights were set; they are
-    // spelt out so that tuning the chess weights leaves crazyhouse as measured.
-    centre: [
-        Pair(4, 0),
-        Pair(10, 8),
-        Pair(5, 5),
-        Pair(0, 2),
-        Pair(2, 8),
-        Pair(-12, 15),
-    ],
-    pawn_advance: Pair(3, 10),
-    bishop_pair: Pair(30, 50),
-    doubled: Pair(10, 20),
-    isolated: Pair(10, 15),
-    passed: [
-        Pair(0, 0),
-        Pair(0, 10),
-        Pair(5, 15),
-        Pair(10, 25),
-        Pair(25, 50),
-        Pair(45, 90),
-        Pair(75, 140),
-        Pair(0, 0),
-    ],
-    rook_open: Pair(25, 10),
-    rook_half_open: Pair(12, 5),
+    board: super::chess::Weights {
+        material: [
+            Pair(136, 220),
+            Pair(313, 280),
+            Pair(386, 468),
+            Pair(501, 301),
+            Pair(772, 466),
+            Pair(0, 0),
+        ],
+        centre: [
+            Pair(22, -24),
+            Pair(58, 19),
+            Pair(24, 146),
+            Pair(-36, 160),
+            Pair(-25, 22),
+            Pair(1, -460),
+        ],
+        pawn_advance: Pair(-9, -12),
+        mobility: [
+            Pair(0, 0),
+            Pair(24, 70),
+            Pair(29, 37),
+            Pair(19, 13),
+            Pair(17, 1),
+            Pair(0, 0),
+        ],
+        bishop_pair: Pair(121, -193),
+        doubled: Pair(-12, 45),
+        isolated: Pair(15, -32),
+        passed: [
+            Pair(0, 0),
+            Pair(23, -327),
+            Pair(91, -225),
+            Pair(-126, -466),
+            Pair(218, -1076),
+            Pair(148, 72),
+            Pair(124, 374),
+            Pair(0, 0),
+        ],
+        rook_open: Pair(118, -255),
+        rook_half_open: Pair(106, -128),
+        shield: 46,
+        attack_units: [0, 4, 4, 7, 5, 0],
+        tempo: 55,
+    },
+    in_hand: [-20, -12, -79, -69, -160],
+    drop_danger: 32,
 });
 
-/// A piece in hand is worth its board value plus this, per role.
-const IN_HAND: [i32; 6] = [40, 40, 20, 20, 30, 0];
-
-/// Per enemy piece in hand, per empty square next to the king that no own piece guards.
-const DROP_DANGER: i32 = 6;
-
 fn value(role: Role) -> i32 {
-    WEIGHTS.material[role.index()]
+    WEIGHTS.board.material[role.index()]
         .0
         .max(if role == Role::King { 20_000 } else { 0 })
 }
 
 /// The drop danger to `color`'s king: empty, unguarded squares around it times the enemy's
 /// pieces in hand (knights and queens count double).
-fn drop_danger(pos: &Crazyhouse, color: Color) -> i32 {
+fn drop_danger(pos: &Crazyhouse, color: Color, w: &Weights) -> i32 {
     let board = pos.chess().board();
     let Some(king) = board.king_of(color) else {
         return 0;
@@ -96,7 +120,7 @@ fn drop_danger(pos: &Crazyhouse, color: Color) -> i32 {
         + i32::from(r.count(them, Role::Bishop))
         + i32::from(r.count(them, Role::Rook))
         + 2 * i32::from(r.count(them, Role::Queen));
-    holes * hand * DROP_DANGER
+    holes * hand * w.drop_danger
 }
 
 thread_local! {
@@ -104,32 +128,43 @@ thread_local! {
     static PAWNS: std::cell::RefCell<PawnCache> = std::cell::RefCell::default();
 }
 
+/// The evaluation of `pos` under the weights `w`, from the side to move's point of view: what
+/// the search uses, with [`WEIGHTS`].
+pub fn evaluate_with(pos: &Crazyhouse, w: &Weights) -> i32 {
+    evaluate_given(pos, w, &PawnStructure::of(pos.chess().board(), &w.board))
+}
+
+/// [`evaluate_with`], given the board's pawn structure.
+fn evaluate_given(pos: &Crazyhouse, w: &Weights, pawns: &PawnStructure) -> i32 {
+    let (mut score, phase) = board_score_with(pos.chess().board(), &w.board, pawns);
+    let r = pos.reserves();
+    for (i, role) in [
+        Role::Pawn,
+        Role::Knight,
+        Role::Bishop,
+        Role::Rook,
+        Role::Queen,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let v = w.board.material[i].0 + w.in_hand[i];
+        let n = i32::from(r.count(Color::White, role)) - i32::from(r.count(Color::Black, role));
+        score += Pair(v * n, v * n);
+    }
+    // Drops keep the middlegame going: the phase never falls far.
+    let phase = phase.max(16);
+    let danger = drop_danger(pos, Color::Black, w) - drop_danger(pos, Color::White, w);
+    let white = taper(score, phase) + danger;
+    super::for_side(pos.turn(), white) + w.board.tempo
+}
+
 impl EnginePosition for Crazyhouse {
     const CHEAP_LEGALITY: bool = true;
 
     fn evaluate(&self) -> i32 {
-        let board = self.chess().board();
-        let w = &*WEIGHTS;
-        let pawns = PAWNS.with_borrow_mut(|cache| cache.get(board, w));
-        let (mut score, phase) = board_score_with(board, w, &pawns);
-        let r = self.reserves();
-        for role in [
-            Role::Pawn,
-            Role::Knight,
-            Role::Bishop,
-            Role::Rook,
-            Role::Queen,
-        ] {
-            let v = WEIGHTS.material[role.index()].0 + IN_HAND[role.index()];
-            let n = i32::from(r.count(Color::White, role)) - i32::from(r.count(Color::Black, role));
-            score += Pair(v * n, v * n);
-        }
-        // Drops keep the middlegame going: the phase never falls far.
-        let phase = phase.max(16);
-        let danger = drop_danger(self, Color::Black) - drop_danger(self, Color::White);
-        let white = taper(score, phase) + danger;
-        let s = super::for_side(self.turn(), white);
-        s + WEIGHTS.tempo
+        let pawns = PAWNS.with_borrow_mut(|cache| cache.get(self.chess().board(), &WEIGHTS.board));
+        evaluate_given(self, &WEIGHTS, &pawns)
     }
 
     fn move_slot(&self, m: Move) -> usize {
@@ -186,10 +221,10 @@ mod tests {
     #[test]
     fn pieces_in_hand_count_and_the_start_is_level() {
         let start = Crazyhouse::new(HouseRules::Crazyhouse);
-        assert_eq!(start.evaluate(), WEIGHTS.tempo);
+        assert_eq!(start.evaluate(), WEIGHTS.board.tempo);
         let text = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[Nn] w KQkq - 0 1";
         let even = Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
-        assert_eq!(even.evaluate(), WEIGHTS.tempo);
+        assert_eq!(even.evaluate(), WEIGHTS.board.tempo);
         let text = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1";
         let up = Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
         assert!(up.evaluate() > 300);
