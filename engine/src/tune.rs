@@ -83,10 +83,11 @@ impl Tunable for Crazyhouse {
     }
     fn rust_literal(w: &crazyhouse::Weights) -> String {
         format!(
-            "Weights {{\n    board: super::chess::{},\n    in_hand: {:?},\n    drop_danger: {},\n}}",
+            "Weights {{\n    board: super::chess::{},\n    in_hand: {:?},\n    drop_danger: {:?},\n    drop_check: {:?},\n}}",
             chess_literal(&w.board),
             w.in_hand,
-            w.drop_danger
+            w.drop_danger,
+            w.drop_check
         )
     }
 }

@@ -23,9 +23,12 @@ pub struct Weights {
     pub board: super::chess::Weights,
     /// A piece in hand is worth its middlegame board value plus this, per role (pawn to queen).
     pub in_hand: [i32; 5],
-    /// Per enemy piece in hand (knights and queens twice), per empty square next to the king
-    /// that no own piece guards.
-    pub drop_danger: i32,
+    /// Per enemy piece in hand, by role (pawn to queen), per empty square next to the king
+    /// that no own piece guards (a hole it could be dropped on).
+    pub drop_danger: [i32; 5],
+    /// Per role the enemy holds (pawn to queen), per empty square no own piece guards from
+    /// which a piece of that role dropped would check the king.
+    pub drop_check: [i32; 5],
 }
 
 impl Weights {
@@ -38,7 +41,12 @@ impl Weights {
         for (role, v) in ROLES.iter().zip(self.in_hand.iter_mut()) {
             f(&format!("in_hand.{role}"), v);
         }
-        f("drop_danger", &mut self.drop_danger);
+        for (role, v) in ROLES.iter().zip(self.drop_danger.iter_mut()) {
+            f(&format!("drop_danger.{role}"), v);
+        }
+        for (role, v) in ROLES.iter().zip(self.drop_check.iter_mut()) {
+            f(&format!("drop_check.{role}"), v);
+        }
     }
 }
 
@@ -90,7 +98,8 @@ pub static WEIGHTS: LazyLock<Weights> = LazyLock::new(|| Weights {
         tempo: 55,
     },
     in_hand: [-20, -12, -79, -69, -160],
-    drop_danger: 32,
+    drop_danger: [32, 64, 32, 32, 64],
+    drop_check: [0, 0, 0, 0, 0],
 });
 
 fn value(role: Role) -> i32 {
@@ -99,8 +108,18 @@ fn value(role: Role) -> i32 {
         .max(if role == Role::King { 20_000 } else { 0 })
 }
 
-/// The drop danger to `color`'s king: empty, unguarded squares around it times the enemy's
-/// pieces in hand (knights and queens count double).
+/// The roles that can be in hand, in the order of [`Weights::in_hand`].
+const HAND_ROLES: [Role; 5] = [
+    Role::Pawn,
+    Role::Knight,
+    Role::Bishop,
+    Role::Rook,
+    Role::Queen,
+];
+
+/// The drop danger to `color`'s king: the empty squares around it no own piece guards, times
+/// the enemy's pieces in hand by role; and, per role the enemy holds, the unguarded empty
+/// squares a drop of that role would check from.
 fn drop_danger(pos: &Crazyhouse, color: Color, w: &Weights) -> i32 {
     let board = pos.chess().board();
     let Some(king) = board.king_of(color) else {
@@ -112,15 +131,29 @@ fn drop_danger(pos: &Crazyhouse, color: Color, w: &Weights) -> i32 {
         let role = board.role_at(sq).unwrap_or(Role::Pawn);
         guarded |= attacks::piece(color, role, sq, occupied);
     }
-    let holes = (attacks::king(king) & !occupied & !guarded).count() as i32;
+    let open = !occupied & !guarded;
+    let holes = (attacks::king(king) & open).count() as i32;
     let r = pos.reserves();
     let them = !color;
-    let hand = i32::from(r.count(them, Role::Pawn))
-        + 2 * i32::from(r.count(them, Role::Knight))
-        + i32::from(r.count(them, Role::Bishop))
-        + i32::from(r.count(them, Role::Rook))
-        + 2 * i32::from(r.count(them, Role::Queen));
-    holes * hand * w.drop_danger
+    let mut danger = 0;
+    for (i, role) in HAND_ROLES.into_iter().enumerate() {
+        let held = i32::from(r.count(them, role));
+        if held == 0 {
+            continue;
+        }
+        danger += holes * held * w.drop_danger[i];
+        let checks = match role {
+            // An enemy pawn checks from where our pawn on the king's square would capture;
+            // pawns are never dropped on the first or last rank.
+            Role::Pawn => attacks::pawn(color, king) & !(Bitboard::rank(0) | Bitboard::rank(7)),
+            Role::Knight => attacks::knight(king),
+            Role::Bishop => attacks::bishop(king, occupied),
+            Role::Rook => attacks::rook(king, occupied),
+            _ => attacks::queen(king, occupied),
+        };
+        danger += (checks & open).count() as i32 * w.drop_check[i];
+    }
+    danger
 }
 
 thread_local! {
@@ -138,16 +171,7 @@ pub fn evaluate_with(pos: &Crazyhouse, w: &Weights) -> i32 {
 fn evaluate_given(pos: &Crazyhouse, w: &Weights, pawns: &PawnStructure) -> i32 {
     let (mut score, phase) = board_score_with(pos.chess().board(), &w.board, pawns);
     let r = pos.reserves();
-    for (i, role) in [
-        Role::Pawn,
-        Role::Knight,
-        Role::Bishop,
-        Role::Rook,
-        Role::Queen,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, role) in HAND_ROLES.into_iter().enumerate() {
         let v = w.board.material[i].0 + w.in_hand[i];
         let n = i32::from(r.count(Color::White, role)) - i32::from(r.count(Color::Black, role));
         score += Pair(v * n, v * n);
@@ -228,6 +252,36 @@ mod tests {
         let text = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1";
         let up = Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
         assert!(up.evaluate() > 300);
+    }
+
+    #[test]
+    fn drop_checks_count_the_open_squares_a_held_piece_would_check_from() {
+        let pos = |text: &str| Crazyhouse::from_fen(text, HouseRules::Crazyhouse).unwrap();
+        // What the drop-check weight of `role` adds to the side to move's evaluation.
+        let checks = |text: &str, role: usize| {
+            let p = pos(text);
+            let mut w = WEIGHTS.clone();
+            w.drop_check = [0; 5];
+            let without = evaluate_with(&p, &w);
+            w.drop_check[role] = 100;
+            evaluate_with(&p, &w) - without
+        };
+        // Black holds a knight: c2, d3, f3 and g2 check the white king on e1.
+        assert_eq!(checks("4k3/8/8/8/8/8/8/4K3[n] w - - 0 1", 1), -400);
+        assert_eq!(checks("4k3/8/8/8/8/8/8/4K3[n] b - - 0 1", 1), 400);
+        // A bishop on g2 stands on one of them and guards f3.
+        assert_eq!(checks("4k3/8/8/8/8/8/6B1/4K3[n] w - - 0 1", 1), -200);
+        // Nothing held, nothing counted; a held bishop does not count for the knight.
+        assert_eq!(checks("4k3/8/8/8/8/8/8/4K3 w - - 0 1", 1), 0);
+        assert_eq!(checks("4k3/8/8/8/8/8/8/4K3[b] w - - 0 1", 1), 0);
+        // Pawns: d2 and f2 check a king on e1; d8 and f8 would check one on e7, but a pawn is
+        // never dropped on the last rank.
+        assert_eq!(checks("4k3/8/8/8/8/8/8/4K3[p] w - - 0 1", 0), -200);
+        assert_eq!(checks("8/4K3/8/8/8/8/8/k7[p] w - - 0 1", 0), 0);
+        // White holds a rook: the black king on a8 is checked along the open a-file (a1–a7)
+        // and the eighth rank (b8–h8); a black rook on b1 guards a1 and b8.
+        assert_eq!(checks("k7/8/8/8/8/8/8/4K3[R] w - - 0 1", 3), 1400);
+        assert_eq!(checks("k7/8/8/8/8/8/8/1r2K3[R] w - - 0 1", 3), 1200);
     }
 
     #[test]
